@@ -1,0 +1,271 @@
+"""`memwiki`: the command line of the store. Errors print one line on stderr and exit with status 2."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memory.config import resolve_store_path
+from memory.errors import InputFormatError, MemwikiError
+from memory.jsonl import iter_jsonl
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memwiki", description="Keep, recall and publish an AI agent's memory.")
+    p.add_argument("--store", help="store folder (default: $MEMWIKI_STORE or ./memory-store)")
+    p.add_argument("--hermes-home", help="read a hermes-agent home in place (default $HERMES_HOME)")
+    p.add_argument("--palace", help="read a MemPalace palace in place (default $MEMPALACE_PALACE_PATH)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("init", help="create a store")
+    sub.add_parser("context", help="print the per-turn context block (persona + hot memory)")
+
+    r = sub.add_parser("remember", help="add a hot-memory entry")
+    r.add_argument("text")
+    r.add_argument("--target", choices=("memory", "user"), default="memory")
+    r.add_argument("--category", help="preference, pitfall, rule, authorisation, network, environment, ...")
+
+    r = sub.add_parser("replace", help="replace the hot-memory entry that OLD names")
+    r.add_argument("old")
+    r.add_argument("new")
+    r.add_argument("--target", choices=("memory", "user"), default="memory")
+
+    r = sub.add_parser("forget", help="remove the hot-memory entry that OLD names")
+    r.add_argument("old")
+    r.add_argument("--target", choices=("memory", "user"), default="memory")
+
+    sub.add_parser("sink", help="sink non-core hot entries into L2 while a hot file is over its threshold")
+
+    r = sub.add_parser("recall", help="recall in priority order: hot memory, L2, sessions, wiki files")
+    r.add_argument("query", nargs="?")
+    r.add_argument("--batch", metavar="FILE", help='JSON lines {"id": ..., "query": ...}')
+    r.add_argument("-k", type=int, default=5)
+    r.add_argument("--all-layers", action="store_true", help="do not stop at the first confident layer")
+    r.add_argument("--json", action="store_true")
+
+    r = sub.add_parser("import", help="import JSON lines into L2 (memories) or L4 (session messages)")
+    r.add_argument("file")
+    r.add_argument("--layer", choices=("L2", "L4"), required=True)
+
+    kg = sub.add_parser("kg", help="knowledge graph (L3)").add_subparsers(dest="kg_command", required=True)
+    r = kg.add_parser("add", help="add a fact")
+    r.add_argument("subject")
+    r.add_argument("predicate")
+    r.add_argument("object")
+    r.add_argument("--from", dest="valid_from", help="valid from (YYYY-MM-DD)")
+    r = kg.add_parser("query", help="facts about an entity")
+    r.add_argument("entity")
+    r.add_argument("--as-of", help="only facts valid on this date")
+    r.add_argument("--history", action="store_true", help="include ended facts")
+    r.add_argument("--json", action="store_true")
+    r = kg.add_parser("invalidate", help="end a fact")
+    r.add_argument("subject")
+    r.add_argument("predicate")
+    r.add_argument("object")
+    r.add_argument("--to", dest="valid_to", help="ended on (YYYY-MM-DD, default today)")
+
+    s = sub.add_parser("session", help="session history (L4)").add_subparsers(dest="session_command", required=True)
+    r = s.add_parser("search", help="full-text search, Chinese included")
+    r.add_argument("query")
+    r.add_argument("--limit", type=int, default=10)
+    r.add_argument("--json", action="store_true")
+
+    r = sub.add_parser("stats", help="what each layer holds")
+    r.add_argument("--json", action="store_true")
+    return p
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(_jsonable(value), ensure_ascii=False))
+
+
+def _print_hits(hits: Sequence[Any]) -> None:
+    if not hits:
+        print("(nothing recalled)")
+    for hit in hits:
+        text = " ".join(hit.text.split())
+        print(f"[{hit.layer}] {hit.score:.3f}  {hit.id}\n    {text[:300]}\n    why: {hit.why}")
+
+
+def _uses_sources(args: argparse.Namespace) -> bool:
+    return bool(args.hermes_home or args.palace)
+
+
+def _open_store(args: argparse.Namespace):  # noqa: ANN202
+    from memory.store import Store
+
+    return Store.open(resolve_store_path(args.store))
+
+
+def _recall(args: argparse.Namespace, recall) -> None:  # noqa: ANN001
+    if args.batch and args.query:
+        raise MemwikiError("recall takes a QUERY or --batch FILE, not both")
+    if not args.batch:
+        if args.query is None:
+            raise MemwikiError("recall needs a QUERY (or --batch FILE)")
+        hits = recall(args.query, k=args.k, all_layers=args.all_layers)
+        _print_json(hits) if args.json else _print_hits(hits)
+        return
+    path = Path(args.batch)
+    rows = []
+    for line, row in iter_jsonl(path):
+        if not isinstance(row.get("query"), str) or not row["query"].strip():
+            raise InputFormatError(f'{path}:{line}: needs a non-empty string "query"')
+        rows.append(row)
+    for row in rows:
+        hits = recall(row["query"], k=args.k, all_layers=args.all_layers)
+        if args.json:
+            _print_json({"id": row.get("id"), "hits": hits})
+        else:
+            print(f"# {row.get('id')}: {row['query']}")
+            _print_hits(hits)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "init":
+        from memory.store import Store
+
+        store = Store.init(resolve_store_path(args.store))
+        print(f"store ready at {store.root} (embedder {store.config.embedder.name}/{store.config.embedder.dim})")
+        return 0
+
+    if _uses_sources(args):
+        return _run_on_sources(args)
+
+    with _open_store(args) as store:
+        cmd = args.command
+        if cmd == "context":
+            print(store.context())
+        elif cmd == "remember":
+            for rec in store.remember(args.text, args.target, args.category):
+                print(f"sank into L2: {rec.memory_id} ({rec.category}): {rec.text[:80]}", file=sys.stderr)
+            print(f"remembered in {args.target}")
+        elif cmd == "replace":
+            store.replace(args.old, args.new, args.target)
+            print(f"replaced in {args.target}")
+        elif cmd == "forget":
+            store.forget(args.old, args.target)
+            print(f"removed from {args.target}")
+        elif cmd == "sink":
+            records = store.sink()
+            for rec in records:
+                print(f"{rec.target} -> L2 {rec.memory_id} ({rec.category}): {rec.reason}")
+            print(f"{len(records)} entries sank")
+        elif cmd == "recall":
+            _recall(args, store.recall)
+        elif cmd == "import":
+            path = Path(args.file)
+            if args.layer == "L2":
+                n = store.semantic.import_jsonl(path, progress=sys.stderr.isatty())
+                print(f"imported {n} memories into L2")
+            else:
+                sessions, messages = store.sessions.import_jsonl(path, progress=sys.stderr.isatty())
+                print(f"imported {messages} messages in {sessions} sessions into L4")
+        elif cmd == "kg":
+            _kg(args, store.graph)
+        elif cmd == "session":
+            _session_search(args, store.sessions.search)
+        elif cmd == "stats":
+            stats = store.stats()
+            _print_json(stats) if args.json else print(json.dumps(stats, ensure_ascii=False, indent=2))
+    return 0
+
+
+def _kg(args: argparse.Namespace, graph) -> None:  # noqa: ANN001
+    if args.kg_command == "add":
+        triple_id = graph.add_triple(args.subject, args.predicate, args.object, valid_from=args.valid_from)
+        print(f"added {triple_id}")
+    elif args.kg_command == "invalidate":
+        n = graph.invalidate(args.subject, args.predicate, args.object, ended=args.valid_to)
+        print(f"ended {n} fact(s)")
+    else:
+        triples = graph.query_entity(args.entity, as_of=args.as_of, include_ended=args.history)
+        if args.json:
+            _print_json(triples)
+            return
+        for t in triples:
+            span = f"{t.valid_from or '?'} → {t.valid_to or 'now'}"
+            print(f"{t.subject_name or t.subject} —{t.predicate}→ {t.object_name or t.object}  [{span}]")
+
+
+def _session_search(args: argparse.Namespace, search) -> None:  # noqa: ANN001
+    hits = search(args.query, args.limit)
+    if args.json:
+        _print_json(hits)
+        return
+    if not hits:
+        print("(no session matched)")
+    for hit in hits:
+        print(f"{hit.session.started}  {hit.session.id}  {hit.session.title}")
+        for snip in hit.snippets:
+            print(f"    {snip}")
+
+
+def _run_on_sources(args: argparse.Namespace) -> int:
+    """Read-only commands over a hermes home and/or a MemPalace palace, read in place."""
+    from memory.readers.locate import open_sources
+    from memory.source_recall import recaller_for
+
+    read_only = {"context", "recall", "session", "stats", "kg"}
+    if args.command not in read_only or (args.command == "kg" and args.kg_command != "query"):
+        raise MemwikiError(f"`{args.command}` writes; external sources are read-only (use --store)")
+    source = open_sources(args.store, args.hermes_home, args.palace, None)
+    if args.command == "context":
+        from memory.context import render_context
+
+        print(render_context(source.persona(), source.hot_files()))
+    elif args.command == "recall":
+        _recall(args, recaller_for(source).recall)
+    elif args.command == "session":
+        _session_search(args, source.search_sessions)
+    elif args.command == "kg":
+        name = args.entity.lower()
+        triples = [
+            t
+            for t in source.triples()
+            if name in {t.subject.lower(), t.object.lower(), t.subject_name.lower(), t.object_name.lower()}
+            and (args.history or t.current)
+        ]
+        _print_json(triples) if args.json else [print(t) for t in triples]
+    elif args.command == "stats":
+        info = source.info()
+        stats = {
+            "source": _jsonable(info),
+            "L1": {f.target: {"entries": len(f.entries), "chars": f.chars, "cap": f.cap} for f in source.hot_files()},
+            "L2": {"memories": source.memory_count()},
+            "L3": {"entities": len(source.entities()), "triples": len(source.triples())},
+            "L4": {"sessions": len(source.sessions())},
+        }
+        _print_json(stats) if args.json else print(json.dumps(stats, ensure_ascii=False, indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        code = run(argv)
+    except MemwikiError as exc:
+        print(f"memwiki: error: {exc}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The per-turn injection block (persona + hot memory with usage), frozen once per session.
+
+The layout follows hermes-agent's system-prompt blocks: a rule line, a header with usage such as
+`MEMORY (your personal notes) [96% — 2,133/2,200 chars]`, a rule line, then the entries joined by `§`.
+Empty hot files are left out, as hermes leaves them out. A file that grew far past its cap outside the
+tool is cut head + tail at render time so it cannot flood the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory.hot import join_entries, now_iso
+from memory.snapshot import HotFile, Persona
+
+RULE = "═" * 46
+HEADERS = {"memory": "MEMORY (your personal notes)", "user": "USER PROFILE (who the user is)"}
+
+
+def _usage(chars: int, cap: int) -> str:
+    pct = min(100, int(chars / cap * 100)) if cap > 0 else 0
+    over = " ⚠ OVER BUDGET" if chars > cap else ""
+    return f"{pct}% — {chars:,}/{cap:,} chars{over}"
+
+
+def render_hot_file(hot: HotFile) -> str:
+    """One hot file's block, or "" when it has no entries."""
+    if not hot.entries:
+        return ""
+    content = join_entries([e.text for e in hot.entries])
+    current = len(content)
+    render_cap = max(hot.cap * 2, 4000)
+    if current > render_cap:
+        head, tail = int(render_cap * 0.7), int(render_cap * 0.2)
+        content = (
+            content[:head]
+            + f"\n\n[... {current - head - tail:,} chars truncated — memory over budget ({current:,}/{hot.cap:,}); "
+            f"consolidate via memory(action=remove/replace) ...]\n\n" + content[-tail:]
+        )
+    header = f"{HEADERS.get(hot.target, hot.target.upper())} [{_usage(current, hot.cap)}]"
+    return f"{RULE}\n{header}\n{RULE}\n{content}"
+
+
+def render_context(persona: Persona | None, hot_files: Sequence[HotFile]) -> str:
+    """The per-turn block: the persona text, then each non-empty hot file with its usage header."""
+    parts = [persona.text.strip()] if persona is not None and persona.text.strip() else []
+    parts += [block for block in (render_hot_file(h) for h in hot_files) if block]
+    return "\n\n".join(parts)
+
+
+@dataclass(frozen=True)
+class FrozenContext:
+    """The block captured once at session start; later writes change the files, never `.text`."""
+
+    text: str
+    frozen_at: str
+
+    @classmethod
+    def freeze(cls, persona: Persona | None, hot_files: Sequence[HotFile]) -> FrozenContext:
+        return cls(render_context(persona, hot_files), now_iso())
+
+
+freeze = FrozenContext.freeze

@@ -1,0 +1,309 @@
+"""Recall in priority order: hot memory (L1) → semantic memory (L2) → session history (L4) → wiki files.
+
+Each layer is ranked by hybrid retrieval: dense (cosine of embedder vectors) fused with lexical (FTS5
+bm25 over CJK-aware tokens). Recall stops after a layer that answers with confidence (its best hit's
+cosine reaches `RecallConfig.stop_threshold`) unless every layer is asked for. Each hit says why it ranked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from memory.embedders import Embedder
+from memory.errors import MemwikiError
+from memory.lexical import LexicalIndex
+from memory.snapshot import HotFile, Memory, ScoredMemory, SessionHit, WikiPage
+
+LAYERS = ("L1", "L2", "L4", "files")
+
+
+class L2Index(Protocol):
+    """What recall needs of a semantic-memory index (SemanticMemory, VectorCache)."""
+
+    def search(self, vector: np.ndarray, k: int) -> list[ScoredMemory]: ...
+
+    def lexical_search(self, query: str, k: int) -> list[tuple[str, float]]: ...
+
+    def get(self, ids: Sequence[str]) -> list[Memory]: ...
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass
+class RecallConfig:
+    """Ranking and stopping parameters.
+
+    Calibration (scripts/bench_recall.py --calibrate, on the dev sets of ../shared/bench): the top-1 cosine
+    of USE multilingual v3 for queries whose answer is NOT in the corpus (zh_recall_dev queries against the
+    MADial memories and the reverse, LoCoMo questions against another conversation) stays below ~0.45 for
+    95% of queries, while a correct top-1 is above it for about half the answerable queries; 0.55 is where
+    a top-1 is wrong less than ~5% of the time. A layer answers "with confidence" above `stop_threshold`.
+    """
+
+    fusion: str = "rrf"  # "rrf" (reciprocal-rank fusion) or "score" (normalised score fusion)
+    rrf_k: float = 60.0
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    depth: int = 50  # candidates taken from each retriever before fusion
+    turn_decay: float = 0.5  # multi-line (dialogue) queries: weight of each turn relative to the next one
+    stop_threshold: float = 0.55  # cosine of a layer's best hit above which recall stops (see above)
+    min_confidence: float = 0.45  # L1, L4 and file hits below this cosine are not returned
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Hit:
+    layer: str  # "L1" | "L2" | "L4" | "files"
+    id: str
+    text: str
+    score: float
+    provenance: dict[str, Any]
+    why: str
+    confidence: float = 0.0  # cosine similarity of the hit to the query
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "id": self.id,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "confidence": round(self.confidence, 4),
+            "why": self.why,
+            "provenance": self.provenance,
+        }
+
+
+@dataclass
+class _Ranked:
+    id: str
+    score: float
+    cosine: float | None
+    lexical: float | None
+    dense_rank: int | None
+    lexical_rank: int | None
+
+    def why(self, fusion: str) -> str:
+        parts = []
+        if self.dense_rank is not None:
+            parts.append(f"dense {self.cosine:.2f} (#{self.dense_rank + 1})")
+        elif self.cosine is not None:
+            parts.append(f"dense {self.cosine:.2f}")
+        if self.lexical_rank is not None:
+            parts.append(f"lexical {self.lexical:.2f} (#{self.lexical_rank + 1})")
+        return f"{fusion}: " + " + ".join(parts)
+
+
+def split_turns(query: str) -> list[str]:
+    """The non-empty lines of a query; a dialogue gives one line per turn."""
+    return [line.strip() for line in query.splitlines() if line.strip()]
+
+
+def fuse(
+    dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], config: RecallConfig
+) -> list[_Ranked]:
+    """Fuse a dense and a lexical ranking (each best first) into one, best first."""
+    cos = {i: s for i, s in dense}
+    lex = {i: s for i, s in lexical}
+    d_rank = {i: r for r, (i, _) in enumerate(dense)}
+    l_rank = {i: r for r, (i, _) in enumerate(lexical)}
+    ids = list(dict.fromkeys([i for i, _ in dense] + [i for i, _ in lexical]))
+    scores: dict[str, float] = {}
+    if config.fusion == "rrf":
+        for i in ids:
+            s = 0.0
+            if i in d_rank:
+                s += config.dense_weight / (config.rrf_k + d_rank[i] + 1)
+            if i in l_rank:
+                s += config.lexical_weight / (config.rrf_k + l_rank[i] + 1)
+            scores[i] = s
+    elif config.fusion == "score":
+        d_lo = min(cos.values(), default=0.0)
+        d_hi = max(cos.values(), default=1.0)
+        l_hi = max(lex.values(), default=1.0) or 1.0
+        for i in ids:
+            d = (cos[i] - d_lo) / (d_hi - d_lo) if i in cos and d_hi > d_lo else (1.0 if i in cos else 0.0)
+            ll = lex.get(i, 0.0) / l_hi
+            scores[i] = config.dense_weight * d + config.lexical_weight * ll
+    else:
+        raise MemwikiError(f"unknown fusion {config.fusion!r} (rrf or score)")
+    ranked = [_Ranked(i, scores[i], cos.get(i), lex.get(i), d_rank.get(i), l_rank.get(i)) for i in ids]
+    ranked.sort(key=lambda r: -r.score)
+    return ranked
+
+
+class Recaller:
+    """Recall over the layers of one store (or of external sources behind the same callables)."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        hot_files: Callable[[], Sequence[HotFile]] | None = None,
+        l2: L2Index | None = None,
+        sessions: Callable[[str, int], list[SessionHit]] | None = None,
+        wiki_pages: Callable[[], Sequence[WikiPage]] | None = None,
+        config: RecallConfig | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.hot_files = hot_files
+        self.l2 = l2
+        self.sessions = sessions
+        self.wiki_pages = wiki_pages
+        self.config = config or RecallConfig()
+        self._text_vectors: dict[str, np.ndarray] = {}  # small layers' texts (hot entries, wiki pages)
+
+    # -- query --------------------------------------------------------------------------------------
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """One vector for the query; a multi-line (dialogue) query weights its last turns highest."""
+        turns = split_turns(query)
+        if len(turns) <= 1:
+            return self.embedder.embed([query])[0]
+        vectors = self.embedder.embed(turns)
+        weights = self.config.turn_decay ** np.arange(len(turns) - 1, -1, -1, dtype=np.float32)
+        v = (weights[:, None] * vectors).sum(axis=0)
+        return v / (np.linalg.norm(v) or 1.0)
+
+    def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
+        """Up to `k` hits in priority order (with `all_layers`, up to `k` from every layer)."""
+        if not isinstance(query, str) or not query.strip():
+            raise MemwikiError("empty query: recall needs some text to look for")
+        if k <= 0:
+            return []
+        qv = self.query_vector(query)
+        out: list[Hit] = []
+        for layer in LAYERS:
+            hits = self._layer(layer, query, qv, k)
+            if layer != "L2":
+                hits = [h for h in hits if h.confidence >= self.config.min_confidence]
+            out.extend(hits[:k])
+            confident = any(h.confidence >= self.config.stop_threshold for h in hits)
+            if not all_layers and (confident or len(out) >= k):
+                break
+        return out if all_layers else out[:k]
+
+    def _layer(self, layer: str, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        if layer == "L1" and self.hot_files is not None:
+            return self._recall_hot(query, qv, k)
+        if layer == "L2" and self.l2 is not None:
+            return self.rank_l2(query, k, qv)
+        if layer == "L4" and self.sessions is not None:
+            return self._recall_sessions(query, qv, k)
+        if layer == "files" and self.wiki_pages is not None:
+            return self._recall_files(query, qv, k)
+        return []
+
+    # -- L2 -----------------------------------------------------------------------------------------
+
+    def rank_l2(self, query: str, k: int, qv: np.ndarray | None = None) -> list[Hit]:
+        """The hybrid top `k` of semantic memory."""
+        assert self.l2 is not None
+        if qv is None:
+            qv = self.query_vector(query)
+        depth = max(k, self.config.depth)
+        dense = self.l2.search(qv, depth)
+        lexical = self.l2.lexical_search(query, depth) if self.config.lexical_weight > 0 else []
+        ranked = fuse([(s.memory.id, s.score) for s in dense], lexical, self.config)[:k]
+        memories = {s.memory.id: s.memory for s in dense}
+        missing = [r.id for r in ranked if r.id not in memories]
+        if missing:
+            memories.update({m.id: m for m in self.l2.get(missing)})
+            for r, v in zip(missing, self.l2.vectors(missing), strict=True):
+                next(x for x in ranked if x.id == r).cosine = float(v @ qv)
+        hits = []
+        for r in ranked:
+            if r.id not in memories:
+                continue  # deleted between the two searches
+            m = memories[r.id]
+            hits.append(
+                Hit("L2", m.id, m.text, r.score, _memory_provenance(m), r.why(self.config.fusion), r.cosine or 0.0)
+            )
+        return hits
+
+    # -- small layers (hot memory, session snippets, wiki pages), ranked in memory --------------------
+
+    def _vectors_of(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        todo = list(dict.fromkeys(key for key in keys if key not in self._text_vectors))
+        if todo:
+            by_key = dict(zip(keys, texts, strict=True))
+            for key, v in zip(todo, self.embedder.embed([by_key[key] for key in todo]), strict=True):
+                self._text_vectors[key] = v
+        if not keys:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([self._text_vectors[key] for key in keys])
+
+    def _rank_texts(self, query: str, qv: np.ndarray, texts: Sequence[str]) -> list[_Ranked]:
+        """Hybrid ranking of a few texts (ids are their positions as strings)."""
+        if not texts:
+            return []
+        cos = self._vectors_of(texts) @ qv
+        dense = sorted(((str(n), float(c)) for n, c in enumerate(cos)), key=lambda x: -x[1])
+        index = LexicalIndex(":memory:")
+        try:
+            index.upsert((str(n), t) for n, t in enumerate(texts))
+            lexical = index.search(query, len(texts))
+        finally:
+            index.close()
+        return fuse(dense, lexical, self.config)
+
+    def _recall_hot(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        entries = [(f, e) for f in self.hot_files() for e in f.entries]
+        ranked = self._rank_texts(query, qv, [e.text for _, e in entries])[:k]
+        hits = []
+        for r in ranked:
+            f, e = entries[int(r.id)]
+            prov = {"file": f.path, "target": f.target, "index": e.index, "category": e.category}
+            hits.append(Hit("L1", f"{f.target}:{e.index}", e.text, r.score, prov, r.why(self.config.fusion), r.cosine))
+        return hits
+
+    def _recall_sessions(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        found = self.sessions(query, max(k, 10))
+        texts = [" … ".join(h.snippets) or h.session.title for h in found]
+        ranked = self._rank_texts(query, qv, texts)[:k]
+        hits = []
+        for r in ranked:
+            h = found[int(r.id)]
+            prov = {
+                "session_id": h.session.id,
+                "title": h.session.title,
+                "started": h.session.started,
+                "message_ids": list(h.message_ids),
+                "session_score": h.score,
+            }
+            hits.append(Hit("L4", h.session.id, texts[int(r.id)], r.score, prov, r.why(self.config.fusion), r.cosine))
+        return hits
+
+    def _recall_files(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        pages = list(self.wiki_pages())
+        texts = [_page_text(p) for p in pages]
+        ranked = self._rank_texts(query, qv, texts)[:k]
+        hits = []
+        for r in ranked:
+            p = pages[int(r.id)]
+            prov = {"path": p.path, "title": p.title, "tags": list(p.tags), "modified": p.modified}
+            hits.append(Hit("files", p.path, texts[int(r.id)], r.score, prov, r.why(self.config.fusion), r.cosine))
+        return hits
+
+
+def _page_text(page: WikiPage, limit: int = 2000) -> str:
+    """What a wiki page is ranked by: its title, aliases and the start of its body (Markdown marks dropped)."""
+    body = re.sub(r"[#*_`>\[\]|]+", " ", page.body)
+    head = " / ".join((page.title, *page.aliases))
+    return f"{head}\n{body}"[:limit].strip()
+
+
+def _memory_provenance(m: Memory) -> dict[str, Any]:
+    prov: dict[str, Any] = {"source": m.source, "category": m.category}
+    for name in ("created", "sunk_at", "session_id", "message_id", "wing", "room"):
+        value = getattr(m, name)
+        if value:
+            prov[name] = value
+    if m.meta:
+        prov["meta"] = m.meta
+    return prov

@@ -1,0 +1,227 @@
+"""The store: one folder holding the five layers, and the operations an agent runs on them.
+
+Layout of a store folder::
+
+    store.json              settings: caps, overflow threshold, embedder (name + dimension)
+    SOUL.md                 L0 persona
+    MEMORY.md, USER.md      L1 hot memory, hermes-agent format (+ .lock files)
+    sinks.jsonl             what sank from L1 into L2, when and why
+    l2/                     L2 semantic memory (Chroma) and its lexical side index
+    knowledge_graph.sqlite3 L3 knowledge graph, MemPalace's schema
+    sessions.sqlite3        L4 session history with FTS5
+    wiki/                   hand-written Markdown concept pages
+
+`store.json` is written last by `init`, so a folder whose creation was interrupted is not mistaken
+for a store; running `init` again completes it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+
+from memory.config import StoreConfig, load_config, save_config
+from memory.context import FrozenContext
+from memory.embedders import Embedder, check_embedder, make_embedder
+from memory.errors import MemwikiError, NotAStoreError
+from memory.graph import KnowledgeGraph
+from memory.hot import HotMemoryFile
+from memory.overflow import SinkLog, remember, sink
+from memory.persona import read_persona, write_persona
+from memory.recall import Hit, Recaller, RecallConfig
+from memory.semantic import SemanticMemory
+from memory.sessions import SessionHistory
+from memory.snapshot import HotFile, Persona, SinkRecord
+
+HOT_TARGETS = ("memory", "user")
+HOT_FILE_NAMES = {"memory": "MEMORY.md", "user": "USER.md"}
+LAYER_PATHS = {
+    "persona": "SOUL.md",
+    "sinks": "sinks.jsonl",
+    "l2": "l2",
+    "graph": "knowledge_graph.sqlite3",
+    "sessions": "sessions.sqlite3",
+    "wiki": "wiki",
+}
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC with a Z, the one time format of the store."""
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+class Store:
+    """A memwiki store folder. Layers open lazily; `close()` releases the SQLite connections."""
+
+    def __init__(self, root: Path, config: StoreConfig, embedder: Embedder | None = None) -> None:
+        self.root = root
+        self.config = config
+        if embedder is not None:
+            check_embedder(config.embedder, embedder)
+        self._embedder = embedder
+        self._frozen: FrozenContext | None = None
+
+    # ---- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, root: str | Path, config: StoreConfig | None = None, embedder: Embedder | None = None) -> Store:
+        """Create a store at `root` (or complete a half-created one). An existing store is opened as it is."""
+        root = Path(root)
+        if (root / "store.json").is_file():
+            return cls.open(root, embedder)
+        if root.exists() and not root.is_dir():
+            raise MemwikiError(f"{root}: exists and is not a folder")
+        config = config or StoreConfig()
+        config.created_at = config.created_at or utc_now()
+        if embedder is not None:
+            config.embedder.dim = embedder.dim or config.embedder.dim
+        root.mkdir(parents=True, exist_ok=True)
+        store = cls(root, config, embedder)
+        for target in HOT_TARGETS:
+            store.hot(target).path.touch(exist_ok=True)
+        (root / LAYER_PATHS["persona"]).touch(exist_ok=True)
+        (root / LAYER_PATHS["wiki"]).mkdir(exist_ok=True)
+        store.semantic.count()
+        store.graph.stats()
+        store.sessions.stats()
+        save_config(root, config)
+        return store
+
+    @classmethod
+    def open(cls, root: str | Path, embedder: Embedder | None = None) -> Store:
+        """Open an existing store; a folder that is not one, or is missing a layer, is refused."""
+        root = Path(root)
+        config = load_config(root)
+        missing = [name for name in ("SOUL.md", "MEMORY.md", "USER.md", "wiki") if not (root / name).exists()]
+        if missing:
+            raise NotAStoreError(
+                f"{root}: half-written store, missing {', '.join(missing)} (run `memwiki init` to complete it)"
+            )
+        return cls(root, config, embedder)
+
+    def close(self) -> None:
+        for name in ("graph", "sessions", "semantic"):
+            layer = self.__dict__.pop(name, None)
+            if layer is not None and hasattr(layer, "close"):
+                layer.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- layers --------------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self.config.embedder)
+        return self._embedder
+
+    def hot(self, target: str) -> HotMemoryFile:
+        if target not in HOT_FILE_NAMES:
+            raise MemwikiError(f"unknown hot memory target {target!r} (use memory or user)")
+        cap = self.config.caps.memory if target == "memory" else self.config.caps.user
+        return HotMemoryFile(self.root / HOT_FILE_NAMES[target], target, cap, self.config.overflow_threshold)
+
+    @cached_property
+    def semantic(self) -> SemanticMemory:
+        return SemanticMemory(self.root / LAYER_PATHS["l2"], self.embedder)
+
+    @cached_property
+    def graph(self) -> KnowledgeGraph:
+        return KnowledgeGraph(self.root / LAYER_PATHS["graph"])
+
+    @cached_property
+    def sessions(self) -> SessionHistory:
+        return SessionHistory(self.root / LAYER_PATHS["sessions"])
+
+    @cached_property
+    def sink_log(self) -> SinkLog:
+        return SinkLog(self.root / LAYER_PATHS["sinks"])
+
+    @property
+    def wiki_dir(self) -> Path:
+        return self.root / LAYER_PATHS["wiki"]
+
+    # ---- L0 + L1 -------------------------------------------------------------------------------
+
+    def persona(self) -> Persona:
+        return read_persona(self.root / LAYER_PATHS["persona"], self.config.caps.persona)
+
+    def set_persona(self, text: str) -> None:
+        write_persona(self.root / LAYER_PATHS["persona"], text, self.config.caps.persona)
+
+    def hot_files(self) -> list[HotFile]:
+        return [self.hot(target).view() for target in HOT_TARGETS]
+
+    def start_session(self) -> str:
+        """Freeze the per-turn context block; writes after this show from the next session on."""
+        self._frozen = FrozenContext.freeze(self.persona(), self.hot_files())
+        return self._frozen.text
+
+    def context(self) -> str:
+        """The per-turn injection block frozen at session start (frozen now if no session started)."""
+        if self._frozen is None:
+            return self.start_session()
+        return self._frozen.text
+
+    def remember(self, text: str, target: str = "memory", category: str | None = None) -> list[SinkRecord]:
+        """Add a hot-memory entry; non-core entries sink into L2 when the file passes its threshold."""
+        return remember(self.hot(target), self.semantic, self.sink_log, text, category)
+
+    def replace(self, old_text: str, new_text: str, target: str = "memory") -> list[SinkRecord]:
+        self.hot(target).replace(old_text, new_text)
+        return sink(self.hot(target), self.semantic, self.sink_log)
+
+    def forget(self, old_text: str, target: str = "memory") -> None:
+        self.hot(target).remove(old_text)
+
+    def sink(self, targets: Sequence[str] = HOT_TARGETS) -> list[SinkRecord]:
+        """Sink whatever is over threshold now (after a hand edit, or a lowered threshold)."""
+        records: list[SinkRecord] = []
+        for target in targets:
+            records += sink(self.hot(target), self.semantic, self.sink_log)
+        return records
+
+    # ---- recall and reading --------------------------------------------------------------------
+
+    @cached_property
+    def recaller(self) -> Recaller:
+        reader = self.reader()
+        return Recaller(
+            self.embedder,
+            hot_files=self.hot_files,
+            l2=self.semantic,
+            sessions=self.sessions.search,
+            wiki_pages=reader.wiki_pages,
+            config=RecallConfig(),
+        )
+
+    def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
+        return self.recaller.recall(query, k=k, all_layers=all_layers)
+
+    def reader(self):  # noqa: ANN201 - StoreReader imported lazily to keep the import graph one-way
+        from memory.store_reader import StoreReader
+
+        return StoreReader(self)
+
+    def stats(self) -> dict:
+        hot = {
+            f.target: {"entries": len(f.entries), "chars": f.chars, "cap": f.cap, "usage": round(f.usage, 3)}
+            for f in self.hot_files()
+        }
+        persona = self.persona()
+        return {
+            "store": str(self.root),
+            "embedder": {"name": self.config.embedder.name, "dim": self.config.embedder.dim},
+            "L0": {"chars": persona.chars, "cap": persona.cap},
+            "L1": hot,
+            "L2": {"memories": self.semantic.count(), "sunk": len(self.sink_log.records())},
+            "L3": self.graph.stats(),
+            "L4": self.sessions.stats(),
+            "wiki": {"pages": sum(1 for _ in self.wiki_dir.rglob("*.md"))},
+        }

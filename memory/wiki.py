@@ -1,0 +1,80 @@
+"""The store's own Markdown pages (`wiki/`): frontmatter (title, aliases, tags) and body."""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+from memory.errors import InputFormatError
+from memory.snapshot import WikiPage
+from memory.textio import read_text
+
+
+def _as_tuple(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if v is not None)
+    return (str(value),)
+
+
+def parse_page(text: str, rel_path: str) -> WikiPage:
+    """Split frontmatter from body; the title falls back to the first `# heading`, then the file name."""
+    meta: dict = {}
+    body = text
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end != -1:
+            try:
+                loaded = yaml.safe_load(text[4:end])
+            except yaml.YAMLError as exc:
+                raise InputFormatError(f"{rel_path}: invalid frontmatter ({exc})") from None
+            if loaded is not None and not isinstance(loaded, dict):
+                raise InputFormatError(f"{rel_path}: frontmatter must be a mapping")
+            meta = loaded or {}
+            body = text[end + 4 :].lstrip("\n")
+    title = str(meta.get("title") or "").strip()
+    if not title:
+        for line in body.splitlines():
+            if line.startswith("# "):
+                title = line[2:].strip()
+                break
+    title = title or Path(rel_path).stem
+    return WikiPage(
+        path=rel_path,
+        title=title,
+        aliases=_as_tuple(meta.get("aliases")),
+        tags=_as_tuple(meta.get("tags")),
+        body=body,
+    )
+
+
+def iter_wiki_pages(folder: Path) -> Iterator[WikiPage]:
+    """Every `*.md` under `folder`, in path order. A page that cannot be read is skipped with a warning
+    naming it, so one bad page does not hide the others."""
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.rglob("*.md")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        rel = path.relative_to(folder).as_posix()
+        try:
+            page = parse_page(read_text(path), rel)
+        except InputFormatError as exc:
+            warnings.warn(str(exc), stacklevel=2)
+            continue
+        modified = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).replace(microsecond=0)
+        yield WikiPage(
+            path=page.path,
+            title=page.title,
+            aliases=page.aliases,
+            tags=page.tags,
+            body=page.body,
+            modified=modified.isoformat().replace("+00:00", "Z"),
+        )

@@ -1,0 +1,1 @@
+"""memwiki MkDocs plugin: publishes a memory store as a static wiki."""

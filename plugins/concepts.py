@@ -1,0 +1,210 @@
+"""The concept index: every page a `[[wikilink]]` can name, how names resolve, and who links where.
+
+Concepts come from the store's wiki pages (title, aliases, file name), from knowledge-graph entities
+(name, id) and from a few built-in pages (e.g. the audit page). A wiki page and an entity with the same
+name are one concept. A name that resolves to nothing becomes a *wanted* concept with a stub page.
+Resolution is by title, alias or slug, case-insensitive (NFKC + casefold), Chinese included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from memory.snapshot import Entity, WikiPage
+from plugins.wikilinks import WikiLink, find_links, scanner
+
+CONCEPTS_DIR = "concepts"
+WANTED_DIR = "concepts/wanted"
+_SLUG_DROP = re.compile(r"[^\w\s-]", re.UNICODE)
+_SLUG_DASH = re.compile(r"[\s_-]+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+
+def norm(name: str) -> str:
+    """The comparison key of a name: NFKC, case-folded, spaces collapsed."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip()
+
+
+def slugify(text: str, fallback: str = "") -> str:
+    """A URL- and anchor-safe slug that keeps CJK and other letters: `长期记忆库`, `embed-01`.
+
+    Only word characters and dashes survive, so no slug can hold `/`, `..` or a scheme.
+    """
+    slug = _SLUG_DASH.sub("-", _SLUG_DROP.sub("", norm(text))).strip("-")
+    slug = slug[:80].strip("-")
+    if slug:
+        return slug
+    seed = fallback or text
+    return "c-" + hashlib.sha1(seed.encode()).hexdigest()[:10]
+
+
+def heading_anchors(markdown: str) -> dict[str, str]:
+    """norm(heading text) -> anchor id for each heading of a Markdown body, deduplicated as rendered."""
+    anchors: dict[str, str] = {}
+    used: dict[str, int] = {}
+    tokens = scanner().parse(markdown)
+    for i, token in enumerate(tokens):
+        if token.type != "heading_open":
+            continue
+        text = tokens[i + 1].content
+        anchor = slugify(text)
+        if anchor in used:
+            used[anchor] += 1
+            anchor = f"{anchor}_{used[anchor]}"
+        else:
+            used[anchor] = 0
+        anchors.setdefault(norm(text), anchor)
+    return anchors
+
+
+@dataclass
+class Backlink:
+    """Where a concept is linked from: the page (and anchor), its title and the linking sentence."""
+
+    src_uri: str
+    anchor: str
+    title: str
+    sentence: str  # raw (untrusted) Markdown of the sentence that holds the link
+
+
+@dataclass
+class Concept:
+    """A page that wikilinks can reach."""
+
+    title: str
+    src_uri: str
+    kind: str  # "wiki" | "entity" | "page" (built-in) | "wanted"
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    wiki: WikiPage | None = None
+    entity: Entity | None = None
+    backlinks: list[Backlink] = field(default_factory=list)
+    anchors: dict[str, str] = field(default_factory=dict)  # norm(heading) -> anchor id, filled by builders
+
+    @property
+    def wanted(self) -> bool:
+        return self.kind == "wanted"
+
+    @property
+    def slug(self) -> str:
+        return PurePosixPath(self.src_uri).stem
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """A piece of memory text as it will appear on the site: on which page, at which anchor."""
+
+    src_uri: str
+    anchor: str
+    title: str
+    text: str
+
+
+class ConceptIndex:
+    """Resolves wikilink targets to concepts and collects backlinks."""
+
+    def __init__(self) -> None:
+        self.concepts: list[Concept] = []
+        self._by_key: dict[str, Concept] = {}
+        self._by_entity: dict[str, Concept] = {}
+        self._uris: set[str] = set()
+
+    # -- building ---------------------------------------------------------------------------------
+    def _uri(self, folder: str, name: str, fallback: str) -> str:
+        slug = slugify(name, fallback)
+        uri, n = f"{folder}/{slug}.md", 2
+        while uri in self._uris:
+            uri, n = f"{folder}/{slug}-{n}.md", n + 1
+        self._uris.add(uri)
+        return uri
+
+    def _claim(self, concept: Concept, names: Iterable[str]) -> None:
+        for name in names:
+            key = norm(name)
+            if key and key not in self._by_key:
+                self._by_key[key] = concept
+
+    def add_page(self, title: str, src_uri: str, aliases: Sequence[str] = ()) -> Concept:
+        """A built-in page (e.g. the audit page) that wikilinks may name."""
+        concept = Concept(title=title, src_uri=src_uri, kind="page", aliases=tuple(aliases))
+        self._uris.add(src_uri)
+        self.concepts.append(concept)
+        self._claim(concept, [title, *aliases])
+        return concept
+
+    def add_wiki(self, page: WikiPage) -> Concept:
+        stem = PurePosixPath(page.path).stem
+        concept = Concept(
+            title=page.title,
+            src_uri=self._uri(CONCEPTS_DIR, stem or page.title, page.path),
+            kind="wiki",
+            aliases=page.aliases,
+            tags=page.tags,
+            wiki=page,
+        )
+        concept.anchors = heading_anchors(page.body)
+        self.concepts.append(concept)
+        self._claim(concept, [page.title, *page.aliases, stem, concept.slug, slugify(page.title)])
+        return concept
+
+    def add_entity(self, entity: Entity) -> Concept:
+        """Attach an entity to the concept of the same name, or give it its own page."""
+        concept = self._by_key.get(norm(entity.name)) or self._by_key.get(norm(entity.id))
+        if concept is not None and concept.entity is None and concept.kind in ("wiki", "entity"):
+            concept.entity = entity
+        else:
+            concept = Concept(
+                title=entity.name or entity.id,
+                src_uri=self._uri(CONCEPTS_DIR, entity.name or entity.id, entity.id),
+                kind="entity",
+                entity=entity,
+            )
+            self.concepts.append(concept)
+        self._by_entity[entity.id] = concept
+        self._claim(concept, [entity.name, entity.id, slugify(entity.name or entity.id)])
+        return concept
+
+    # -- lookups ----------------------------------------------------------------------------------
+    def resolve(self, target: str) -> Concept | None:
+        """The concept a target names (title, alias or slug, case-insensitive), or None."""
+        key = norm(target)
+        return self._by_key.get(key) or self._by_key.get(slugify(target)) if key else None
+
+    def for_entity(self, entity_id: str) -> Concept | None:
+        return self._by_entity.get(entity_id)
+
+    def link_target(self, link: WikiLink) -> Concept | None:
+        """Resolve a link, creating the wanted concept when nothing matches (never None for a target)."""
+        if not link.target:
+            return None
+        concept = self.resolve(link.target)
+        if concept is None:
+            concept = Concept(title=link.target, src_uri=self._uri(WANTED_DIR, link.target, link.target), kind="wanted")
+            self.concepts.append(concept)
+            self._claim(concept, [link.target])
+        return concept
+
+    def scan(self, sources: Iterable[TextSource]) -> None:
+        """Find every wikilink in these texts; record a backlink on each concept they reach."""
+        for source in sources:
+            for found in find_links(source.text):
+                concept = self.link_target(found.link)
+                if concept is None or concept.src_uri == source.src_uri:
+                    continue
+                if any(b.src_uri == source.src_uri and b.anchor == source.anchor for b in concept.backlinks):
+                    continue
+                concept.backlinks.append(Backlink(source.src_uri, source.anchor, source.title, found.sentence))
+
+    @property
+    def wanted(self) -> list[Concept]:
+        return [c for c in self.concepts if c.wanted]
+
+    @property
+    def orphans(self) -> list[Concept]:
+        """Wiki and entity concepts that nothing links to (graph edges aside)."""
+        return [c for c in self.concepts if c.kind == "wiki" and not c.backlinks]

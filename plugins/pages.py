@@ -1,0 +1,45 @@
+"""What page builders produce and what they are given. Builders depend on this module, the records of
+`memory.snapshot` and small helpers of this package, not on MkDocs: the plugin turns their output into
+MkDocs files, so another engine could host the same builders later."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.snapshot import MemorySource
+
+
+@dataclass(frozen=True)
+class GeneratedPage:
+    """A Markdown page for the site. `src_uri` is its path under docs_dir, e.g. "concepts/chroma.md"."""
+
+    src_uri: str
+    title: str
+    markdown: str
+    section: str = ""  # section index it is listed on ("concepts", "sessions", ...); "" = top level
+    in_nav: bool = False  # only a few pages go into the navigation; the rest hang off section indexes
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes when the page's content changes (used to skip unchanged pages on rebuild)."""
+        return hashlib.sha1(f"{self.title}\0{self.markdown}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class GeneratedAsset:
+    """A file copied as it is into the built site, e.g. "graph/global.html" or "search/vectors.bin"."""
+
+    dest_uri: str
+    content: bytes
+
+
+@dataclass
+class BuildContext:
+    """What every builder is given: the (privacy-filtered) source and the plugin's options."""
+
+    source: MemorySource
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # things a person should see on the audit page

@@ -1,0 +1,127 @@
+"""Safe output helpers: escaping, page URLs, and the renderer for untrusted memory text.
+
+Every string that comes from a memory source is untrusted. It reaches a page in one of two ways:
+- `esc()` / `md_esc()`: plain text, HTML-escaped (and Markdown-neutralised where Python-Markdown will
+  read it), for titles, names, table cells;
+- `TextRenderer.html()`: Markdown of a memory rendered by markdown-it-py with raw HTML off and the link,
+  image and autolink rules off, so tags, `onerror=` and `javascript:` come out as text. The only links
+  it makes are `[[wikilinks]]`, to pages of this site, with hrefs computed here.
+The HTML goes into the page as a raw block (`block()`), which Python-Markdown passes through untouched.
+"""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from plugins.concepts import ConceptIndex, norm, slugify
+from plugins.wikilinks import WikiLink, wikilinks_plugin
+
+_MD_SPECIAL = re.compile(r"[\\`*_{}\[\]()<>#+!|~^:&\"'$=-]")
+_WS = re.compile(r"\s+")
+
+
+def esc(text: object) -> str:
+    """HTML-escape any value (quotes included)."""
+    return html.escape(str(text), quote=True)
+
+
+def md_esc(text: object) -> str:
+    """Plain text for a Markdown context: one line, every Markdown/HTML special as a numeric entity."""
+    flat = _WS.sub(" ", str(text)).strip()
+    return _MD_SPECIAL.sub(lambda m: f"&#{ord(m.group(0))};", flat)
+
+
+def page_url(src_uri: str, directory_urls: bool = False) -> str:
+    """Where a docs page ends up, relative to the site root (MkDocs' rule)."""
+    stem, _ = posixpath.splitext(src_uri)
+    if not directory_urls:
+        return stem + ".html"
+    if posixpath.basename(stem) == "index":
+        return posixpath.dirname(stem) + "/" if posixpath.dirname(stem) else ""
+    return stem + "/"
+
+
+def href(from_src: str, to_src: str, anchor: str = "", directory_urls: bool = False) -> str:
+    """A relative link from one docs page to another (or to an asset path when `to_src` is not .md)."""
+    here = page_url(from_src, directory_urls)
+    there = page_url(to_src, directory_urls) if to_src.endswith(".md") else to_src
+    base = posixpath.dirname(here) if not here.endswith("/") else here.rstrip("/")
+    rel = posixpath.relpath(there or ".", base or ".")
+    if there.endswith("/") and not rel.endswith("/"):
+        rel += "/"
+    if rel == "./":
+        rel = "./"
+    return rel + (f"#{anchor}" if anchor else "")
+
+
+def block(inner_html: str, cls: str = "mw-text", tag: str = "div", attrs: str = "") -> str:
+    """Raw HTML as a Markdown block: blank lines around it, none inside (so Python-Markdown keeps it whole)."""
+    body = "\n".join(line for line in inner_html.splitlines() if line.strip())
+    return f'\n<{tag} class="{cls}"{attrs}>\n{body}\n</{tag}>\n'
+
+
+def _guard_blank_lines(rendered: str) -> str:
+    """Blank lines inside <pre> would end a raw HTML block; keep them as an entity newline."""
+    return re.sub(r"\n(?=\n)", "\n&#8203;", rendered)
+
+
+class TextRenderer:
+    """Renders untrusted Markdown to inert HTML, turning wikilinks into links to concept pages."""
+
+    def __init__(self, index: ConceptIndex, directory_urls: bool = False) -> None:
+        self.index = index
+        self.directory_urls = directory_urls
+        md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+        md.enable(["table", "strikethrough"]).disable(["link", "image", "autolink"])
+        md.use(wikilinks_plugin)
+        md.add_render_rule("wikilink", self._render_wikilink)
+        md.add_render_rule("heading_open", self._render_heading_open)
+        md.validateLink = lambda url: False  # no link may be made from memory text (wikilinks aside)
+        self.md = md
+
+    def link(self, from_src: str, link: WikiLink) -> str:
+        """An `<a>` for one wikilink as seen from page `from_src`; wanted concepts get class `mw-wanted`."""
+        label = esc(link.text)
+        if not link.target:  # [[#heading]]: a link inside the same page
+            return f'<a class="mw-wikilink" href="#{esc(slugify(link.heading))}">{label}</a>'
+        concept = self.index.link_target(link)
+        assert concept is not None
+        anchor = ""
+        if link.heading and not concept.wanted:
+            anchor = concept.anchors.get(norm(link.heading)) or slugify(link.heading)
+        url = href(from_src, concept.src_uri, anchor, self.directory_urls)
+        cls = "mw-wikilink mw-wanted" if concept.wanted else "mw-wikilink"
+        note = ' title="no page yet: a stub lists where it is wanted"' if concept.wanted else ""
+        return f'<a class="{cls}" href="{esc(url)}"{note}>{label}</a>'
+
+    def _render_wikilink(self, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+        return self.link(env.get("from", ""), tokens[idx].meta["link"])
+
+    def _render_heading_open(self, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+        token, inline = tokens[idx], tokens[idx + 1]
+        level = min(int(token.tag[1]) + env.get("shift", 0), 6)
+        anchor = slugify(inline.content)
+        used = env.setdefault("anchors", {})
+        if anchor in used:
+            used[anchor] += 1
+            anchor = f"{anchor}_{used[anchor]}"
+        else:
+            used[anchor] = 0
+        token.tag = f"h{level}"  # the closing token shares the level below
+        tokens[idx + 2].tag = f"h{level}"
+        return f'<h{level} id="{esc(anchor)}">'
+
+    def html(self, text: str, from_src: str, *, shift: int = 0) -> str:
+        """Block-level HTML for a memory text shown on page `from_src`."""
+        return _guard_blank_lines(self.md.render(text, {"from": from_src, "shift": shift}))
+
+    def inline(self, text: str, from_src: str) -> str:
+        """Inline HTML (no paragraph) for a short text such as a backlink sentence."""
+        return self.md.renderInline(_WS.sub(" ", text), {"from": from_src})

