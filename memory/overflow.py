@@ -64,8 +64,9 @@ def plan_sink(entries: Sequence[str], cap: int, threshold: float, keep: Collecti
 class SinkLog:
     """Append-only JSON lines, one per sunk entry (`sinks.jsonl` in the store root), idempotent by memory id.
 
-    A torn last line (a crash mid-append) is ignored and the next append starts on a fresh line; any other
-    line that is not a record is an InputFormatError naming the file and line.
+    A torn last line (a crash mid-append) is ignored, and cut off by the next append: the hot file is only
+    rewritten after the append succeeded, so that sink is re-run and logged again. Any other line that is not
+    a record is an InputFormatError naming the file and line.
     """
 
     def __init__(self, path: Path) -> None:
@@ -90,6 +91,20 @@ class SinkLog:
                 raise InputFormatError(f"{self.path}:{number}: not a sink record ({exc})") from None
         return records
 
+    def _mend_tail(self) -> None:
+        """Before appending (lock held): end a complete last record with a newline, or cut a torn one."""
+        data = self.path.read_bytes() if self.path.exists() else b""
+        if not data or data.endswith(b"\n"):
+            return
+        cut = data.rfind(b"\n") + 1
+        try:
+            SinkRecord(**{k: json.loads(data[cut:])[k] for k in SinkRecord.__dataclass_fields__})
+        except (ValueError, KeyError, TypeError):
+            os.truncate(self.path, cut)  # an append cut short by a crash; its sink will be logged again
+            return
+        with open(self.path, "ab") as fh:
+            fh.write(b"\n")
+
     def append(self, records: Sequence[SinkRecord]) -> list[SinkRecord]:
         """Append the records whose memory id is not logged yet; returns those written."""
         with file_lock(self.lock_path):
@@ -97,10 +112,8 @@ class SinkLog:
             new = [r for r in records if r.memory_id not in known]
             if not new:
                 return []
-            torn = self.path.exists() and self.path.stat().st_size and not self.path.read_bytes().endswith(b"\n")
+            self._mend_tail()
             with open(self.path, "a", encoding="utf-8") as fh:
-                if torn:
-                    fh.write("\n")
                 for record in new:
                     fh.write(json.dumps(asdict(record) | {"to": "L2"}, ensure_ascii=False) + "\n")
                 fh.flush()

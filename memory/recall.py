@@ -46,12 +46,18 @@ class RecallConfig:
     a top-1 is wrong less than ~5% of the time. A layer answers "with confidence" above `stop_threshold`.
     """
 
-    fusion: str = "rrf"  # "rrf" (reciprocal-rank fusion) or "score" (normalised score fusion)
+    # "z": z-score fusion (each retriever's top-`depth` scores standardised, summed with the weights; a
+    # candidate missing from one list gets that list's lowest z). Measured against "rrf" (reciprocal-rank
+    # fusion, k=60) and "score" (min-max / max normalised sums) on the dev sets: z won or tied on all three
+    # (LoCoMo recall@5 .58 vs .43 rrf / .50 score; MADial .62 vs .55 / .61; zh hit@5 .98 vs .96 / .96).
+    fusion: str = "z"
     rrf_k: float = 60.0
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
     depth: int = 50  # candidates taken from each retriever before fusion
-    turn_decay: float = 0.5  # multi-line (dialogue) queries: weight of each turn relative to the next one
+    # Multi-line (dialogue) queries: the query vector is the whole text's vector plus a recency-weighted
+    # sum of the turns' vectors (each turn weighs `turn_decay` times the next one), so the last turns count most.
+    turn_decay: float = 0.5
     stop_threshold: float = 0.55  # cosine of a layer's best hit above which recall stops (see above)
     min_confidence: float = 0.45  # L1, L4 and file hits below this cosine are not returned
     extra: dict[str, Any] = field(default_factory=dict)
@@ -122,6 +128,15 @@ def fuse(
             if i in l_rank:
                 s += config.lexical_weight / (config.rrf_k + l_rank[i] + 1)
             scores[i] = s
+    elif config.fusion == "z":
+        for values, weight in ((cos, config.dense_weight), (lex, config.lexical_weight)):
+            if not values or weight == 0:
+                continue
+            v = np.fromiter(values.values(), dtype=np.float64)
+            mu, sd = v.mean(), v.std() or 1.0
+            floor = (v.min() - mu) / sd
+            for i in ids:
+                scores[i] = scores.get(i, 0.0) + weight * ((values[i] - mu) / sd if i in values else floor)
     elif config.fusion == "score":
         d_lo = min(cos.values(), default=0.0)
         d_hi = max(cos.values(), default=1.0)
@@ -131,8 +146,8 @@ def fuse(
             ll = lex.get(i, 0.0) / l_hi
             scores[i] = config.dense_weight * d + config.lexical_weight * ll
     else:
-        raise MemwikiError(f"unknown fusion {config.fusion!r} (rrf or score)")
-    ranked = [_Ranked(i, scores[i], cos.get(i), lex.get(i), d_rank.get(i), l_rank.get(i)) for i in ids]
+        raise MemwikiError(f"unknown fusion {config.fusion!r} (z, rrf or score)")
+    ranked = [_Ranked(i, scores.get(i, 0.0), cos.get(i), lex.get(i), d_rank.get(i), l_rank.get(i)) for i in ids]
     ranked.sort(key=lambda r: -r.score)
     return ranked
 
@@ -164,9 +179,10 @@ class Recaller:
         turns = split_turns(query)
         if len(turns) <= 1:
             return self.embedder.embed([query])[0]
-        vectors = self.embedder.embed(turns)
+        vectors = self.embedder.embed([query, *turns])
         weights = self.config.turn_decay ** np.arange(len(turns) - 1, -1, -1, dtype=np.float32)
-        v = (weights[:, None] * vectors).sum(axis=0)
+        recent = (weights[:, None] * vectors[1:]).sum(axis=0)
+        v = vectors[0] + recent / (np.linalg.norm(recent) or 1.0)
         return v / (np.linalg.norm(v) or 1.0)
 
     def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:

@@ -31,7 +31,7 @@ _FIELDS = tuple(f.name for f in fields(Memory) if f.name not in ("id", "text", "
 def memory_to_metadata(memory: Memory) -> dict[str, str]:
     """Flat Chroma metadata for a memory: its fields as strings, `meta` as JSON."""
     out = {name: str(getattr(memory, name) or "") for name in _FIELDS}
-    out["meta"] = json.dumps(memory.meta, ensure_ascii=False, sort_keys=True)
+    out["meta"] = json.dumps(memory.meta, ensure_ascii=False, sort_keys=True, default=str)
     return out
 
 
@@ -44,6 +44,13 @@ def memory_from_record(memory_id: str, text: str | None, metadata: dict[str, Any
         meta = {}
     kwargs = {name: str(metadata[name]) for name in _FIELDS if name in metadata and metadata[name] is not None}
     return Memory(id=memory_id, text=text or "", meta=meta if isinstance(meta, dict) else {}, **kwargs)
+
+
+def index_text(memory: Memory) -> str:
+    """What a memory is embedded and lexically indexed by: its text, after its `meta["context"]` when set
+    (text that situates it, e.g. the previous turn of the conversation it came from; indexed, not shown)."""
+    context = memory.meta.get("context")
+    return f"{context}\n{memory.text}" if isinstance(context, str) and context.strip() else memory.text
 
 
 class SemanticMemory:
@@ -85,7 +92,7 @@ class SemanticMemory:
         self.lexical.delete(list(self.lexical.ids()))
         batch: list[tuple[str, str]] = []
         for memory in self.all():
-            batch.append((memory.id, memory.text))
+            batch.append((memory.id, index_text(memory)))
             if len(batch) >= 1000:
                 self.lexical.upsert(batch)
                 batch = []
@@ -121,7 +128,7 @@ class SemanticMemory:
 
     def _vectors_for(self, memories: list[Memory], vectors: np.ndarray | None) -> np.ndarray:
         if vectors is None:
-            return self.embedder.embed([m.text for m in memories])
+            return self.embedder.embed([index_text(m) for m in memories])
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(memories):
             raise MemwikiError(f"{vectors.shape} vectors for {len(memories)} memories")
@@ -141,7 +148,7 @@ class SemanticMemory:
                 documents=[m.text for m in chunk],
                 metadatas=[memory_to_metadata(m) for m in chunk],
             )
-        self.lexical.upsert((m.id, m.text) for m in memories)
+        self.lexical.upsert((m.id, index_text(m)) for m in memories)
 
     # -- reads ----------------------------------------------------------------------------------------
 
@@ -221,7 +228,7 @@ class SemanticMemory:
             pending: Future[None] | None = None
             for start in range(0, len(memories), IMPORT_BATCH):
                 chunk = memories[start : start + IMPORT_BATCH]
-                vectors = self.embedder.embed([m.text for m in chunk])
+                vectors = self.embedder.embed([index_text(m) for m in chunk])
                 if pending is not None:
                     pending.result()
                 pending = writer.submit(self._write, chunk, vectors)

@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,17 +135,28 @@ class SessionHistory:
             {"sid": sid, "title": title, "source": source, "started": started, "ended": ended},
         )
 
-    def _insert_messages(self, conn: sqlite3.Connection, rows: list[tuple[str, str, str, str, str, str]]) -> int:
-        """Insert (session_id, role, content, time, tool_name, digest) rows and index them; returns the last id."""
-        last = 0
-        for row in rows:
-            cur = conn.execute(
-                "INSERT INTO messages (session_id, role, content, time, tool_name, digest) VALUES (?, ?, ?, ?, ?, ?)",
-                row,
-            )
-            last = cur.lastrowid or 0
-            conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (last, fts_text(row[2])))
-        return last
+    def _insert_messages(
+        self, conn: sqlite3.Connection, rows: list[tuple[str, str, str, str, str, str]], progress: str = ""
+    ) -> int:
+        """Insert (session_id, role, content, time, tool_name, digest) rows and index them; returns the last id.
+
+        `progress`: a label for a progress bar on stderr over the indexing (none when "")."""
+        before = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, time, tool_name, digest) VALUES (?, ?, ?, ?, ?, ?)", rows
+        )
+        added = conn.execute("SELECT id, content FROM messages WHERE id > ? ORDER BY id", (before,))
+        bar = tqdm(added, total=len(rows), desc=progress, unit="msg", file=sys.stderr, disable=not progress)
+        last = [before]
+
+        def indexed() -> Iterator[tuple[int, str]]:
+            for mid, content in bar:
+                last[0] = mid
+                yield mid, fts_text(content)
+
+        conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", indexed())
+        bar.close()
+        return last[0]
 
     def add_session(
         self, id: str, title: str = "", started: str | None = None, ended: str | None = None, source: str = ""
@@ -198,24 +210,20 @@ class SessionHistory:
             for sid, (first, last) in spans.items():
                 self._touch_session(conn, sid, title=titles.get(sid, ""), started=first, ended=last, source="import")
             # Keep a message only as many times as the file has it beyond what the store already has.
-            wanted = Counter((r[0], r[5]) for r in records)
-            have = {key: self._count_digest(conn, *key) for key in wanted}
+            have: Counter[tuple[str, str]] = Counter()
+            for sid in spans:
+                for digest, n in conn.execute(
+                    "SELECT digest, count(*) FROM messages WHERE session_id = ? GROUP BY digest", (sid,)
+                ):
+                    have[(sid, digest)] = n
             rows = []
-            for sid, role, content, when, tool, digest, _title in tqdm(
-                records, desc=f"importing {path.name}", unit="msg", file=sys.stderr, disable=not progress
-            ):
+            for sid, role, content, when, tool, digest, _title in records:
                 if have[(sid, digest)] > 0:
                     have[(sid, digest)] -= 1
                     continue
                 rows.append((sid, role, content, when, tool, digest))
-            self._insert_messages(conn, rows)
+            self._insert_messages(conn, rows, progress=f"importing {path.name}" if progress else "")
         return len(spans), len(rows)
-
-    @staticmethod
-    def _count_digest(conn: sqlite3.Connection, sid: str, digest: str) -> int:
-        return conn.execute(
-            "SELECT count(*) FROM messages WHERE session_id = ? AND digest = ?", (sid, digest)
-        ).fetchone()[0]
 
     # ── reading ──
 
@@ -385,7 +393,7 @@ def snippet(text: str, words: list[str], width: int = SNIPPET_WIDTH) -> str:
     spans = [(a, b) for a, b in spans if a < end]
     end = max(end, spans[-1][1])  # never cut a match
     for _ in range(12):  # nor, within reason, a word at either edge
-        if 0 < start and _wordy(text, start - 1) and _wordy(text, start):
+        if start > 0 and _wordy(text, start - 1) and _wordy(text, start):
             start -= 1
         if end < len(text) and _wordy(text, end - 1) and _wordy(text, end):
             end += 1

@@ -19,6 +19,7 @@ import numpy as np
 from memory.embedders import Embedder
 from memory.errors import MemwikiError
 from memory.lexical import LexicalIndex
+from memory.semantic import index_text
 from memory.snapshot import Memory, ScoredMemory
 from memory.textio import atomic_write_text, file_lock, read_text
 
@@ -26,7 +27,7 @@ EMBED_BATCH = 256
 
 
 def _digest(memory: Memory) -> str:
-    return hashlib.sha256(f"{memory.id}\x00{memory.text}".encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{memory.id}\x00{index_text(memory)}".encode()).hexdigest()[:24]
 
 
 class VectorCache:
@@ -74,7 +75,7 @@ class VectorCache:
             bar = tqdm(total=len(todo), unit="mem", desc="embedding source texts", file=sys.stderr)
         for start in range(0, len(todo), EMBED_BATCH):
             rows = todo[start : start + EMBED_BATCH]
-            vectors[rows] = self.embedder.embed([memories[n].text for n in rows])
+            vectors[rows] = self.embedder.embed([index_text(memories[n]) for n in rows])
             if bar is not None:
                 bar.update(len(rows))
         if bar is not None:
@@ -91,7 +92,7 @@ class VectorCache:
             )
             gone = set(self._ids) - set(ids)
             self.lexical.delete(gone)
-            self.lexical.upsert((memories[n].id, memories[n].text) for n in todo)
+            self.lexical.upsert((memories[n].id, index_text(memories[n])) for n in todo)
         self._ids, self._hashes, self._vectors = ids, hashes, vectors
         self._memories = dict(zip(ids, memories, strict=True))
         return len(todo)

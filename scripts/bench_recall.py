@@ -9,7 +9,8 @@ Data sets (formats of ../shared/bench, see its README):
 - madial_zh: corpus = memory.jsonl, query = the dialogue turns before the first test turn (the point where
   the assistant should recall), gold = the relevant ids present in the corpus.
 - locomo_dev.json: corpus = the turns of each conversation ("Speaker: text", plus the caption of a shared
-  photo), query = each question of categories 1-4, gold = its evidence dia_ids.
+  photo; the previous turn of the session as meta["context"], indexed with it), query = each question of
+  categories 1-4, gold = its evidence dia_ids.
 
 Usage: python scripts/bench_recall.py [--data DIR] [--json] [--only zh,madial,locomo] [--calibrate]
 """
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -115,11 +116,12 @@ def load_locomo(data: Path) -> Dataset | None:
             if not (key.startswith("session_") and isinstance(turns, list)):
                 continue
             date = c.get(f"{key}_date_time", "")
+            previous = ""
             for t in turns:
-                memories.append(
-                    Memory(id=t["dia_id"], text=locomo_turn_text(t), created=date, session_id=key,
-                           meta={"speaker": t["speaker"]})
-                )
+                text = locomo_turn_text(t)
+                meta = {"speaker": t["speaker"], "context": previous}
+                memories.append(Memory(id=t["dia_id"], text=text, created=date, session_id=key, meta=meta))
+                previous = text
         ids = {m.id for m in memories}
         cases = []
         for n, qa in enumerate(conv["qa"]):
@@ -159,9 +161,13 @@ def run(datasets: list[Dataset], config: RecallConfig, calibrate: bool = False) 
             for n, corpus in enumerate(ds.corpora):
                 l2 = SemanticMemory(Path(tmp) / f"{ds.name}-{n}", embedder)
                 l2.upsert(corpus.memories)
+                plain = l2
+                if any("context" in m.meta for m in corpus.memories):  # the baseline indexes the bare texts
+                    plain = SemanticMemory(Path(tmp) / f"{ds.name}-{n}-plain", embedder)
+                    plain.upsert([replace(m, meta={}) for m in corpus.memories])
                 recaller = Recaller(embedder, l2=l2, config=config)
                 for case in corpus.cases:
-                    base = [s.memory.id for s in l2.search(embedder.embed([case.query])[0], K_EVAL)]
+                    base = [s.memory.id for s in plain.search(embedder.embed([case.query])[0], K_EVAL)]
                     hits = recaller.recall(case.query, k=K_EVAL)
                     ours = [h.id for h in hits]
                     for name, ranked in (("baseline", base), ("ours", ours)):

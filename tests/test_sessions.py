@@ -12,14 +12,14 @@ from memory.errors import InputFormatError, MemwikiError, StoreLockedError
 from memory.sessions import SessionHistory, require_fts5, snippet
 
 MESSAGES = [
-    {"session_id": "s-dance", "role": "user", "content": "我最近喜欢跳舞，周末去学 Salsa。", "time": "2025-01-02T10:00:00+08:00",
-     "title": "爱好"},
+    {"session_id": "s-dance", "role": "user", "content": "我最近喜欢跳舞，周末去学 Salsa。",
+     "time": "2025-01-02T10:00:00+08:00", "title": "爱好"},
     {"session_id": "s-dance", "role": "assistant", "content": "跳舞是很好的运动！Salsa classes in Ningbo start at 7pm.",
      "time": "2025-01-02T02:01:00Z"},
     {"session_id": "s-db", "role": "user", "content": "The TimescaleDB migration failed on the frames table.",
      "time": "2025-02-01T09:00:00Z", "title": "DB migration"},
-    {"session_id": "s-db", "role": "tool", "content": "ERROR: column received_at does not exist", "time": "2025-02-01T09:00:05Z",
-     "tool_name": "terminal"},
+    {"session_id": "s-db", "role": "tool", "content": "ERROR: column received_at does not exist",
+     "time": "2025-02-01T09:00:05Z", "tool_name": "terminal"},
     {"session_id": "s-db", "role": "assistant", "content": "Add the received_at column, then rerun the migration.",
      "time": "2025-02-01T09:01:00Z"},
     {"session_id": "s-misc", "role": "user", "content": "明天的天气怎么样？会下雨吗？", "time": "2025-03-05"},
@@ -162,7 +162,7 @@ def test_mixed_chinese_and_english(history: SessionHistory) -> None:
 def test_and_first_then_or(history: SessionHistory) -> None:
     (hit,) = history.search("跳舞 Ningbo")  # only one message has both words
     assert hit.session.id == "s-dance" and len(hit.message_ids) == 1
-    assert hit.snippets == ("«跳舞»是很好的运动！Salsa classes in «Ningbo» st…",)
+    assert hit.snippets == ("«跳舞»是很好的运动！Salsa classes in «Ningbo»…",)
     hits = history.search("跳舞 migration")  # no message has both: any word will do
     assert {h.session.id for h in hits} == {"s-dance", "s-db"}
 

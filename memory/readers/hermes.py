@@ -169,6 +169,10 @@ class HermesHome:
     def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         return []
 
+    def embed(self, texts: list[str]) -> np.ndarray | None:
+        """None: a hermes home has no semantic layer and no embedder."""
+        return None
+
     def entities(self) -> Sequence[Entity]:
         return []
 

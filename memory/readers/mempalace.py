@@ -154,11 +154,9 @@ class MemPalace:
             self._vectors_key = key
         return self._vectors
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Vectors for new texts from the embedder that search_memories takes."""
-        if self.embedder is None:
-            raise SourceError(f"{self.root}: no embedder was given")
-        return self.embedder.embed(texts)
+    def embed(self, texts: list[str]) -> np.ndarray | None:
+        """Vectors for new texts from the embedder that search_memories takes; None without one."""
+        return self.embedder.embed(texts) if self.embedder is not None else None
 
     def entities(self) -> Sequence[Entity]:
         with self._graph() as kg:

@@ -1,0 +1,212 @@
+"""Page builders: one module per kind of page, each `build(ctx) -> (pages, assets)`.
+
+`site(ctx)` reads the (privacy-filtered) source once per build and holds what several builders share:
+the records, the concept index with its backlinks, the text renderer and where each memory is shown.
+`build_all(ctx)` runs every builder, the graph and search builders included when they are present.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memory.snapshot import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
+from plugins.concepts import ConceptIndex, TextSource, slugify
+from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
+from plugins.render import TextRenderer
+
+log = logging.getLogger("mkdocs.plugins.memwiki")
+
+HOME = "index.md"
+PERSONA = "persona.md"
+CONCEPTS = "concepts/index.md"
+MEMORY = "memory/index.md"
+SESSIONS = "sessions/index.md"
+AUDIT = "audit.md"
+GRAPH = "graph/index.md"
+SEARCH = "search/index.md"
+PER_PAGE = 40
+
+BuildResult = tuple[list[GeneratedPage], list[GeneratedAsset]]
+
+
+def hot_anchor(target: str, index: int) -> str:
+    return f"{target}-{index}"
+
+
+def memory_anchor(memory_id: str) -> str:
+    return "mem-" + slugify(memory_id)
+
+
+def session_uri(session_id: str) -> str:
+    return f"sessions/{slugify(session_id)}.md"
+
+
+def message_anchor(n: int) -> str:
+    return f"msg-{n}"
+
+
+def paged_uri(base: str, page: int) -> str:
+    """`memory/category/pitfall.md`, then `memory/category/pitfall-2.md`, ..."""
+    return f"{base}.md" if page == 1 else f"{base}-{page}.md"
+
+
+def category_base(category: str) -> str:
+    return f"memory/category/{slugify(category)}"
+
+
+def room_base(wing: str, room: str) -> str:
+    return f"memory/wing/{slugify(wing or 'no-wing')}/{slugify(room or 'no-room')}"
+
+
+def _newest_first(memories: list[Memory]) -> list[Memory]:
+    return sorted(memories, key=lambda m: (m.created or m.sunk_at, m.id), reverse=True)
+
+
+@dataclass
+class Site:
+    """Everything read from the source for one build, plus the shared concept index."""
+
+    info: SourceInfo
+    persona: Persona | None
+    hot: list[HotFile]
+    sinks: list[SinkRecord]
+    memories: list[Memory]
+    entities: list[Entity]
+    triples: list[Triple]
+    sessions: list[Session]
+    messages: dict[str, list[Message]]
+    wiki: list[WikiPage]
+    index: ConceptIndex
+    renderer: TextRenderer
+    directory_urls: bool
+    today: str
+    memory_home: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (page, anchor) of its card
+    entity_names: dict[str, str] = field(default_factory=dict)
+    session_by_id: dict[str, Session] = field(default_factory=dict)
+
+    def by_category(self) -> dict[str, list[Memory]]:
+        groups: dict[str, list[Memory]] = {}
+        for memory in self.memories:
+            groups.setdefault(memory.category or "other", []).append(memory)
+        return {k: _newest_first(v) for k, v in sorted(groups.items())}
+
+    def by_room(self) -> dict[tuple[str, str], list[Memory]]:
+        groups: dict[tuple[str, str], list[Memory]] = {}
+        for memory in self.memories:
+            if memory.wing or memory.room:
+                groups.setdefault((memory.wing, memory.room), []).append(memory)
+        return {k: _newest_first(v) for k, v in sorted(groups.items())}
+
+    def texts(self) -> Iterator[TextSource]:
+        """Every memory text with the page and anchor it is shown at (for backlinks)."""
+        if self.persona and self.persona.text:
+            yield TextSource(PERSONA, "soul", "SOUL.md", self.persona.text)
+        for hot in self.hot:
+            name = "MEMORY.md" if hot.target == "memory" else "USER.md"
+            for entry in hot.entries:
+                yield TextSource(PERSONA, hot_anchor(hot.target, entry.index), name, entry.text)
+        for memory in self.memories:
+            page, anchor = self.memory_home[memory.id]
+            yield TextSource(page, anchor, f"L2 memory {memory.id}", memory.text)
+        for session in self.sessions:
+            for n, message in enumerate(self.messages.get(session.id, ()), 1):
+                yield TextSource(session_uri(session.id), message_anchor(n), session.title or session.id, message.content)
+        for concept in self.index.concepts:
+            if concept.wiki is not None:
+                yield TextSource(concept.src_uri, "", concept.title, concept.wiki.body)
+
+
+def _read(ctx: BuildContext) -> Site:
+    source = ctx.source
+    sessions = sorted(source.sessions(), key=lambda s: (s.started, s.id), reverse=True)
+    index = ConceptIndex()
+    index.add_page("Audit", AUDIT, ["审计", "audit page"])
+    index.add_page("Persona and hot memory", PERSONA, ["persona", "hot memory", "热记忆", "人格"])
+    directory_urls = bool(ctx.options.get("use_directory_urls", False))
+    site = Site(
+        info=source.info(),
+        persona=source.persona(),
+        hot=list(source.hot_files()),
+        sinks=list(source.sinks()),
+        memories=list(source.memories()),
+        entities=list(source.entities()),
+        triples=list(source.triples()),
+        sessions=sessions,
+        messages={s.id: list(source.messages(s.id)) for s in sessions},
+        wiki=sorted(source.wiki_pages(), key=lambda p: p.path),
+        index=index,
+        renderer=TextRenderer(index, directory_urls),
+        directory_urls=directory_urls,
+        today=ctx.options.get("today") or datetime.now(UTC).strftime("%Y-%m-%d"),
+    )
+    site.session_by_id = {x.id: x for x in sessions}
+    for page in site.wiki:
+        index.add_wiki(page)
+    for entity in site.entities:
+        index.add_entity(entity)
+        site.entity_names[entity.id] = entity.name or entity.id
+    for category, memories in site.by_category().items():
+        for i, memory in enumerate(memories):
+            site.memory_home[memory.id] = (paged_uri(category_base(category), i // PER_PAGE + 1), memory_anchor(memory.id))
+    index.scan(site.texts())
+    return site
+
+
+def site(ctx: BuildContext) -> Site:
+    """The shared state of this build (read on first use, then kept on the context)."""
+    cached = ctx.__dict__.get("_memwiki_site")
+    if cached is None:
+        cached = ctx.__dict__["_memwiki_site"] = _read(ctx)
+    return cached
+
+
+def _optional(module: str) -> Callable[[BuildContext], BuildResult] | None:
+    """The `build` of an optional builder module, or None while it does not exist yet."""
+    try:
+        return importlib.import_module(module).build
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        return None
+
+
+def build_all(ctx: BuildContext) -> BuildResult:
+    """Run every builder; the concept builder goes after the others so it sees every backlink."""
+    from plugins.builders import audit, concepts, home, persona, semantic, sessions
+
+    site(ctx)
+    builders: list[Callable[[BuildContext], BuildResult]] = [home.build, persona.build, semantic.build, sessions.build]
+    for name in ("plugins.builders.graph", "plugins.builders.search"):
+        build = _optional(name)
+        if build is not None:
+            builders.append(build)
+        else:
+            ctx.notes.append(f"{name} is not available: its pages were not built")
+    builders += [concepts.build, audit.build]
+    pages: list[GeneratedPage] = []
+    assets: list[GeneratedAsset] = []
+    for build in builders:
+        p, a = build(ctx)
+        pages += p
+        assets += a
+    return pages, assets
+
+
+def frontmatter(title: str, **meta: Any) -> str:
+    """YAML frontmatter with a safe title (JSON strings are valid YAML) and extra keys."""
+    import json
+
+    lines = [f"title: {json.dumps(safe_title(title), ensure_ascii=False)}"]
+    lines += [f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in meta.items()]
+    return "---\n" + "\n".join(lines) + "\n---\n\n"
+
+
+def safe_title(title: str) -> str:
+    """A page title that stays plain text even where a theme prints it unescaped."""
+    flat = " ".join(str(title).split())
+    return flat.replace("<", "‹").replace(">", "›").replace("&", "＆")[:120] or "untitled"

@@ -1,0 +1,161 @@
+"""Concept pages: hand-written wiki pages and one page per graph entity, each with its backlinks (and the
+sentence that links), stub pages for wanted concepts, and the concept index."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+
+from plugins.builders import AUDIT, CONCEPTS, BuildResult, Site, frontmatter, safe_title, site
+from plugins.concepts import Concept, norm
+from plugins.pages import BuildContext, GeneratedPage
+from plugins.render import block, esc, href, md_esc
+
+PER_LIST_PAGE = 300
+_H1 = re.compile(r"^\s*#\s+(.+?)\s*#*\s*$")
+
+
+def _entity_section() -> Callable[[BuildContext, str], str] | None:
+    """The graph builder's entity section (facts timeline + neighbourhood graph), when it exists."""
+    try:
+        return importlib.import_module("plugins.builders.graph").entity_section
+    except ModuleNotFoundError as exc:
+        if exc.name != "plugins.builders.graph":
+            raise
+        return None
+
+
+def facts_fallback(s: Site, concept: Concept) -> str:
+    """A plain list of an entity's facts, used only while the graph builder is missing."""
+    entity = concept.entity
+    assert entity is not None
+    rows = []
+    for t in s.triples:
+        if entity.id not in (t.subject, t.object):
+            continue
+        span = f"{t.valid_from or '?'} → {t.valid_to or 'now'}"
+        rows.append(
+            f"<tr><td>{esc(t.subject_name or t.subject)}</td><td>{esc(t.predicate)}</td><td>{esc(t.object_name or t.object)}</td>"
+            f"<td>{esc(span)}</td><td>{esc(t.source)}</td></tr>"
+        )
+    if not rows:
+        return ""
+    return "\n## Facts\n" + block(
+        "<table><thead><tr><th>subject</th><th>predicate</th><th>object</th><th>valid</th><th>source</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>",
+        cls="mw-facts",
+    )
+
+
+def backlinks(s: Site, concept: Concept, *, heading: str = "Backlinks") -> str:
+    """The pages that link here, each with the sentence that holds the link."""
+    here = concept.src_uri
+    if not concept.backlinks:
+        return f"\n## {heading}\n\nNothing links here yet.\n"
+    items = []
+    for b in sorted(concept.backlinks, key=lambda b: (b.title, b.anchor)):
+        url = href(here, b.src_uri, b.anchor, s.directory_urls)
+        items.append(
+            f'<li><a href="{esc(url)}">{esc(b.title)}</a>'
+            f'<blockquote class="mw-context">{s.renderer.inline(b.sentence, here)}</blockquote></li>'
+        )
+    return f"\n## {heading}\n" + block(f"<ul>{''.join(items)}</ul>", cls="mw-backlinks")
+
+
+def _strip_title(body: str, title: str) -> str:
+    """Drop a leading `# Title` that repeats the page title."""
+    lines = body.lstrip("\n").split("\n", 1)
+    match = _H1.match(lines[0]) if lines else None
+    if match and norm(match.group(1)) == norm(title):
+        return lines[1] if len(lines) > 1 else ""
+    return body
+
+
+def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: Callable | None) -> GeneratedPage:
+    uri = concept.src_uri
+    md = frontmatter(concept.title) + f"# {md_esc(concept.title)}\n\n"
+    labels = []
+    if concept.wanted:
+        labels.append('<span class="mw-badge mw-badge-wanted">wanted</span>')
+    if concept.wiki is not None:
+        labels.append('<span class="mw-badge">wiki page</span>')
+    if concept.entity is not None:
+        labels.append(f'<span class="mw-badge mw-badge-entity">entity · {esc(concept.entity.type)}</span>')
+    if concept.aliases:
+        labels.append("also: " + ", ".join(f"<em>{esc(a)}</em>" for a in concept.aliases))
+    if concept.tags:
+        labels.append(" ".join(f'<span class="mw-tag">#{esc(t)}</span>' for t in concept.tags))
+    md += block(" · ".join(labels), cls="mw-labels", tag="p")
+    if concept.wanted:
+        md += block(
+            "<p><strong>No page yet.</strong> Memory text links to this concept, but no wiki page or graph entity "
+            "has this name. Write a page in the store's wiki folder (title or alias "
+            f"<code>{esc(concept.title)}</code>) to fill it in.</p>",
+            cls="mw-stub admonition warning",
+        )
+        md += backlinks(s, concept, heading="Wanted by")
+        return GeneratedPage(uri, safe_title(concept.title), md, section="concepts", meta={"wanted": True})
+    if concept.wiki is not None:
+        body = _strip_title(concept.wiki.body, concept.title)
+        md += block(s.renderer.html(body, uri), cls="mw-text mw-wiki")
+    if concept.entity is not None:
+        if entity_section is not None:
+            md += "\n" + entity_section(ctx, concept.entity.id) + "\n"
+        else:
+            md += facts_fallback(s, concept)
+    md += backlinks(s, concept)
+    return GeneratedPage(uri, safe_title(concept.title), md, section="concepts")
+
+
+def _item(s: Site, here: str, c: Concept) -> str:
+    url = href(here, c.src_uri, directory_urls=s.directory_urls)
+    cls = "mw-wikilink mw-wanted" if c.wanted else "mw-wikilink"
+    kind = f"{c.entity.type}" if c.entity is not None and c.wiki is None else "wiki" if c.wiki else c.kind
+    return (
+        f'<li><a class="{cls}" href="{esc(url)}">{esc(c.title)}</a> <span class="mw-muted">{esc(kind)} · '
+        f"{len(c.backlinks)} backlinks</span></li>"
+    )
+
+
+def _index(s: Site, listed: list[Concept]) -> list[GeneratedPage]:
+    wiki = [c for c in listed if c.wiki is not None]
+    wanted = [c for c in listed if c.wanted]
+    others = [c for c in listed if c.wiki is None and not c.wanted]
+    chunks = [others[i : i + PER_LIST_PAGE] for i in range(0, len(others), PER_LIST_PAGE)]
+    list_uris = [f"concepts/list-{n}.md" for n in range(1, len(chunks) + 1)]
+    md = frontmatter("Concepts") + "# Concepts\n\n"
+    md += f"{len(wiki):,} hand-written pages, {len(others):,} pages from graph entities, {len(wanted):,} wanted.\n"
+    md += "\n## Hand-written pages\n"
+    md += block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in wiki)}</ul>", cls="mw-index") if wiki else "\nNone.\n"
+    md += "\n## Graph entities\n"
+    if len(chunks) == 1:
+        md += block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in others)}</ul>", cls="mw-index")
+    elif chunks:
+        links = "".join(
+            f'<li><a href="{esc(href(CONCEPTS, u, directory_urls=s.directory_urls))}">{esc(ch[0].title)} … {esc(ch[-1].title)}</a></li>'
+            for u, ch in zip(list_uris, chunks, strict=True)
+        )
+        md += block(f"<ul>{links}</ul>", cls="mw-index")
+    else:
+        md += "\nNone.\n"
+    md += "\n## Wanted concepts\n\nLinked from memory text but without a page; each stub lists where it is wanted.\n"
+    shown = wanted[:PER_LIST_PAGE]
+    md += block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in shown)}</ul>", cls="mw-index") if shown else "\nNone.\n"
+    if len(wanted) > len(shown):
+        md += f'\n{len(wanted) - len(shown):,} more on the <a href="{esc(href(CONCEPTS, AUDIT, directory_urls=s.directory_urls))}">audit page</a>.\n'
+    pages = [GeneratedPage(CONCEPTS, "Concepts", md, section="concepts", in_nav=True, meta={"order": 2})]
+    if len(chunks) > 1:
+        for n, (uri, chunk) in enumerate(zip(list_uris, chunks, strict=True), 1):
+            head = f"Concepts {n}/{len(chunks)}"
+            body = frontmatter(head) + f"# {head}\n" + block(f"<ul class='mw-columns'>{''.join(_item(s, uri, c) for c in chunk)}</ul>", cls="mw-index")
+            pages.append(GeneratedPage(uri, head, body, section="concepts"))
+    return pages
+
+
+def build(ctx: BuildContext) -> BuildResult:
+    s = site(ctx)
+    entity_section = _entity_section()
+    listed = sorted((c for c in s.index.concepts if c.kind != "page"), key=lambda c: norm(c.title))
+    pages = [concept_page(ctx, s, c, entity_section) for c in listed]
+    return _index(s, listed) + pages, []

@@ -1,0 +1,120 @@
+"""Semantic memory (L2): browsable by category and by wing / room, each memory with its provenance."""
+
+from __future__ import annotations
+
+from memory.snapshot import Memory
+from plugins.builders import (
+    MEMORY,
+    PER_PAGE,
+    BuildResult,
+    Site,
+    category_base,
+    frontmatter,
+    memory_anchor,
+    message_anchor,
+    paged_uri,
+    room_base,
+    session_uri,
+    site,
+)
+from plugins.builders.persona import category_badge
+from plugins.pages import BuildContext, GeneratedPage
+from plugins.render import block, esc, href, md_esc
+
+
+def _when(value: str) -> str:
+    return esc(value[:16].replace("T", " ")) if value else ""
+
+
+def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
+    """One memory with its provenance: category, wing / room, session, time, sunk or not."""
+    du = s.directory_urls
+    bits = [category_badge(memory.category)]
+    if with_room and (memory.wing or memory.room):
+        url = href(page, paged_uri(room_base(memory.wing, memory.room), 1), directory_urls=du)
+        bits.append(f'<a href="{esc(url)}">{esc(memory.wing or "—")} / {esc(memory.room or "—")}</a>')
+    if memory.session_id:
+        session = s.session_by_id.get(memory.session_id)
+        if session is not None:
+            anchor = ""
+            if memory.message_id:
+                ids = [m.id for m in s.messages.get(session.id, ())]
+                anchor = message_anchor(ids.index(memory.message_id) + 1) if memory.message_id in ids else ""
+            url = href(page, session_uri(session.id), anchor, du)
+            bits.append(f'session <a href="{esc(url)}">{esc(session.title or session.id)}</a>')
+        else:
+            bits.append(f"session {esc(memory.session_id)}")
+    if memory.created:
+        bits.append(f"created {_when(memory.created)}")
+    if memory.sunk_at or memory.source == "L1":
+        bits.append(f'<span class="mw-sunk">sunk from hot memory {_when(memory.sunk_at)}</span>')
+    elif memory.source and memory.source != "L2":
+        bits.append(f"via {esc(memory.source)}")
+    meta = " · ".join(bits)
+    return (
+        f'<article class="mw-memory" id="{memory_anchor(memory.id)}">'
+        f'<header><code>{esc(memory.id)}</code> {meta}</header>{s.renderer.html(memory.text, page)}</article>'
+    )
+
+
+def _pager(base: str, page: int, pages: int, here: str, du: bool) -> str:
+    if pages <= 1:
+        return ""
+    links = []
+    for n in range(1, pages + 1):
+        uri = paged_uri(base, n)
+        links.append(f"<strong>{n}</strong>" if n == page else f'<a href="{esc(href(here, uri, directory_urls=du))}">{n}</a>')
+    return block(" ".join(links), cls="mw-pager", tag="nav")
+
+
+def _listing(s: Site, base: str, title: str, memories: list[Memory], section: str, with_room: bool) -> list[GeneratedPage]:
+    pages = max(1, -(-len(memories) // PER_PAGE))
+    out = []
+    for n in range(1, pages + 1):
+        uri = paged_uri(base, n)
+        chunk = memories[(n - 1) * PER_PAGE : n * PER_PAGE]
+        head = f"{title} ({n}/{pages})" if pages > 1 else title
+        back = href(uri, MEMORY, directory_urls=s.directory_urls)
+        md = frontmatter(head) + f"# {md_esc(head)}\n\n"
+        md += f'<p class="mw-muted">{len(memories):,} memories · <a href="{esc(back)}">all of semantic memory</a></p>\n'
+        md += _pager(base, n, pages, uri, s.directory_urls)
+        md += block("".join(card(s, m, uri, with_room=with_room) for m in chunk), cls="mw-memories")
+        md += _pager(base, n, pages, uri, s.directory_urls)
+        out.append(GeneratedPage(uri, head, md, section=section))
+    return out
+
+
+def build(ctx: BuildContext) -> BuildResult:
+    s = site(ctx)
+    du = s.directory_urls
+    pages: list[GeneratedPage] = []
+    cats = s.by_category()
+    rooms = s.by_room()
+    for category, memories in cats.items():
+        pages += _listing(s, category_base(category), f"Category: {category}", memories, "memory", True)
+    for (wing, room), memories in rooms.items():
+        pages += _listing(s, room_base(wing, room), f"{wing or '—'} / {room or '—'}", memories, "memory", False)
+
+    sunk = sum(1 for m in s.memories if m.sunk_at or m.source == "L1")
+    md = frontmatter("Semantic memory") + "# Semantic memory\n\n"
+    md += f"{len(s.memories):,} memories in L2, recalled on demand; {sunk:,} of them sank from hot memory.\n\n## By category\n"
+    items = [
+        f'<li>{category_badge(c)} <a href="{esc(href(MEMORY, paged_uri(category_base(c), 1), directory_urls=du))}">'
+        f"{esc(c)}</a> <span class='mw-muted'>{len(ms):,}</span></li>"
+        for c, ms in cats.items()
+    ]
+    md += block(f"<ul class='mw-columns'>{''.join(items)}</ul>", cls="mw-index") if items else "\nNo memories.\n"
+    md += "\n## By wing and room\n"
+    wings: dict[str, list[str]] = {}
+    for (wing, room), ms in rooms.items():
+        url = href(MEMORY, paged_uri(room_base(wing, room), 1), directory_urls=du)
+        wings.setdefault(wing, []).append(f'<li><a href="{esc(url)}">{esc(room or "—")}</a> <span class="mw-muted">{len(ms):,}</span></li>')
+    if wings:
+        md += block(
+            "".join(f"<h3>{esc(w or '—')}</h3><ul class='mw-columns'>{''.join(r)}</ul>" for w, r in wings.items()),
+            cls="mw-index",
+        )
+    else:
+        md += "\nNo memory has a wing or room.\n"
+    pages.insert(0, GeneratedPage(MEMORY, "Semantic memory", md, in_nav=True, meta={"order": 3}))
+    return pages, []

@@ -1,0 +1,236 @@
+"""Sessions (L4): one digest page per session and a timeline index, newest first, like a blog.
+
+A digest shows the key turns, chosen extractively: messages closest to the session's centroid, kept
+diverse by maximal marginal relevance. Vectors come from the source's own embedder (`source.embed`,
+the one its memories were made with); a source without a usable embedder falls back to TF-IDF over
+CJK-aware tokens, and the audit page says so. Choices are cached by content hash in the cache dir.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from memory.errors import MemwikiError
+from memory.snapshot import Message, Session
+from memory.textio import atomic_write_text
+from memory.tokens import tokens
+from plugins.builders import (
+    SESSIONS,
+    BuildResult,
+    Site,
+    frontmatter,
+    log,
+    message_anchor,
+    safe_title,
+    session_uri,
+    site,
+)
+from plugins.pages import BuildContext, GeneratedPage
+from plugins.render import block, esc, href, md_esc
+from plugins.wikilinks import find_links
+
+PER_INDEX_PAGE = 100
+MIN_CHARS = 12
+
+
+def mmr(vectors: np.ndarray, k: int, lam: float = 0.7, weights: np.ndarray | None = None) -> list[int]:
+    """Indices of `k` rows close to the centroid yet unlike each other, in chronological order."""
+    n = len(vectors)
+    if n == 0 or k <= 0:
+        return []
+    centroid = vectors.mean(axis=0)
+    norm = np.linalg.norm(centroid)
+    relevance = vectors @ (centroid / norm) if norm else np.zeros(n)
+    if weights is not None:
+        relevance = relevance * weights
+    chosen: list[int] = []
+    redundancy = np.full(n, -np.inf)
+    for _ in range(min(k, n)):
+        score = lam * relevance - (1 - lam) * np.where(np.isinf(redundancy), 0.0, redundancy)
+        score[chosen] = -np.inf
+        best = int(np.argmax(score))
+        chosen.append(best)
+        redundancy = np.maximum(redundancy, vectors @ vectors[best])
+    return sorted(chosen)
+
+
+def tfidf_vectors(texts: list[str]) -> np.ndarray:
+    """Unit TF-IDF vectors over CJK-aware tokens (the lexical fallback)."""
+    docs = [Counter(tokens(t)) for t in texts]
+    df = Counter(term for d in docs for term in d)
+    vocab = {term: i for i, term in enumerate(df)}
+    out = np.zeros((len(texts), max(1, len(vocab))), dtype=np.float32)
+    for row, doc in enumerate(docs):
+        for term, tf in doc.items():
+            out[row, vocab[term]] = (1 + math.log(tf)) * math.log((1 + len(docs)) / (1 + df[term]))
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    return out / norms
+
+
+class Digester:
+    """Chooses the key turns of sessions, with the source's embedder when it has one."""
+
+    def __init__(self, ctx: BuildContext, s: Site) -> None:
+        self.ctx = ctx
+        self.embedder = s.info.embedder
+        self.method = f"embeddings ({s.info.embedder})"
+        self._embed = getattr(ctx.source, "embed", None)
+        if self._embed is None:
+            self.method = "TF-IDF (the source has no usable embedder)"
+        cache_dir = ctx.options.get("cache_dir")
+        self.path = Path(cache_dir) / "digests.json" if cache_dir else None
+        self.cache: dict[str, list[int]] = {}
+        if self.path and self.path.is_file():
+            try:
+                self.cache = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self.cache = {}
+        self.dirty = False
+
+    def key_turns(self, messages: list[Message]) -> list[int]:
+        texts = [m.content for m in messages]
+        if not texts:
+            return []
+        k = max(1, min(4, round(len(texts) / 4)))
+        key = hashlib.sha1(json.dumps([self.method, k, texts], ensure_ascii=False).encode()).hexdigest()
+        if key in self.cache:
+            return self.cache[key]
+        weights = np.array([1.0 if len(t.strip()) >= MIN_CHARS else 0.3 for t in texts])
+        vectors = None
+        if self._embed is not None:
+            try:
+                vectors = np.asarray(self._embed(texts), dtype=np.float32)
+            except (MemwikiError, AttributeError, OSError) as exc:
+                log.warning("memwiki: session digests fall back to TF-IDF: %s", exc)
+                self._embed, self.method = None, f"TF-IDF (embedder failed: {exc})"
+        if vectors is None:
+            vectors = tfidf_vectors(texts)
+        chosen = mmr(vectors, k, weights=weights)
+        self.cache[key] = chosen
+        self.dirty = True
+        return chosen
+
+    def save(self) -> None:
+        if self.path and self.dirty:
+            atomic_write_text(self.path, json.dumps(self.cache, ensure_ascii=False))
+
+
+def _when(value: str) -> str:
+    return value[:16].replace("T", " ") if value else "—"
+
+
+def _touched(s: Site, session: Session, messages: list[Message], uri: str) -> tuple[str, str]:
+    """HTML lists of the concepts linked or named in a session, and the facts that cite it."""
+    seen: dict[str, str] = {}
+    for message in messages:
+        for found in find_links(message.content):
+            concept = s.index.link_target(found.link)
+            if concept is not None and concept.src_uri not in seen:
+                url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
+                cls = "mw-wikilink mw-wanted" if concept.wanted else "mw-wikilink"
+                seen[concept.src_uri] = f'<a class="{cls}" href="{esc(url)}">{esc(concept.title)}</a>'
+    text = "\n".join(m.content for m in messages).casefold()
+    for entity in s.entities:
+        name = entity.name or entity.id
+        concept = s.index.for_entity(entity.id)
+        if concept is not None and len(name) >= 2 and name.casefold() in text:
+            url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
+            seen.setdefault(concept.src_uri, f'<a class="mw-wikilink" href="{esc(url)}">{esc(concept.title)}</a>')
+    concepts = " · ".join(seen.values())
+    facts = []
+    for t in s.triples:
+        if session.id and session.id in t.source:
+            state = "current" if t.current else f"ended {esc(t.valid_to)}"
+            facts.append(
+                f"<li>{esc(t.subject_name or t.subject)} <em>{esc(t.predicate)}</em> {esc(t.object_name or t.object)} "
+                f"<span class='mw-muted'>({state})</span></li>"
+            )
+    return concepts, "".join(facts)
+
+
+def _digest_page(s: Site, digester: Digester, session: Session) -> GeneratedPage:
+    uri = session_uri(session.id)
+    messages = s.messages.get(session.id, [])
+    title = session.title or session.id
+    roles = Counter(m.role for m in messages)
+    counts = ", ".join(f"{n} {esc(r)}" for r, n in roles.most_common())
+    md = frontmatter(title, session=session.id) + f"# {md_esc(title)}\n\n"
+    meta = f"{esc(_when(session.started))} – {esc(_when(session.ended or (messages[-1].time if messages else '')))}"
+    meta += f" · {len(messages)} messages ({counts})" if messages else " · no messages"
+    if session.source:
+        meta += f" · source {esc(session.source)}"
+    back = href(uri, SESSIONS, directory_urls=s.directory_urls)
+    md += f'<p class="mw-muted">{meta} · <a href="{esc(back)}">all sessions</a></p>\n'
+    md += "\n## Key turns\n"
+    turns = digester.key_turns(messages)
+    if turns:
+        items = "".join(
+            f'<blockquote class="mw-turn"><p class="mw-role">{esc(messages[i].role)} · '
+            f'<a href="#{message_anchor(i + 1)}">#{i + 1}</a></p>{s.renderer.html(messages[i].content, uri)}</blockquote>'
+            for i in turns
+        )
+        md += block(items, cls="mw-digest")
+    else:
+        md += "\nNothing to summarise.\n"
+    concepts, facts = _touched(s, session, messages, uri)
+    md += "\n## Concepts and facts\n"
+    md += block(f"<p>{concepts or 'No concept named.'}</p>" + (f"<ul>{facts}</ul>" if facts else ""), cls="mw-touched")
+    md += "\n## Transcript\n"
+    rows = "".join(
+        f'<div class="mw-msg mw-msg-{esc(m.role)}" id="{message_anchor(n)}"><p class="mw-role">{esc(m.role)}'
+        f'{" · " + esc(m.tool_name) if m.tool_name else ""} <span class="mw-muted">{esc(_when(m.time))}</span></p>'
+        f"{s.renderer.html(m.content, uri)}</div>"
+        for n, m in enumerate(messages, 1)
+    )
+    md += block(f"<summary>Transcript ({len(messages)} messages)</summary>{rows}", cls="mw-transcript", tag="details")
+    return GeneratedPage(uri, safe_title(title), md, section="sessions", meta={"date": session.started})
+
+
+def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
+    sessions = s.sessions  # newest first
+    pages = max(1, -(-len(sessions) // PER_INDEX_PAGE))
+    out = []
+    for n in range(1, pages + 1):
+        uri = SESSIONS if n == 1 else f"sessions/page-{n}.md"
+        head = "Sessions" if n == 1 else f"Sessions ({n}/{pages})"
+        md = frontmatter(head) + f"# {head}\n\n{len(sessions):,} sessions, newest first. Digests: {esc(digester.method)}.\n"
+        month = ""
+        for session in sessions[(n - 1) * PER_INDEX_PAGE : n * PER_INDEX_PAGE]:
+            if session.started[:7] != month:
+                month = session.started[:7]
+                md += f"\n## {esc(month or 'undated')}\n"
+            messages = s.messages.get(session.id, [])
+            url = href(uri, session_uri(session.id), directory_urls=s.directory_urls)
+            first = next((m.content for m in messages if m.role == "user"), "")
+            teaser = s.renderer.inline(first[:160] + ("…" if len(first) > 160 else ""), uri) if first else ""
+            md += block(
+                f'<p class="mw-post-date">{esc(_when(session.started))} · {len(messages)} messages</p>'
+                f'<h3><a href="{esc(url)}">{esc(session.title or session.id)}</a></h3><p>{teaser}</p>',
+                cls="mw-post",
+            )
+        if pages > 1:
+            links = [
+                f"<strong>{i}</strong>" if i == n else
+                f'<a href="{esc(href(uri, SESSIONS if i == 1 else f"sessions/page-{i}.md", directory_urls=s.directory_urls))}">{i}</a>'
+                for i in range(1, pages + 1)
+            ]
+            md += block(" ".join(links), cls="mw-pager", tag="nav")
+        out.append(GeneratedPage(uri, head, md, section="sessions", in_nav=n == 1, meta={"order": 4}))
+    return out
+
+
+def build(ctx: BuildContext) -> BuildResult:
+    s = site(ctx)
+    digester = Digester(ctx, s)
+    pages = [_digest_page(s, digester, session) for session in s.sessions]
+    pages = _timeline(s, digester) + pages
+    digester.save()
+    ctx.notes.append(f"Session digests chosen with {digester.method}.")
+    return pages, []

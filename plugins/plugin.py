@@ -1,0 +1,172 @@
+"""The MkDocs plugin `memwiki`: thin hooks around the page builders.
+
+- on_config: resolve the plugin's paths, add the CSS / JS;
+- on_files: open the memory source (through the privacy filter), run every builder, add their pages and
+  assets as generated files, reuse cached HTML for pages that did not change, and build the navigation
+  from the few pages that belong in it (section indexes; the rest hang off them);
+- the audit kinds listed in `audit_errors` become build warnings, so `mkdocs build --strict` fails on them.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+
+from memory.errors import MemwikiError
+from memory.snapshot import Memory, MemorySource
+from plugins.builders import build_all, site
+from plugins.builders.audit import KINDS, TITLES, findings
+from plugins.pages import BuildContext, GeneratedPage
+from plugins.pagecache import PageCache
+from plugins.privacy import PrivacyFilter, PrivacyRules
+from plugins.render import page_url
+
+log = logging.getLogger("mkdocs.plugins.memwiki")
+ASSETS = Path(__file__).resolve().parent / "assets"
+CSS = "assets/memwiki/memwiki.css"
+JS = "assets/memwiki/memwiki.js"
+
+
+class MemwikiConfig(base.Config):
+    store = c.Optional(c.Type(str))  # the store folder
+    demo_src = c.Optional(c.Type(str))  # build the store from these plain-text demo sources first
+    hermes_home = c.Optional(c.Type(str))  # a hermes-agent home ("auto": $HERMES_HOME or ~/.hermes)
+    palace = c.Optional(c.Type(str))  # a MemPalace palace ("auto": located as MemPalace does)
+    cache_dir = c.Type(str, default=".cache/memwiki")
+    audit_errors = c.ListOfItems(c.Choice(KINDS), default=[])
+    privacy = c.Type(dict, default={})
+    today = c.Optional(c.Type(str))  # fixes "today" for the expired-facts check (reproducible builds)
+    page_cache = c.Type(bool, default=True)
+    graph_max_nodes = c.Type(int, default=300)
+
+
+def make_source(options: dict[str, Any], base_dir: Path) -> MemorySource:
+    """The one place where the plugin's options become a MemorySource (store, hermes home, palace)."""
+    from memory.readers.locate import open_sources
+
+    def path(value: str | None) -> str | None:
+        if value in (None, "", "auto"):
+            return value or None if value != "auto" else "auto"
+        return str((base_dir / Path(value).expanduser()).resolve())
+
+    store = path(options.get("store"))
+    if options.get("demo_src"):
+        from memory.demo import build_demo_store
+
+        if store is None:
+            raise MemwikiError("memwiki: `demo_src` needs `store` (where to build the demo store)")
+        build_demo_store(Path(path(options["demo_src"])), Path(store))
+    return open_sources(
+        store, path(options.get("hermes_home")), path(options.get("palace")), Path(path(options["cache_dir"]) or "")
+    )
+
+
+class MemwikiPlugin(BasePlugin[MemwikiConfig]):
+    """Publishes a memory store (or a hermes home and / or a MemPalace palace) as a wiki."""
+
+    def __init__(self) -> None:
+        self.ctx: BuildContext | None = None
+        self.cache: PageCache | None = None
+        self.generated: dict[str, GeneratedPage] = {}
+
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        for name, where in ((CSS, config.extra_css), (JS, config.extra_javascript)):
+            if name not in [str(x) for x in where]:
+                where.append(name)
+        return config
+
+    def _base_dir(self, config: MkDocsConfig) -> Path:
+        return Path(config.config_file_path).resolve().parent if config.config_file_path else Path.cwd()
+
+    def _context(self, config: MkDocsConfig) -> BuildContext:
+        base_dir = self._base_dir(config)
+        options = dict(self.config)
+        options["cache_dir"] = str(base_dir / self.config.cache_dir)
+        try:
+            source = PrivacyFilter(make_source(options, base_dir), PrivacyRules.from_options(self.config.privacy))
+        except MemwikiError as exc:
+            raise PluginError(f"memwiki: {exc}") from None
+        options["use_directory_urls"] = config.use_directory_urls
+        ctx = BuildContext(source, options)
+        s = site(ctx)
+        du = config.use_directory_urls
+
+        def entity_url(entity_id: str) -> str:
+            concept = s.index.for_entity(entity_id)
+            return page_url(concept.src_uri, du) if concept else ""
+
+        def memory_url(memory: Memory) -> str:
+            page, anchor = s.memory_home.get(memory.id, ("", ""))
+            return f"{page_url(page, du)}#{anchor}" if page else ""
+
+        options["entity_url"] = entity_url
+        options["memory_url"] = memory_url
+        return ctx
+
+    @event_priority(-50)  # after other plugins have added their files
+    def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
+        self.ctx = ctx = self._context(config)
+        try:
+            pages, assets = build_all(ctx)
+        except MemwikiError as exc:
+            raise PluginError(f"memwiki: {exc}") from None
+        self.cache = PageCache(Path(ctx.options["cache_dir"]) / "pages", config) if self.config.page_cache else None
+        self.generated = {}
+        for name in ("memwiki.css", "memwiki.js"):
+            files.append(File.generated(config, f"assets/memwiki/{name}", content=(ASSETS / name).read_bytes()))
+        for asset in assets:
+            if files.get_file_from_path(asset.dest_uri) is None:
+                files.append(File.generated(config, asset.dest_uri, content=asset.content))
+        for page in pages:
+            if files.get_file_from_path(page.src_uri) is not None:
+                log.info("memwiki: %s is hand-written in docs_dir; the generated page is skipped", page.src_uri)
+                continue
+            cached = self.cache.lookup(page) if self.cache and not page.in_nav else None
+            if cached is not None:
+                files.append(cached)  # the HTML from the last build, copied as it is
+            else:
+                files.append(File.generated(config, page.src_uri, content=page.markdown))
+                self.generated[page.src_uri] = page
+        if not config.nav:
+            config.nav = self._nav(pages, files)
+        self._report_audit(ctx)
+        return files
+
+    def _nav(self, pages: list[GeneratedPage], files: Files) -> list[Any]:
+        """Only section index pages go into the navigation, in a fixed order; hand-written pages follow."""
+        nav_pages = sorted((p for p in pages if p.in_nav), key=lambda p: (p.meta.get("order", 5), p.src_uri))
+        nav: list[Any] = [{p.title: p.src_uri} for p in nav_pages]
+        generated = {p.src_uri for p in pages}
+        for f in files.documentation_pages():
+            if f.src_uri not in generated and not f.generated_by:
+                nav.append(f.src_uri)
+        return nav
+
+    def _report_audit(self, ctx: BuildContext) -> None:
+        errors = set(self.config.audit_errors)
+        counts: dict[str, int] = {}
+        for f in findings(ctx):
+            counts[f.kind] = counts.get(f.kind, 0) + 1
+            if f.kind in errors:
+                log.warning("memwiki audit (%s): %s", TITLES[f.kind], f.message)
+        log.info("memwiki audit: %s", ", ".join(f"{k} {n}" for k, n in counts.items()) or "nothing found")
+
+    def on_post_page(self, output: str, /, *, page: Page, config: MkDocsConfig) -> str:
+        generated = self.generated.get(page.file.src_uri)
+        if generated is not None and self.cache is not None and not generated.in_nav:
+            self.cache.store(generated, page, output)
+        return output
+
+    @event_priority(50)  # before the search plugin writes its index
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        if self.cache is not None:
+            self.cache.finish(config)

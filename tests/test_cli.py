@@ -1,0 +1,118 @@
+"""The `memwiki` command line: names, JSON shapes, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code or 0), out, err
+
+
+@pytest.fixture()
+def store_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    root = str(tmp_path / "store")
+    assert run(capsys, "--store", root, "init")[0] == 0
+    return root
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_commands_refuse_a_folder_that_is_not_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--store", str(tmp_path), "context")
+    assert code == 2 and out == ""
+    assert err.startswith("memwiki: error: ") and "not a memwiki store" in err and err.count("\n") == 1
+
+
+def test_remember_context_replace_forget(store_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "--store", store_dir, "remember", "用户喜欢先看结论。", "--target", "user")[0] == 0
+    assert run(capsys, "--store", store_dir, "remember", "dev box: MacBook M3", "--category", "environment")[0] == 0
+    code, out, _ = run(capsys, "--store", store_dir, "context")
+    assert code == 0 and "用户喜欢先看结论。" in out and "[environment] dev box: MacBook M3" in out
+    assert "/2,200 chars" in out and "/1,375 chars" in out
+    assert run(capsys, "--store", store_dir, "replace", "MacBook M3", "dev box: MacBook M4")[0] == 0
+    code, _, err = run(capsys, "--store", store_dir, "forget", "no such entry")
+    assert code == 2 and "no such entry" in err
+    assert run(capsys, "--store", store_dir, "forget", "MacBook M4")[0] == 0
+    assert "MacBook" not in run(capsys, "--store", store_dir, "context")[1]
+
+
+def test_import_recall_json_and_batch(store_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    memories = write_jsonl(tmp_path / "m.jsonl", [
+        {"id": "m1", "text": "Ollama 跑在台式机的 RTX 4090 上，端口 11434。", "meta": {"category": "environment"}},
+        {"id": "m2", "text": "The user's blog is built with Hugo and hosted on Cloudflare Pages.", "meta": {}},
+        {"id": "m3", "text": "每周五晚上用户会写周报，需要汇总本周的 Git 提交。", "meta": {}},
+    ])
+    assert run(capsys, "--store", store_dir, "import", str(memories), "--layer", "L2")[0] == 0
+    code, out, _ = run(capsys, "--store", store_dir, "recall", "向量模型在哪台机器上运行？", "--json", "-k", "2")
+    hits = json.loads(out)
+    assert code == 0 and hits[0]["id"] == "m1" and hits[0]["layer"] == "L2"
+    assert {"layer", "id", "text", "score"} <= set(hits[0])
+    batch = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "query": "Where is the blog hosted?"},
+                                               {"id": "q2", "query": "周报什么时候写？"}])
+    code, out, _ = run(capsys, "--store", store_dir, "recall", "--batch", str(batch), "--json", "--all-layers")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [r["id"] for r in lines] == ["q1", "q2"]
+    assert lines[0]["hits"][0]["id"] == "m2" and lines[1]["hits"][0]["id"] == "m3"
+
+
+def test_bad_import_names_file_and_line_and_writes_nothing(
+    store_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"id": "a", "text": "fine", "meta": {}}\n{"id": "b", "text": "\xff\xfe broken"}\n')
+    code, _, err = run(capsys, "--store", store_dir, "import", str(bad), "--layer", "L2")
+    assert code == 2 and "bad.jsonl" in err and "UTF-8" in err
+    notjson = tmp_path / "notjson.jsonl"
+    notjson.write_text('{"id": "a", "text": "fine", "meta": {}}\nthis is not json\n', encoding="utf-8")
+    code, _, err = run(capsys, "--store", store_dir, "import", str(notjson), "--layer", "L2")
+    assert code == 2 and "notjson.jsonl:2" in err
+    assert json.loads(run(capsys, "--store", store_dir, "stats", "--json")[1])["L2"]["memories"] == 0
+
+
+def test_empty_query_is_a_clear_error(store_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--store", store_dir, "recall", "   ")
+    assert code == 2 and "empty query" in err
+
+
+def test_kg_and_session_search(store_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = ("--store", store_dir)
+    assert run(capsys, *s, "kg", "add", "memwiki", "uses", "Chroma", "--from", "2026-01-01")[0] == 0
+    assert run(capsys, *s, "kg", "invalidate", "memwiki", "uses", "Chroma", "--to", "2026-06-01")[0] == 0
+    assert run(capsys, *s, "kg", "add", "memwiki", "uses", "LanceDB", "--from", "2026-06-01")[0] == 0
+    facts = json.loads(run(capsys, *s, "kg", "query", "memwiki", "--as-of", "2026-03-01", "--json")[1])
+    assert [f["object_name"] or f["object"] for f in facts] == ["Chroma"]
+    facts = json.loads(run(capsys, *s, "kg", "query", "memwiki", "--json")[1])
+    assert [f["object_name"] or f["object"] for f in facts] == ["LanceDB"]
+    sessions = write_jsonl(tmp_path / "s.jsonl", [
+        {"session_id": "s1", "role": "user", "content": "周末想去学跳舞", "time": "2026-11-01T10:00:00Z",
+         "title": "周末计划"},
+        {"session_id": "s2", "role": "user", "content": "Chroma 的 HNSW 索引怎么调参？", "time": "2026-11-02T10:00:00Z"},
+    ])
+    assert run(capsys, *s, "import", str(sessions), "--layer", "L4")[0] == 0
+    hits = json.loads(run(capsys, *s, "session", "search", "跳舞", "--json")[1])
+    assert [h["session"]["id"] for h in hits] == ["s1"] and "跳舞" in hits[0]["snippets"][0]
+    hits = json.loads(run(capsys, *s, "session", "search", "HNSW 索引", "--json")[1])
+    assert [h["session"]["id"] for h in hits] == ["s2"]
+
+
+def test_console_script_runs_as_a_process(store_dir: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "memory.cli", "--store", store_dir, "stats", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    stats = json.loads(proc.stdout)
+    assert stats["embedder"] == {"name": "use-multilingual-v3", "dim": 512}
+    assert stats["L1"]["memory"]["cap"] == 2200 and stats["L1"]["user"]["cap"] == 1375

@@ -1,0 +1,118 @@
+"""The store as an agent uses it: init, the five layers together, overflow into L2, recall, bad stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memory.config import StoreConfig
+from memory.embedders import OllamaEmbedder
+from memory.errors import CapacityError, EmbedderMismatchError, NotAStoreError
+from memory.store import Store
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Store:
+    with Store.init(tmp_path / "s") as s:
+        yield s
+
+
+def test_init_creates_every_layer_and_reopens(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    Store.init(root).close()
+    for name in ("store.json", "SOUL.md", "MEMORY.md", "USER.md", "wiki", "l2", "knowledge_graph.sqlite3",
+                 "sessions.sqlite3"):
+        assert (root / name).exists(), name
+    with Store.open(root) as s:
+        assert s.stats()["L2"]["memories"] == 0
+
+
+def test_open_refuses_a_folder_that_is_not_a_store(tmp_path: Path) -> None:
+    with pytest.raises(NotAStoreError, match="not a memwiki store"):
+        Store.open(tmp_path)
+
+
+def test_half_written_store_is_refused_and_init_completes_it(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    Store.init(root).close()
+    (root / "USER.md").unlink()
+    with pytest.raises(NotAStoreError, match="half-written.*USER.md"):
+        Store.open(root)
+
+
+def test_store_made_with_another_embedder_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    Store.init(root).close()
+    with pytest.raises(EmbedderMismatchError, match="use-multilingual-v3"):
+        Store.open(root, embedder=OllamaEmbedder("qwen3-embedding:0.6b", "http://127.0.0.1:9", dim=1024))
+
+
+def test_context_is_frozen_at_session_start(store: Store) -> None:
+    store.set_persona("你是小忆，一个记忆助手。")
+    store.remember("Prefers answers in Chinese.", target="user")
+    block = store.start_session()
+    assert "小忆" in block and "Prefers answers in Chinese." in block
+    store.remember("用户讨厌长篇免责声明。", target="user")
+    assert store.context() == block, "a write during the session must not change the frozen block"
+    assert "用户讨厌长篇免责声明。" in (store.hot("user").path.read_text(encoding="utf-8"))
+    assert "用户讨厌长篇免责声明。" in store.start_session()
+
+
+def test_overflow_sinks_non_core_entries_and_recall_still_finds_them(tmp_path: Path) -> None:
+    config = StoreConfig()
+    config.caps.memory = 280
+    with Store.init(tmp_path / "s", config) as store:
+        store.remember("[rule] Never batch several prod changes into one step.")
+        store.remember("[env] 开发机是 MacBook Pro M3 Max，shell 用 zsh + starship。")
+        store.remember("[network] 家庭网关 OPNsense 在 192.168.10.1，WireGuard 端口 51820/udp。")
+        records = store.remember("[project] order-service 用 Go 1.22，部署在 ArgoCD 的 order-svc-prod。")
+        hot = store.hot("memory").view()
+        assert hot.usage <= 0.70
+        sunk = store.sink_log.records()
+        assert sunk and records, "something must have sunk past 70% of 280 chars"
+        assert all(r.category not in ("rule", "preference", "pitfall", "authorisation") for r in sunk)
+        assert any("Never batch" in e.text for e in hot.entries), "core entries stay hot"
+        in_l2 = {m.id: m for m in store.semantic.get([r.memory_id for r in sunk])}
+        assert len(in_l2) == len(sunk) and all(m.source == "L1" for m in in_l2.values())
+        every = {e.text for e in hot.entries} | {m.text for m in in_l2.values()}
+        assert len(every) == 4, "nothing is lost on the way down"
+        hits = store.recall("开发机是什么型号，用什么 shell？", k=3, all_layers=True)
+        assert any(h.layer == "L2" and "starship" in h.text for h in hits)
+
+
+def test_add_that_cannot_fit_even_after_sinking_is_refused(tmp_path: Path) -> None:
+    config = StoreConfig()
+    config.caps.user = 120
+    with Store.init(tmp_path / "s", config) as store:
+        store.remember("[pref] Conclusion first, then reasons; no long preambles please.", target="user")
+        before = store.hot("user").path.read_bytes()
+        with pytest.raises(CapacityError):
+            store.remember("[rule] " + "Always confirm before any destructive operation. " * 2, target="user")
+        assert store.hot("user").path.read_bytes() == before
+        assert store.sink_log.records() == []
+
+
+def test_reader_offers_every_layer(store: Store, tmp_path: Path) -> None:
+    store.set_persona("persona")
+    store.remember("[pref] 先给结论。", target="user")
+    store.graph.add_triple("memwiki", "uses", "Chroma", valid_from="2026-01-01")
+    sessions = tmp_path / "s.jsonl"
+    sessions.write_text(
+        json.dumps({"session_id": "a", "role": "user", "content": "我们周末去跳舞吧", "time": "2026-11-01T10:00:00Z"},
+                   ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    store.sessions.import_jsonl(sessions)
+    (store.wiki_dir / "chroma.md").write_text("---\ntitle: Chroma\naliases: [向量库]\n---\nThe L2 store.\n")
+    reader = store.reader()
+    assert reader.persona().text == "persona"
+    assert [f.target for f in reader.hot_files()] == ["memory", "user"]
+    assert [t.predicate for t in reader.triples()] == ["uses"]
+    assert [s.id for s in reader.sessions()] == ["a"]
+    assert reader.search_sessions("跳舞")[0].session.id == "a"
+    assert reader.wiki_pages()[0].aliases == ("向量库",)
+    before = reader.fingerprint()
+    store.remember("[pref] 回答用中文。", target="user")
+    assert reader.fingerprint() != before
