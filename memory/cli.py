@@ -22,7 +22,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--palace", help="read a MemPalace palace in place (default $MEMPALACE_PALACE_PATH)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("init", help="create a store")
+    r = sub.add_parser("init", help="create a store")
+    r.add_argument("--embedder", choices=("use", "ollama"), default="use", help="fixed for the store's life")
+    r.add_argument("--ollama-model", default="", help="default qwen3-embedding:0.6b")
+    r.add_argument("--ollama-host", default="", help="default $OLLAMA_HOST or http://127.0.0.1:11434")
     sub.add_parser("context", help="print the per-turn context block (persona + hot memory)")
 
     r = sub.add_parser("remember", help="add a hot-memory entry")
@@ -141,9 +144,14 @@ def _recall(args: argparse.Namespace, recall) -> None:  # noqa: ANN001
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "init":
+        from memory.config import EmbedderConfig, StoreConfig
+        from memory.embedders import OLLAMA_DEFAULT_MODEL
         from memory.store import Store
 
-        store = Store.init(resolve_store_path(args.store))
+        config = StoreConfig()
+        if args.embedder == "ollama":
+            config.embedder = EmbedderConfig("ollama", 0, args.ollama_model or OLLAMA_DEFAULT_MODEL, args.ollama_host)
+        store = Store.init(resolve_store_path(args.store), config)
         print(f"store ready at {store.root} (embedder {store.config.embedder.name}/{store.config.embedder.dim})")
         return 0
 

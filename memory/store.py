@@ -75,8 +75,10 @@ class Store:
             raise MemwikiError(f"{root}: exists and is not a folder")
         config = config or StoreConfig()
         config.created_at = config.created_at or utc_now()
-        if embedder is not None:
-            config.embedder.dim = embedder.dim or config.embedder.dim
+        if embedder is None:
+            embedder = make_embedder(config.embedder)
+        if config.embedder.name != "use-multilingual-v3":
+            config.embedder.dim = embedder.dim or int(embedder.embed(["dimension probe"]).shape[1])
         root.mkdir(parents=True, exist_ok=True)
         store = cls(root, config, embedder)
         for target in HOT_TARGETS:

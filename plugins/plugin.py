@@ -54,8 +54,8 @@ def make_source(options: dict[str, Any], base_dir: Path) -> MemorySource:
     from memory.readers.locate import open_sources
 
     def path(value: str | None) -> str | None:
-        if value in (None, "", "auto"):
-            return value or None if value != "auto" else "auto"
+        if not value or value == "auto":
+            return value or None
         return str((base_dir / Path(value).expanduser()).resolve())
 
     store = path(options.get("store"))
@@ -119,6 +119,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             pages, assets = build_all(ctx)
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
+        if not config.nav:
+            config.nav = self._nav(pages, files)
         self.cache = PageCache(Path(ctx.options["cache_dir"]) / "pages", config) if self.config.page_cache else None
         self.generated = {}
         for name in ("memwiki.css", "memwiki.js"):
@@ -132,12 +134,12 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
                 continue
             cached = self.cache.lookup(page) if self.cache and not page.in_nav else None
             if cached is not None:
-                files.append(cached)  # the HTML from the last build, copied as it is
+                files.append(cached)  # the HTML of the last build, copied as it is
             else:
                 files.append(File.generated(config, page.src_uri, content=page.markdown))
                 self.generated[page.src_uri] = page
-        if not config.nav:
-            config.nav = self._nav(pages, files)
+        if self.cache is not None:
+            log.info("memwiki: %d generated pages, %d reused from the cache", len(pages), len(self.cache.hits))
         self._report_audit(ctx)
         return files
 
@@ -160,6 +162,11 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
                 log.warning("memwiki audit (%s): %s", TITLES[f.kind], f.message)
         log.info("memwiki audit: %s", ", ".join(f"{k} {n}" for k, n in counts.items()) or "nothing found")
 
+    def on_pre_page(self, page: Page, /, *, config: MkDocsConfig, files: Files) -> Page:
+        if self.cache is not None and page.file.src_uri in self.generated:
+            self.cache.begin(page)
+        return page
+
     def on_post_page(self, output: str, /, *, page: Page, config: MkDocsConfig) -> str:
         generated = self.generated.get(page.file.src_uri)
         if generated is not None and self.cache is not None and not generated.in_nav:
@@ -169,4 +176,4 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     @event_priority(50)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if self.cache is not None:
-            self.cache.finish(config)
+            self.cache.finish()

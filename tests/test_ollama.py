@@ -1,0 +1,101 @@
+"""The Ollama embedder through the official `ollama` client.
+
+No Ollama server can be installed on these machines, so the client talks to a small loopback HTTP
+server (below) that speaks Ollama's `/api/embed` protocol. Its vectors are a deterministic hashed
+bag of our lexical tokens: good enough to check the whole client path (request shape, response
+parsing, normalisation, dimension checks, errors) and a store made with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory.config import EmbedderConfig, StoreConfig
+from memory.embedders import OllamaEmbedder, USEEmbedder
+from memory.errors import EmbedderMismatchError, MemwikiError
+from memory.snapshot import Memory
+from memory.store import Store
+from memory.tokens import tokens
+
+DIM = 64
+
+
+def fake_vector(text: str) -> list[float]:
+    v = np.zeros(DIM)
+    for tok in tokens(text) or [text]:
+        v[int(hashlib.md5(tok.encode()).hexdigest(), 16) % DIM] += 1.0
+    return (v * 3.0).tolist()  # not normalised: the client side must normalise
+
+
+class OllamaProtocol(BaseHTTPRequestHandler):
+    requests: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        OllamaProtocol.requests.append({"path": self.path, **body})
+        if self.path != "/api/embed":
+            self.send_error(404)
+            return
+        if body.get("model") != "qwen3-embedding:0.6b":
+            payload, status = {"error": f"model \"{body.get('model')}\" not found, try pulling it first"}, 404
+        else:
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            payload, status = {"model": body["model"], "embeddings": [fake_vector(t) for t in inputs]}, 200
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def ollama_host() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OllamaProtocol)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    OllamaProtocol.requests.clear()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_client_embeds_through_api_embed(ollama_host: str) -> None:
+    emb = OllamaEmbedder("qwen3-embedding:0.6b", ollama_host)
+    vectors = emb.embed(["向量数据库", "vector database"])
+    assert vectors.shape == (2, DIM) and emb.dim == DIM
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    request = OllamaProtocol.requests[-1]
+    assert (request["path"], request["model"]) == ("/api/embed", "qwen3-embedding:0.6b")
+    assert request["input"] == ["向量数据库", "vector database"]
+
+
+def test_unknown_model_and_dead_server_are_clear_errors(ollama_host: str) -> None:
+    with pytest.raises(MemwikiError, match="not found"):
+        OllamaEmbedder("no-such-model", ollama_host).embed(["x"])
+    with pytest.raises(MemwikiError, match="Ollama at http://127.0.0.1:9"):
+        OllamaEmbedder("qwen3-embedding:0.6b", "http://127.0.0.1:9").embed(["x"])
+
+
+def test_store_made_with_ollama_records_it_and_refuses_use(ollama_host: str, tmp_path: Path) -> None:
+    config = StoreConfig(embedder=EmbedderConfig("ollama", 0, "qwen3-embedding:0.6b", ollama_host))
+    with Store.init(tmp_path / "s", config) as store:
+        assert store.config.embedder.dim == DIM
+        store.semantic.upsert([Memory("a", "Chroma 是向量数据库"), Memory("b", "The blog runs on Hugo")])
+        hits = store.recall("Hugo blog", k=1, all_layers=True)
+        assert hits and hits[0].id == "b"
+    with Store.open(tmp_path / "s") as store:
+        assert store.embedder.name == "ollama" and store.config.embedder.dim == DIM
+    with pytest.raises(EmbedderMismatchError, match="ollama"):
+        Store.open(tmp_path / "s", embedder=USEEmbedder())
