@@ -30,6 +30,10 @@ class Embedder(Protocol):
 
     def identity(self) -> str: ...
 
+    def warm(self) -> None:
+        """Load what the first `embed` would load (a model), so that it is not loaded under a lock."""
+        ...
+
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -66,6 +70,9 @@ class USEEmbedder:
     def identity(self) -> str:
         return f"{self.name}/{self.dim}"
 
+    def warm(self) -> None:
+        self.model()
+
 
 class OllamaEmbedder:
     """An Ollama server's embedding model through the official `ollama` client (`/api/embed`)."""
@@ -99,6 +106,9 @@ class OllamaEmbedder:
 
     def identity(self) -> str:
         return f"{self.name}:{self.model}/{self.dim}"
+
+    def warm(self) -> None:
+        """Nothing to load on this side: the server holds the model."""
 
 
 def make_embedder(config: EmbedderConfig) -> Embedder:

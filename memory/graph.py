@@ -298,18 +298,29 @@ class KnowledgeGraph:
         self.readonly = False
         self._conn = connect(self.path, busy_timeout=busy_timeout)
         try:
-            with write_transaction(self._conn, self.path) as conn:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                have = {r["name"] for r in conn.execute("PRAGMA table_info(triples)")}
-                for column in ("source_drawer_id", "adapter_name"):  # palaces older than these columns
-                    if column not in have:
-                        conn.execute(f"ALTER TABLE triples ADD COLUMN {column} TEXT")
+            if not self._schema_complete():  # only then take the write lock: readers never wait on a writer
+                with write_transaction(self._conn, self.path) as conn:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    have = {r["name"] for r in conn.execute("PRAGMA table_info(triples)")}
+                    for column in ("source_drawer_id", "adapter_name"):  # palaces older than these columns
+                        if column not in have:
+                            conn.execute(f"ALTER TABLE triples ADD COLUMN {column} TEXT")
             self._inspect()
         except BaseException:
             self._conn.close()
             raise
+
+    def _schema_complete(self) -> bool:
+        try:
+            have = {r[1] for r in self._conn.execute("PRAGMA table_info(triples)")}
+            indexes = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            entities = self._conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'entities'").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, self.path) from None
+        wanted = {"idx_triples_subject", "idx_triples_object", "idx_triples_predicate", "idx_triples_valid"}
+        return bool(entities) and set(_TRIPLE_COLUMNS) <= have and wanted <= indexes
 
     @classmethod
     def open_readonly(cls, path: Path) -> KnowledgeGraph:

@@ -262,35 +262,48 @@ class SessionHistory:
             raise MemwikiError("empty query: give some words to search for")
         if limit < 1:
             return []
+        by_session: dict[str, list[tuple[int, float]]] = {}
         for mode in ("AND", "OR"):
             match = fts_query(query, mode=mode)
             if not match:
                 return []
-            rows = self._conn.execute(
-                "WITH hits AS (SELECT rowid AS mid, bm25(messages_fts) AS score FROM messages_fts "
-                "WHERE messages_fts MATCH ?), "
-                "ranked AS (SELECT m.session_id AS sid, h.mid, h.score, "
-                "ROW_NUMBER() OVER (PARTITION BY m.session_id ORDER BY h.score, h.mid) AS rn "
-                "FROM hits h JOIN messages m ON m.id = h.mid) "
-                "SELECT sid, mid, score FROM ranked WHERE rn <= ? ORDER BY score, mid",
-                (match, SNIPPETS_PER_SESSION),
-            ).fetchall()
-            if rows:
+            by_session = self._best_messages(match, limit)
+            if by_session:
                 break
-        by_session: dict[str, list[tuple[int, float]]] = {}
-        for r in rows:  # ordered by score, so the first session seen ranks best
-            by_session.setdefault(r["sid"], []).append((r["mid"], r["score"]))
         top = list(by_session.items())[:limit]
-        words = list(dict.fromkeys(tokens(query, stop_words=False)))
+        words = list(dict.fromkeys(tokens(query) or tokens(query, stop_words=False)))  # as fts_query picks them
         hits = []
         for sid, found in top:
             session = self.session(sid)
+            if session is None:  # a session row missing for its messages (a foreign or damaged file)
+                session = Session(sid, "", "")
             ids = [mid for mid, _ in found]
             marks = ",".join("?" * len(ids))
             texts = dict(self._conn.execute(f"SELECT id, content FROM messages WHERE id IN ({marks})", ids).fetchall())
             snippets = tuple(snippet(texts[mid], words) for mid in ids)
-            hits.append(SessionHit(session, -found[0][1], snippets, tuple(str(mid) for mid in ids)))  # type: ignore[arg-type]
+            hits.append(SessionHit(session, -found[0][1], snippets, tuple(str(mid) for mid in ids)))
         return hits
+
+    def _best_messages(self, match: str, limit: int) -> dict[str, list[tuple[int, float]]]:
+        """The `limit` sessions with the best-ranked (bm25) matching message, best first, each with up to
+        SNIPPETS_PER_SESSION of its best messages as (message id, bm25). Reads the top messages in growing
+        batches, so it stays exact without joining every match."""
+        batch = max(200, limit * SNIPPETS_PER_SESSION * 4)
+        while True:
+            rows = self._conn.execute(
+                "SELECT m.session_id, h.rowid, h.rank FROM (SELECT rowid, rank FROM messages_fts "
+                "WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) h JOIN messages m ON m.id = h.rowid "
+                "ORDER BY h.rank, h.rowid",
+                (match, batch),
+            ).fetchall()
+            by_session: dict[str, list[tuple[int, float]]] = {}
+            for sid, mid, score in rows:  # ordered by score: the first session seen ranks best
+                found = by_session.setdefault(sid, [])
+                if len(found) < SNIPPETS_PER_SESSION:
+                    found.append((mid, score))
+            if len(by_session) >= limit or len(rows) < batch:
+                return dict(list(by_session.items())[:limit])
+            batch *= 4
 
     def stats(self) -> dict[str, Any]:
         """Counts of sessions and messages (by role), and the first and last message times."""

@@ -30,7 +30,7 @@ from memory.graph import KnowledgeGraph
 from memory.hot import HotMemoryFile
 from memory.overflow import SinkLog, remember, sink
 from memory.persona import read_persona, write_persona
-from memory.recall import Hit, Recaller, RecallConfig
+from memory.recall import Hit, RecallConfig, Recaller
 from memory.semantic import SemanticMemory
 from memory.sessions import SessionHistory
 from memory.snapshot import HotFile, Persona, SinkRecord
@@ -171,11 +171,19 @@ class Store:
             return self.start_session()
         return self._frozen.text
 
+    def _warm_if_sinking(self, target: str, added_chars: int) -> None:
+        """Load the embedder before a write that may sink, so the model never loads under the hot lock."""
+        hot = self.hot(target).view()
+        if hot.chars + added_chars + 3 > hot.cap * hot.threshold:
+            self.embedder.warm()
+
     def remember(self, text: str, target: str = "memory", category: str | None = None) -> list[SinkRecord]:
         """Add a hot-memory entry; non-core entries sink into L2 when the file passes its threshold."""
+        self._warm_if_sinking(target, len(text))
         return remember(self.hot(target), self.semantic, self.sink_log, text, category)
 
     def replace(self, old_text: str, new_text: str, target: str = "memory") -> list[SinkRecord]:
+        self._warm_if_sinking(target, len(new_text))
         self.hot(target).replace(old_text, new_text)
         return sink(self.hot(target), self.semantic, self.sink_log)
 
@@ -186,6 +194,7 @@ class Store:
         """Sink whatever is over threshold now (after a hand edit, or a lowered threshold)."""
         records: list[SinkRecord] = []
         for target in targets:
+            self._warm_if_sinking(target, 0)
             records += sink(self.hot(target), self.semantic, self.sink_log)
         return records
 

@@ -101,6 +101,14 @@ def script_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_JSON_ESCAPES)
 
 
+def inert_html_text(text: str) -> str:
+    """HTML-escaped text in which nothing reads as a reference either (`=`, `/`, `:`, `(`, `@` as entities)."""
+    return html.escape(text).translate(_TEXT_ESCAPES)
+
+
+_TEXT_ESCAPES = str.maketrans({c: f"&#{ord(c)};" for c in "=/:(@"})
+
+
 def network_html(net: Network, *, title: str, root: str) -> str:
     """A standalone offline HTML page drawing `net`; `root` is the relative path to the site root.
 
@@ -109,7 +117,7 @@ def network_html(net: Network, *, title: str, root: str) -> str:
     nodes, edges, _heading, _h, _w, options = net.get_network_data()
     data = {"nodes": nodes, "edges": edges, "options": json.loads(options)}
     page = _TEMPLATE.format(
-        title=html.escape(title),
+        title=inert_html_text(title),
         vis_css=html.escape(root + VIS_CSS),
         vis_js=html.escape(root + VIS_JS),
         graph_js=html.escape(root + GRAPH_JS),
@@ -162,9 +170,10 @@ _LOADER_JS = """/* memwiki: draw the network whose data sits in #graph-data (vis
   network.on("doubleClick", function (params) {
     if (!params.nodes.length) return;
     var node = nodes.get(params.nodes[0]);
-    if (node && typeof node.url === "string" && node.url && !/^[a-z][a-z0-9+.-]*:|^\\/\\//i.test(node.url)) {
+    var url = node && typeof node.url === "string" ? node.url : "";
+    if (url && !/^[a-z][a-z0-9+.-]*:/i.test(url) && "/\\\\".indexOf(url.charAt(0)) < 0) {
       var a = document.createElement("a");
-      a.href = node.url; a.target = "_top"; a.rel = "noopener";
+      a.href = url; a.target = "_top"; a.rel = "noopener";
       document.body.appendChild(a); a.click();
     }
   });

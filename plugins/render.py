@@ -81,8 +81,11 @@ class TextRenderer:
         md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
         md.enable(["table", "strikethrough"]).disable(["link", "image", "autolink"])
         md.use(wikilinks_plugin)
-        md.add_render_rule("wikilink", self._render_wikilink)
-        md.add_render_rule("heading_open", self._render_heading_open)
+        # markdown-it binds render rules to its renderer, so they get it as first argument
+        md.add_render_rule("wikilink", lambda _r, tokens, idx, options, env: self._render_wikilink(tokens, idx, options, env))
+        md.add_render_rule(
+            "heading_open", lambda _r, tokens, idx, options, env: self._render_heading_open(tokens, idx, options, env)
+        )
         md.validateLink = lambda url: False  # no link may be made from memory text (wikilinks aside)
         self.md = md
 

@@ -344,6 +344,8 @@ def test_locked_graph_is_a_clear_error(tmp_path: Path) -> None:
         other.execute("INSERT INTO entities (id, name) VALUES ('x', 'x')")
         with pytest.raises(StoreLockedError, match="locked"):
             graph.add_triple("Alice", "knows", "Bob")
+        with KnowledgeGraph(path, busy_timeout=0.2) as reader:  # opening and reading do not wait for the writer
+            assert reader.stats()["triples"] == 0
         other.execute("ROLLBACK")
         other.close()
         assert graph.stats()["triples"] == 0

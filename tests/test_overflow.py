@@ -182,6 +182,20 @@ def test_an_add_that_cannot_fit_sinks_nothing(tmp_path: Path) -> None:
     assert hot.path.read_bytes() == before and l2.col.count() == 0
 
 
+def test_a_clean_file_grown_past_its_cap_is_brought_back(tmp_path: Path) -> None:
+    """A file written outside the tool in clean format but over the cap: sink repairs it, losing nothing."""
+    hot = HotMemoryFile(tmp_path / "USER.md", "user", 400, 0.7)
+    original = [f"Router {i} at 10.0.0.{i}, VLAN {i}" + " pad" * 20 for i in range(4)] + ["Prefers short answers."]
+    hot.path.write_text(join_entries(original), encoding="utf-8")
+    assert len(hot.path.read_text(encoding="utf-8")) > 400
+    l2, log = ChromaL2(tmp_path / "l2"), SinkLog(tmp_path / "sinks.jsonl")
+    records = sink(hot, l2, log)
+    assert [r.target for r in records] == ["user"] * len(records)
+    assert len(join_entries(hot.entries())) <= 280 and "Prefers short answers." in hot.entries()
+    in_l2 = {m.text for m in l2.all()}
+    assert all(e in hot.entries() or e in in_l2 for e in original)
+
+
 def test_a_hand_edited_file_is_not_sunk(tmp_path: Path, home: tuple[HotMemoryFile, SinkLog, list[str]]) -> None:
     hot, log, _ = home
     raw = hot.path.read_bytes().replace(b"\n", b"\r\n")

@@ -12,7 +12,7 @@ from memory.embedders import USEEmbedder
 from memory.errors import SourceError
 from memory.readers import CombinedSource, HermesHome, MemPalace, open_sources
 from memory.readers.locate import hermes_home_path, palace_path
-from memory.recall import Recaller, RecallConfig
+from memory.recall import RecallConfig, Recaller
 from memory.snapshot import MemorySource
 
 EMBEDDER = USEEmbedder()
@@ -25,8 +25,14 @@ def fx(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def combined(fx: Path, tmp_path: Path) -> CombinedSource:
-    source = open_sources(None, str(fx / "hermes_home"), str(fx / "mempalace_palace"), tmp_path / "cache", EMBEDDER,
-                          config_dir=str(fx / "mempalace_config"))
+    source = open_sources(
+        None,
+        str(fx / "hermes_home"),
+        str(fx / "mempalace_palace"),
+        tmp_path / "cache",
+        EMBEDDER,
+        config_dir=str(fx / "mempalace_config"),
+    )
     assert isinstance(source, CombinedSource)
     return source
 

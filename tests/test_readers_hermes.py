@@ -28,7 +28,9 @@ def _raw_entries(path: Path) -> list[str]:
 
 def _raw_messages(db: Path) -> list[tuple]:
     conn = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
-    rows = conn.execute("SELECT id, session_id, role, content, tool_name, timestamp FROM messages ORDER BY id").fetchall()
+    rows = conn.execute(
+        "SELECT id, session_id, role, content, tool_name, timestamp FROM messages ORDER BY id"
+    ).fetchall()
     conn.close()
     return rows
 
@@ -126,7 +128,8 @@ def test_rows_left_in_wal_are_read_from_a_snapshot(home: Path) -> None:
     leave_rows_in_wal(
         db,
         "INSERT INTO sessions (id, source, started_at, title) VALUES ('s5', 'cli', 1796007700.5, 'wal only')",
-        "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s5', 'user', '只在 WAL 里的消息', 1796007700.6)",
+        "INSERT INTO messages (session_id, role, content, timestamp) "
+        "VALUES ('s5', 'user', '只在 WAL 里的消息', 1796007700.6)",
     )
     before = checksums(home)
     source = HermesHome(home)
@@ -212,3 +215,10 @@ def test_schema_v1_layout_without_titles(tmp_path: Path) -> None:
     assert session.title == "周末一起去跳舞吧" and session.started == "2023-11-14T22:13:20Z" and session.ended == ""
     assert [m.role for m in source.messages("old")] == ["user", "assistant"]
     assert source.search_sessions("跳舞", 1)[0].session.id == "old"
+
+
+def test_persona_over_its_cap_is_cut_with_a_note(home: Path) -> None:
+    source = HermesHome(home, persona_cap=200)
+    persona = source.persona()
+    assert persona is not None and persona.truncated and persona.chars > 200 and len(persona.text) <= 300
+    assert any("over the 200-char cap" in n for n in source.info().notes)

@@ -105,7 +105,10 @@ def test_graph_found_elsewhere_with_rows_only_in_wal(fx: Path, tmp_path: Path, w
     statements = list(schema)
     for table, values in rows.items():
         for row in values:
-            literal = ", ".join("NULL" if v is None else repr(v) if not isinstance(v, str) else "'" + v.replace("'", "''") + "'" for v in row)
+            literal = ", ".join(
+                "NULL" if v is None else repr(v) if not isinstance(v, str) else "'" + v.replace("'", "''") + "'"
+                for v in row
+            )
             statements.append(f"INSERT INTO {table} VALUES ({literal})")
     leave_rows_in_wal(kg, *statements)
     before = checksums(fx)
@@ -123,7 +126,10 @@ def test_search_through_memwiki_cache(fx: Path, tmp_path: Path) -> None:
     assert any("re-embedded with memwiki's embedder use-multilingual-v3/512" in n for n in info.notes)
     assert palace.memory_vectors([m.id for m in palace.memories()]) is None
     for question, expected in (
-        ("台风期间浮标数据延迟是网络问题还是 ingest 的问题？", "drawer_tidepool_chats_technical_ad5ac812fb1e4e6e355a3ba6"),
+        (
+            "台风期间浮标数据延迟是网络问题还是 ingest 的问题？",
+            "drawer_tidepool_chats_technical_ad5ac812fb1e4e6e355a3ba6",
+        ),
         ("Who owns data quality and the QARTOD flag rules?", "drawer_people_team_50e49798f26390ae5ebd2927"),
     ):
         hits = palace.search_memories(palace.embed([question])[0], 3)
@@ -157,7 +163,8 @@ def test_writes_still_in_chromas_queue_are_read(fx: Path, tmp_path: Path) -> Non
     topic = conn.execute("SELECT topic FROM embeddings_queue WHERE id LIKE 'drawer_%' LIMIT 1").fetchone()[0]
     meta = {"wing": "people", "room": "team", "added_by": "mcp", "chroma:document": "新同事 Ana 负责 dashboard"}
     conn.execute(
-        "INSERT INTO embeddings_queue (seq_id, operation, topic, id, vector, encoding, metadata) VALUES (999, 0, ?, ?, NULL, NULL, ?)",
+        "INSERT INTO embeddings_queue (seq_id, operation, topic, id, vector, encoding, metadata) "
+        "VALUES (999, 0, ?, ?, NULL, NULL, ?)",
         (topic, "drawer_people_team_new", json.dumps(meta, ensure_ascii=False)),
     )
     conn.commit()

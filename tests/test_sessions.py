@@ -157,6 +157,8 @@ def test_mixed_chinese_and_english(history: SessionHistory) -> None:
     assert hit.session.id == "s-dance"
     assert all("«Salsa»" in s and "«跳舞»" in s for s in hit.snippets)  # original case kept in the snippet
     assert [h.session.id for h in history.search("received_at migration")] == ["s-db"]
+    (db,) = history.search("the migration")
+    assert all("«the»" not in s and "«migration»" in s for s in db.snippets)  # stop words are not searched
 
 
 def test_and_first_then_or(history: SessionHistory) -> None:
@@ -255,9 +257,27 @@ def test_locked_history_is_a_clear_error_and_writes_nothing(history: SessionHist
             locked.import_jsonl(path)
         with pytest.raises(StoreLockedError):
             locked.add_message("s-db", "user", "x")
+        with SessionHistory(history.path, busy_timeout=0.2) as reader:  # readers do not wait for the writer
+            assert [h.session.id for h in reader.search("跳舞")] == ["s-dance"]
         other.execute("ROLLBACK")
         assert history.stats()["messages"] == 6 and len(history.sessions()) == 3
         assert locked.import_jsonl(path) == (3, 6)
     finally:
         other.close()
         locked.close()
+
+
+def test_a_session_that_fills_the_top_matches_does_not_hide_the_others(tmp_path: Path) -> None:
+    rows = [
+        {"session_id": "big", "role": "user", "content": f"migration {i}", "time": "2025-01-01T00:00:00Z"}
+        for i in range(300)
+    ]
+    rows.append(
+        {"session_id": "small", "role": "user", "content": "a long note that mentions one migration among many words",
+         "time": "2025-01-02T00:00:00Z"}
+    )  # fmt: skip
+    with SessionHistory(tmp_path / "h.sqlite3") as h:
+        h.import_jsonl(_jsonl(tmp_path / "many.jsonl", rows))
+        hits = h.search("migration", limit=2)
+        assert [hit.session.id for hit in hits] == ["big", "small"]
+        assert len(hits[0].snippets) == 3 and hits[0].session.message_count == 300

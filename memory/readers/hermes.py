@@ -31,6 +31,7 @@ from memory.errors import MemwikiError, SourceError
 from memory.graph import stored_time
 from memory.hot import FILE_NAMES, drift_reason, mtime_iso, parse_entries
 from memory.lexical import LexicalIndex
+from memory.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
 from memory.snapshot import (
     Entity,
     HotEntry,
@@ -46,7 +47,6 @@ from memory.snapshot import (
     Triple,
     WikiPage,
 )
-from memory.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
 from memory.textio import read_text
 from memory.tokens import tokens
 
@@ -89,6 +89,7 @@ class HermesHome:
         self._index: LexicalIndex | None = None
         self._index_key: str = ""
         self._db_notes: list[str] = []
+        self._probed = False
         if not any((self.root / n).exists() for n in ("SOUL.md", "memories", "state.db", "config.yaml")):
             self._notes.append(f"{self.root}: empty hermes home (no SOUL.md, memories/ or state.db)")
 
@@ -126,10 +127,13 @@ class HermesHome:
         if not path.is_file():
             return None
         try:
-            return read_persona(path, self.persona_cap)
+            persona = read_persona(path, self.persona_cap)
         except MemwikiError as exc:
             self._note(f"persona not shown: {exc}")
             return None
+        if persona.truncated:
+            self._note(f"{path}: {persona.chars:,} chars, over the {persona.cap:,}-char cap; cut as hermes does")
+        return persona
 
     def hot_files(self) -> Sequence[HotFile]:
         out = []
@@ -142,9 +146,10 @@ class HermesHome:
             except MemwikiError as exc:
                 self._note(f"{name} not shown: {exc}")
                 continue
-            if (pid := _lock_holder(path.with_name(name + ".lock"))) is not None:
+            if _lock_held(path.with_name(name + ".lock")):
                 self._note(
-                    f"{path}: the hermes memory tool is writing it right now ({pid}); showing the last saved version"
+                    f"{path}: the hermes memory tool is writing it right now ({name}.lock is held); "
+                    "showing the last saved version"
                 )
             if reason := drift_reason(path, path.read_bytes(), self.caps[target]):
                 self._note(f"{path}: not in hermes's exact format ({reason}); read leniently as hermes does")
@@ -268,7 +273,8 @@ class HermesHome:
 
     def _session_db_probe(self) -> None:
         """Open state.db once so that info() carries its notes (version, locks, snapshot)."""
-        if not self._db_notes:
+        if not self._probed:
+            self._probed = True
             with self._db():
                 pass
 
@@ -303,7 +309,8 @@ def _check_version(db: ReadOnlyDB, notes: list[str]) -> None:
     if version is None:
         _add(
             notes,
-            f"{db.path}: no schema version recorded (a very early or foreign layout); reading its sessions and messages by column",
+            f"{db.path}: no schema version recorded (a very early or foreign layout); "
+            "its sessions and messages were read by column",
         )
     elif version > KNOWN_SCHEMA:
         _add(
@@ -465,20 +472,21 @@ def _positive_int(value: Any) -> int | None:
     return number if number > 0 else None
 
 
-def _lock_holder(lock_path: Path) -> str | None:
-    """Whether another process holds hermes's flock on a `.lock` file (asked without writing); "" if unknown."""
+def _lock_held(lock_path: Path) -> bool:
+    """Whether another process holds hermes's flock on a `.lock` file (asked with a shared, non-blocking
+    flock that is released at once; the file is opened for reading only and never created)."""
     try:
         fh = open(lock_path, "rb")  # noqa: SIM115 - closed below
     except OSError:
-        return None
+        return False
     try:
         fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return f"lock held on {lock_path.name}"
+        return True
     except OSError:
-        return None
+        return False
     else:
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
     finally:
         fh.close()
-    return None
+    return False

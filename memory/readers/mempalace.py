@@ -89,7 +89,7 @@ class MemPalace:
     # ── MemorySource ──
 
     def info(self) -> SourceInfo:
-        _, _, dims = self._collections()
+        _, dims = self._collections()
         model = self._palace_model()
         dim = dims.get(self.drawers_name) or 0
         notes = list(self._notes)
@@ -112,16 +112,16 @@ class MemPalace:
 
     def memories(self) -> Iterator[Memory]:
         """Every drawer (diary entries included), in the order they were filed."""
-        collections, _, _ = self._collections()
+        collections, _ = self._collections()
         return iter(collections.get(self.drawers_name, []))
 
     def memory_count(self) -> int:
-        collections, _, _ = self._collections()
+        collections, _ = self._collections()
         return len(collections.get(self.drawers_name, []))
 
     def closets(self) -> list[Memory]:
         """The palace's closets (index cards pointing at drawers: `meta["drawer_ids"]`)."""
-        collections, _, _ = self._collections()
+        collections, _ = self._collections()
         return list(collections.get(CLOSETS, []))
 
     def diary_entries(self) -> list[Memory]:
@@ -247,14 +247,14 @@ class MemPalace:
         finally:
             kg.close()
 
-    def _collections(self) -> tuple[dict[str, list[Memory]], dict[str, int], dict[str, int]]:
-        """(memories per collection name, pending queue writes applied per name, dimension per name)."""
+    def _collections(self) -> tuple[dict[str, list[Memory]], dict[str, int]]:
+        """(memories per collection name, vector dimension per collection name), re-read when files change."""
         key = self.fingerprint()
         if self._cache is not None and self._cache[0] == key:
-            return self._cache[1], {}, self._cache[2]
+            return self._cache[1], self._cache[2]
         path = self.root / "chroma.sqlite3"
         if not path.is_file():
-            return {}, {}, {}
+            return {}, {}
         try:
             with open_readonly_db(path, "Chroma database") as db:
                 for note in db.notes:
@@ -262,9 +262,9 @@ class MemPalace:
                 collections, dims = _read_chroma(db, self._note)
         except MemwikiError as exc:
             self._note(f"drawers not shown: {exc}")
-            return {}, {}, {}
+            return {}, {}
         self._cache = (key, collections, dims)
-        return collections, {}, dims
+        return collections, dims
 
 
 # ── chroma.sqlite3 ───────────────────────────────────────────────────────────────────────────────────
@@ -288,7 +288,8 @@ def _read_chroma(db: ReadOnlyDB, note: Any) -> tuple[dict[str, list[Memory]], di
         out[name] = [_memory(rid, meta, name) for rid, meta in records.items()]
         if name not in (DRAWERS, CLOSETS) and not name.endswith(("drawers", "closets")):
             note(
-                f"{db.path}: collection {name!r} is not one MemPalace makes; its {len(out[name])} records were read generically"
+                f"{db.path}: collection {name!r} is not one MemPalace makes; "
+                f"its {len(out[name])} records were read generically"
             )
     return out, dims
 

