@@ -7,6 +7,7 @@ becomes the character itself, so a two-character query such as 跳舞 matches it
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -24,13 +25,29 @@ STOP_WORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A light English stemmer: plural and common verb endings only (robust, no dictionary)."""
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+    """A light English stemmer, so that use / uses / used and dance / dancing / danced meet.
+
+    Plurals (-ies, -es after a sibilant, -s), then -ing / -ed (undoubling a final consonant),
+    then a final silent -e. No dictionary: robust, and the same on the index and the query side.
+    """
+    if len(word) <= 2 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("ses", "xes", "zes", "ches", "shes")) and len(word) > 4:
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith("ss"):
-                return word
-            return word[: -len(suffix)] + keep
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
     return word
 
 

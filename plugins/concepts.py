@@ -21,6 +21,7 @@ from plugins.wikilinks import WikiLink, find_links, scanner
 CONCEPTS_DIR = "concepts"
 WANTED_DIR = "concepts/wanted"
 _SLUG_DROP = re.compile(r"[^\w\s-]", re.UNICODE)
+_SLUG_SEP = re.compile(r"[./:\\]+")
 _SLUG_DASH = re.compile(r"[\s_-]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
 
@@ -35,7 +36,7 @@ def slugify(text: str, fallback: str = "") -> str:
 
     Only word characters and dashes survive, so no slug can hold `/`, `..` or a scheme.
     """
-    slug = _SLUG_DASH.sub("-", _SLUG_DROP.sub("", norm(text))).strip("-")
+    slug = _SLUG_DASH.sub("-", _SLUG_DROP.sub("", _SLUG_SEP.sub(" ", norm(text)))).strip("-")
     slug = slug[:80].strip("-")
     if slug:
         return slug
@@ -186,7 +187,7 @@ class ConceptIndex:
         if concept is None:
             concept = Concept(title=link.target, src_uri=self._uri(WANTED_DIR, link.target, link.target), kind="wanted")
             self.concepts.append(concept)
-            self._claim(concept, [link.target])
+            self._claim(concept, [link.target, slugify(link.target)])
         return concept
 
     def scan(self, sources: Iterable[TextSource]) -> None:

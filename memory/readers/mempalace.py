@@ -93,13 +93,20 @@ class MemPalace:
         model = self._palace_model()
         dim = dims.get(self.drawers_name) or 0
         notes = list(self._notes)
-        if self.embedder is not None:
-            notes.append(
-                f"{self.root}: the palace's vectors come from its own embedder ({model}, {dim or '?'}-d), which "
-                f"memwiki cannot run here; its texts were re-embedded with memwiki's embedder "
-                f"{self.embedder.identity()} into {self.cache_dir} for recall and search (the palace is untouched)"
-            )
-        return SourceInfo(kind="mempalace", location=str(self.root), embedder=model, dim=dim, notes=tuple(notes))
+        if self.embedder is None:
+            return SourceInfo(kind="mempalace", location=str(self.root), embedder=model, dim=dim, notes=tuple(notes))
+        notes.append(
+            f"{self.root}: the palace's vectors come from its own embedder ({model}, {dim or '?'}-d), which "
+            f"memwiki cannot run here; its texts were re-embedded with memwiki's embedder "
+            f"{self.embedder.identity()} into {self.cache_dir} for recall and search (the palace is untouched)"
+        )
+        return SourceInfo(
+            kind="mempalace",
+            location=str(self.root),
+            embedder=self.embedder.name,
+            dim=self.embedder.dim,
+            notes=tuple(notes),
+        )
 
     def persona(self) -> Persona | None:
         return None
@@ -128,8 +135,11 @@ class MemPalace:
         return [m for m in self.memories() if m.meta.get("kind") == "diary"]
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
-        """None: the palace's MiniLM vectors cannot be compared with any query memwiki can embed here."""
-        return None
+        """The drawers' vectors from memwiki's embedder (the cache), never the palace's own: those cannot be
+        compared with any query memwiki can embed here. None without an embedder."""
+        if self.embedder is None:
+            return None
+        return self.l2_index().vectors(list(ids))
 
     def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         """Nearest drawers to a query vector made by memwiki's embedder (through the VectorCache)."""

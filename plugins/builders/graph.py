@@ -15,7 +15,6 @@ import hashlib
 import posixpath
 import re
 import unicodedata
-import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -106,17 +105,12 @@ class GraphIndex:
         return entity.type if entity and entity.type else "unknown"
 
 
-_INDEXES: dict[int, tuple[weakref.ref[BuildContext], GraphIndex]] = {}
-
-
 def graph_index(ctx: BuildContext) -> GraphIndex:
-    """The graph index of this build (made on first use; entity_section is called once per entity)."""
-    held = _INDEXES.get(id(ctx))
-    if held is not None and held[0]() is ctx:
-        return held[1]
-    index = GraphIndex.build(ctx.source.entities(), ctx.source.triples())
-    key = id(ctx)
-    _INDEXES[key] = (weakref.ref(ctx, lambda _ref: _INDEXES.pop(key, None)), index)
+    """The graph index of this build, made on first use and kept on the context (entity_section is called
+    once per entity)."""
+    index = ctx.__dict__.get("_memwiki_graph")
+    if index is None:
+        index = ctx.__dict__["_memwiki_graph"] = GraphIndex.build(ctx.source.entities(), ctx.source.triples())
     return index
 
 
@@ -372,6 +366,6 @@ def build(ctx: BuildContext, entity_url: EntityUrl | None = None) -> tuple[list[
         _global_page(index, sel, entity_url, max_nodes),
         section="graph",
         in_nav=True,
-        meta={"entities": len(index.entities), "triples": len(index.triples), "drawn": len(sel.nodes)},
+        meta={"order": 5, "entities": len(index.entities), "triples": len(index.triples), "drawn": len(sel.nodes)},
     )
     return [page], assets

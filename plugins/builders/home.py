@@ -71,7 +71,7 @@ def build(ctx: BuildContext) -> BuildResult:
     )
     info = s.info
     md = (
-        frontmatter("Memory wiki", hide=["navigation"])
+        frontmatter("Memory wiki")
         + "# Memory wiki\n\n"
         + f"What the agent knows, read from the {esc(info.kind)} at <code>{esc(info.location)}</code>, "
         + f"embedded with <code>{esc(info.embedder)}</code> ({info.dim} dimensions).\n\n"

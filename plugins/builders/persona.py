@@ -18,7 +18,7 @@ def gauge(used: int, cap: int, threshold: float | None) -> str:
     line = ""
     label = f"{used:,} / {cap:,} chars ({ratio:.0%})"
     if threshold is not None:
-        line = f'<span class="mw-gauge-line" style="left:{threshold * 100:.1f}%" title="sink threshold {threshold:.0%}"></span>'
+        line = f'<span class="mw-gauge-line" style="left:{threshold * 100:.1f}%" title="sink threshold {threshold:.0%}" data-label="{threshold:.0%}"></span>'
         label += f" · sinks above {threshold:.0%}"
     return (
         f'<div class="mw-gauge mw-gauge-{state}" role="meter" aria-valuemin="0" aria-valuemax="{cap}" '

