@@ -12,12 +12,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from memory.errors import MemwikiError
-from memory.tokens import fts_query, fts_text
+from memory.tokens import fts_text, tokens
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS lex_ids (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE IF NOT EXISTS lex_fts USING fts5(body, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS lex_vocab USING fts5vocab(lex_fts, 'row');
 """
+
+# A query's cost grows with the postings of its tokens. Past this budget the most frequent tokens are
+# left out (they carry the least weight in bm25; those in more than half the documents carry none).
+POSTINGS_BUDGET = 20000
 
 
 class LexicalIndex:
@@ -63,15 +68,36 @@ class LexicalIndex:
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Best `k` (id, score) pairs for the OR of the query's tokens; score = -bm25 (higher is better)."""
-        match = fts_query(query, mode="OR")
-        if not match or k <= 0:
+        if k <= 0:
             return []
+        toks = list(dict.fromkeys(tokens(query))) or list(dict.fromkeys(tokens(query, stop_words=False)))
+        if not toks:
+            return []
+        toks = self._affordable(toks)
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in toks)
         rows = self._db.execute(
             "SELECT lex_ids.id, bm25(lex_fts) AS s FROM lex_fts JOIN lex_ids ON lex_ids.rowid = lex_fts.rowid "
             "WHERE lex_fts MATCH ? ORDER BY s LIMIT ?",
             (match, k),
         ).fetchall()
         return [(memory_id, -score) for memory_id, score in rows]
+
+    def _affordable(self, toks: list[str]) -> list[str]:
+        """The query tokens worth matching: rarest first, within POSTINGS_BUDGET (at least one)."""
+        placeholders = ",".join("?" * len(toks))
+        df = dict(self._db.execute(f"SELECT term, doc FROM lex_vocab WHERE term IN ({placeholders})", toks).fetchall())
+        present = sorted((t for t in toks if t in df), key=lambda t: df[t])
+        if sum(df[t] for t in present) <= POSTINGS_BUDGET:
+            return present or toks[:1]
+        half = self.count() / 2
+        kept: list[str] = []
+        total = 0
+        for t in present:
+            if kept and (df[t] > half or total + df[t] > POSTINGS_BUDGET):
+                break
+            kept.append(t)
+            total += df[t]
+        return kept
 
     def ids(self) -> Sequence[str]:
         return [row[0] for row in self._db.execute("SELECT id FROM lex_ids ORDER BY rowid")]

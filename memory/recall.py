@@ -18,7 +18,7 @@ import numpy as np
 from memory.embedders import Embedder
 from memory.errors import MemwikiError
 from memory.lexical import LexicalIndex
-from memory.snapshot import HotFile, Memory, ScoredMemory, SessionHit, WikiPage
+from memory.snapshot import HotFile, Memory, SessionHit, WikiPage
 
 LAYERS = ("L1", "L2", "L4", "files")
 
@@ -26,7 +26,7 @@ LAYERS = ("L1", "L2", "L4", "files")
 class L2Index(Protocol):
     """What recall needs of a semantic-memory index (SemanticMemory, VectorCache)."""
 
-    def search(self, vector: np.ndarray, k: int) -> list[ScoredMemory]: ...
+    def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
 
     def lexical_search(self, query: str, k: int) -> list[tuple[str, float]]: ...
 
@@ -222,15 +222,14 @@ class Recaller:
         if qv is None:
             qv = self.query_vector(query)
         depth = max(k, self.config.depth)
-        dense = self.l2.search(qv, depth)
+        dense = self.l2.search_ids(qv, depth)
         lexical = self.l2.lexical_search(query, depth) if self.config.lexical_weight > 0 else []
-        ranked = fuse([(s.memory.id, s.score) for s in dense], lexical, self.config)[:k]
-        memories = {s.memory.id: s.memory for s in dense}
-        missing = [r.id for r in ranked if r.id not in memories]
-        if missing:
-            memories.update({m.id: m for m in self.l2.get(missing)})
-            for r, v in zip(missing, self.l2.vectors(missing), strict=True):
-                next(x for x in ranked if x.id == r).cosine = float(v @ qv)
+        ranked = fuse(dense, lexical, self.config)[:k]
+        memories = {m.id: m for m in self.l2.get([r.id for r in ranked])}
+        no_cosine = [r for r in ranked if r.cosine is None and r.id in memories]
+        if no_cosine:  # lexical-only hits: their cosine too, so every hit has a comparable confidence
+            for r, v in zip(no_cosine, self.l2.vectors([r.id for r in no_cosine]), strict=True):
+                r.cosine = float(v @ qv)
         hits = []
         for r in ranked:
             if r.id not in memories:

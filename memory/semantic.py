@@ -24,14 +24,16 @@ from memory.snapshot import CATEGORIES, Memory, ScoredMemory
 
 COLLECTION = "memories"
 LEXICAL_FILE = "lexical.sqlite3"
-IMPORT_BATCH = 256
+IMPORT_BATCH = 256  # texts per embedder call
+WRITE_BATCH = 1024  # memories per Chroma write during an import (bigger writes are cheaper per memory)
 _FIELDS = tuple(f.name for f in fields(Memory) if f.name not in ("id", "text", "meta"))
 
 
 def memory_to_metadata(memory: Memory) -> dict[str, str]:
-    """Flat Chroma metadata for a memory: its fields as strings, `meta` as JSON."""
-    out = {name: str(getattr(memory, name) or "") for name in _FIELDS}
-    out["meta"] = json.dumps(memory.meta, ensure_ascii=False, sort_keys=True, default=str)
+    """Flat Chroma metadata for a memory: its non-empty fields as strings, `meta` as JSON."""
+    out = {name: str(value) for name in _FIELDS if (value := getattr(memory, name))}
+    if memory.meta:
+        out["meta"] = json.dumps(memory.meta, ensure_ascii=False, sort_keys=True, default=str)
     return out
 
 
@@ -194,6 +196,16 @@ class SemanticMemory:
             )
         ]
 
+    def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Like `search`, but only (id, cosine) pairs: no documents are read (the fast path of recall)."""
+        n = min(k, self.count())
+        if n <= 0:
+            return []
+        res = self._col.query(
+            query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1), n_results=n, include=["distances"]
+        )
+        return [(i, 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0], strict=True)]
+
     def lexical_search(self, query: str, k: int) -> list[tuple[str, float]]:
         return self.lexical.search(query, k)
 
@@ -226,14 +238,16 @@ class SemanticMemory:
             bar = tqdm(total=len(memories), unit="mem", desc=f"import {Path(path).name}", file=sys.stderr)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="l2-writer") as writer:
             pending: Future[None] | None = None
-            for start in range(0, len(memories), IMPORT_BATCH):
-                chunk = memories[start : start + IMPORT_BATCH]
-                vectors = self.embedder.embed([index_text(m) for m in chunk])
+            for start in range(0, len(memories), WRITE_BATCH):
+                chunk = memories[start : start + WRITE_BATCH]
+                parts = []
+                for sub in range(0, len(chunk), IMPORT_BATCH):
+                    parts.append(self.embedder.embed([index_text(m) for m in chunk[sub : sub + IMPORT_BATCH]]))
+                    if bar is not None:
+                        bar.update(len(parts[-1]))
                 if pending is not None:
                     pending.result()
-                pending = writer.submit(self._write, chunk, vectors)
-                if bar is not None:
-                    bar.update(len(chunk))
+                pending = writer.submit(self._write, chunk, np.concatenate(parts))
             if pending is not None:
                 pending.result()
         if bar is not None:

@@ -64,6 +64,9 @@ class StoreReader:
         """Vectors for new texts from the same embedder as the memories (e.g. for session digests)."""
         return self.store.embedder.embed(texts)
 
+    def l2_index(self):  # noqa: ANN201 - memory.semantic.SemanticMemory, an L2Index
+        return self.store.semantic
+
     def entities(self) -> Sequence[Entity]:
         return self.store.graph.entities()
 

@@ -97,15 +97,18 @@ class VectorCache:
         self._memories = dict(zip(ids, memories, strict=True))
         return len(todo)
 
-    def search(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
-        """Exact nearest neighbours by cosine similarity (vectors are normalised)."""
+    def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Exact nearest neighbours as (id, cosine) pairs (vectors are normalised)."""
         if not self._ids or k <= 0:
             return []
         scores = self._vectors @ np.asarray(vector, dtype=np.float32).reshape(-1)
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
-        return [ScoredMemory(self._memories[self._ids[i]], float(scores[i])) for i in top]
+        return [(self._ids[i], float(scores[i])) for i in top]
+
+    def search(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
+        return [ScoredMemory(self._memories[i], s) for i, s in self.search_ids(vector, k)]
 
     def lexical_search(self, query: str, k: int) -> list[tuple[str, float]]:
         return self.lexical.search(query, k)

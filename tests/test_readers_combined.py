@@ -40,7 +40,7 @@ def combined(fx: Path, tmp_path: Path) -> CombinedSource:
 def test_layers_come_from_the_right_source(combined: CombinedSource, fx: Path) -> None:
     assert isinstance(combined, MemorySource)
     info = combined.info()
-    assert info.kind == "combined" and (info.embedder, info.dim) == ("minilm", 384)
+    assert info.kind == "combined" and (info.embedder, info.dim) == ("use-multilingual-v3", 512)
     assert "hermes:" in info.location and "mempalace:" in info.location
     assert any("re-embedded" in n for n in info.notes)
     assert combined.persona() is not None and "小赫" in combined.persona().text

@@ -146,12 +146,7 @@ class CombinedSource:
     def l2_index(self):  # noqa: ANN201 - an L2Index (memory.recall) or None
         """The L2 layer as `memory.recall.L2Index` (a palace's VectorCache, a store's SemanticMemory), or None."""
         source = self._get("L2")
-        if source is None:
-            return None
-        if hasattr(source, "l2_index"):
-            return source.l2_index()
-        store = getattr(source, "store", None)
-        return store.semantic if store is not None else None
+        return source.l2_index() if source is not None else None
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
         """Vectors from the embedder that ranks L2 in recall (the L2 source's); None when there is none."""

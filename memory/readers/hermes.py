@@ -178,6 +178,10 @@ class HermesHome:
         """None: a hermes home has no semantic layer and no embedder."""
         return None
 
+    def l2_index(self) -> None:
+        """None: a hermes home has no semantic layer."""
+        return None
+
     def entities(self) -> Sequence[Entity]:
         return []
 

@@ -11,19 +11,34 @@
   var CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff\\uac00-\\ud7af\\u{20000}-\\u{2ebef}";
   var TOKEN_SRC = "[" + CJK + "]+|(?:(?![" + CJK + "])[\\p{L}\\p{N}])+(?:['\\u2019][a-z]+)?";
   var CJK_RE = new RegExp("^[" + CJK + "]", "u");
-  var SUFFIXES = [["ies", "y"], ["ing", ""], ["ed", ""], ["es", ""], ["s", ""]];
   var K1 = 1.2, B = 0.75;
 
+  function endsWithAny(word, suffixes) {
+    for (var i = 0; i < suffixes.length; i++) if (word.endsWith(suffixes[i])) return true;
+    return false;
+  }
+
+  /* memory.tokens._stem: plurals (-ies, -es after a sibilant, -s), then -ing / -ed (undoubling a final
+   * consonant), then a final silent -e. Lengths count code points, as Python's len() does. */
   function stem(word) {
-    var n = Array.from(word).length;
-    for (var i = 0; i < SUFFIXES.length; i++) {
-      var suffix = SUFFIXES[i][0], keep = SUFFIXES[i][1];
-      if (word.endsWith(suffix) && n - suffix.length >= 3) {
-        if (suffix === "s" && word.endsWith("ss")) return word;
-        return word.slice(0, word.length - suffix.length) + keep;
+    var ch = Array.from(word);
+    if (ch.length <= 2 || !/^\p{L}+$/u.test(word)) return word;
+    if (word.endsWith("ies") && ch.length > 4) ch = ch.slice(0, -3).concat(["y"]);
+    else if (endsWithAny(word, ["ses", "xes", "zes", "ches", "shes"]) && ch.length > 4) ch = ch.slice(0, -2);
+    else if (word.endsWith("s") && !endsWithAny(word, ["ss", "us", "is"])) ch = ch.slice(0, -1);
+    var w = ch.join("");
+    var suffixes = ["ing", "ed"];
+    for (var i = 0; i < suffixes.length; i++) {
+      var suffix = suffixes[i];
+      if (w.endsWith(suffix) && ch.length - suffix.length >= 3) {
+        ch = ch.slice(0, -suffix.length);
+        var n = ch.length;
+        if (n > 3 && ch[n - 1] === ch[n - 2] && "lsz".indexOf(ch[n - 1]) < 0) ch = ch.slice(0, -1);
+        break;
       }
     }
-    return word;
+    if (ch[ch.length - 1] === "e" && ch.length > 3) ch = ch.slice(0, -1);
+    return ch.join("");
   }
 
   /* Lexical tokens of `text` in order, as memory.tokens.tokens(text, stop_words=...) makes them. */

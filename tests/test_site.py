@@ -1,0 +1,160 @@
+"""Build the demo wiki once (real store from demo/, real MkDocs + Material, --strict) and check its HTML."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+HREF = re.compile(r'<a class="mw-wikilink( mw-wanted)?" href="([^"]+)"')
+
+
+def build_site(site_dir: Path, cache_dir: Path, *, strict: bool = False, **plugin_options: object) -> object:
+    """Build mkdocs.yml of the repo into `site_dir`, with the plugin's cache in `cache_dir`."""
+    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(site_dir), strict=strict)
+    plugin = config.plugins["memwiki"]
+    plugin.config.cache_dir = str(cache_dir)
+    for key, value in plugin_options.items():
+        setattr(plugin.config, key, value)
+    config.plugins.on_startup(command="build", dirty=False)
+    try:
+        build(config)
+    finally:
+        config.plugins.on_shutdown()
+    return plugin
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("demo-site")
+    build_site(root / "site", root / "cache", strict=True)  # strict: no warning at all with audit_errors: []
+    return root / "site"
+
+
+def read(site: Path, rel: str) -> str:
+    return (site / rel).read_text(encoding="utf-8")
+
+
+def html_files(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def _ids(text: str) -> set[str]:
+    return {html.unescape(m) for m in re.findall(r'\bid="([^"]+)"', text)}
+
+
+def test_every_wikilink_resolves_to_a_page_or_its_stub(site: Path) -> None:
+    checked = wanted = 0
+    for page in html_files(site):
+        text = page.read_text(encoding="utf-8")
+        for is_wanted, href in HREF.findall(text):
+            target, _, anchor = html.unescape(href).partition("#")
+            dest = (page.parent / unquote(target)).resolve() if target else page
+            assert dest.is_file(), f"{page.relative_to(site)}: wikilink to missing {href}"
+            assert site.resolve() in dest.parents, f"{href} leaves the site"
+            if anchor:
+                assert anchor in _ids(dest.read_text(encoding="utf-8")), f"{page.relative_to(site)}: no #{anchor} in {target}"
+            if is_wanted:
+                assert "/concepts/wanted/" in dest.as_posix()
+                wanted += 1
+            checked += 1
+    assert checked > 50 and wanted > 3
+
+
+def test_wanted_concept_stub_lists_where_it_is_wanted(site: Path) -> None:
+    stub = read(site, "concepts/wanted/a-concept-with-no-page.html")
+    assert "No page yet" in stub and "Wanted by" in stub
+    assert "../../sessions/s-1107-review.html#msg-6" in stub  # the session message that links it
+    assert "mw-badge-wanted" in stub
+    passwd = read(site, "concepts/wanted/etc-passwd.html")
+    assert "L2 memory m-038" in passwd
+
+
+def test_backlinks_with_the_linking_sentence(site: Path) -> None:
+    page = read(site, "concepts/memory-store.html")
+    section = page[page.index('id="backlinks"') :]
+    assert "Juniper" in section and "sessions/s-1009-site.html#msg-2" in section
+    assert "的五层：L0 人格" in section  # the sentence of memory m-001 that links here
+    assert "memory/category/technical.html#mem-m-001" in section
+
+
+def test_heading_links_and_chinese_anchors(site: Path) -> None:
+    overflow = read(site, "concepts/overflow.html")
+    assert 'href="memory-store.html#五层-the-five-layers"' in overflow
+    assert 'id="五层-the-five-layers"' in read(site, "concepts/memory-store.html")
+    assert 'id="我是谁-who-i-am"' in read(site, "persona.html")
+
+
+def test_hostile_memory_text_is_inert(site: Path) -> None:
+    for page in html_files(site):
+        text = page.read_text(encoding="utf-8")
+        assert "<script>alert(1)" not in text, page
+        assert "<img src=x" not in text and "onerror=alert(1)>" not in text.replace("&lt;img src=x onerror=alert(1)&gt;", ""), page
+        assert 'href="javascript:' not in text.lower(), page
+    other = read(site, "memory/category/other.html")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in other
+    assert "&lt;img src=x onerror=alert(1)&gt;" in other
+    assert "[click](javascript:alert(1))" in other
+
+
+def test_nothing_loads_from_the_internet(site: Path) -> None:
+    loads = re.compile(r"<(?:script|img|iframe|link)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", re.I)
+    for path in site.rglob("*"):
+        if path.suffix in (".html", ".css", ".js") and path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            assert not loads.search(text), f"{path.relative_to(site)} loads {loads.search(text).group(0)}"
+            assert "fonts.googleapis" not in text and "cdn.jsdelivr" not in text and "unpkg.com" not in text, path
+
+
+def test_audit_lists_the_planted_conflict_and_more(site: Path) -> None:
+    audit = read(site, "audit.html")
+    conflict = audit[audit.index('id="conflicting-current-facts"') : audit.index('id="facts-past-their-valid_to"')]
+    assert "kb.example.internal" in conflict and "kb-v2.example.internal" in conflict and "api_endpoint" in conflict
+    expired = audit[audit.index('id="facts-past-their-valid_to"') :]
+    assert "has_temporary_access prod-db" in expired and "on_call_for" in expired
+    assert "located_in" not in expired  # superseded, not expired: a current fact replaced it
+    assert "m-033 ≈ m-034" in audit  # the planted near-duplicates
+    assert "use-multilingual-v3" in audit and "<strong>512</strong>" in audit
+
+
+def test_hot_memory_gauges_and_sinks(site: Path) -> None:
+    page = read(site, "persona.html")
+    assert page.count('class="mw-gauge-line"') == 2  # MEMORY.md and USER.md, not SOUL.md
+    assert re.search(r"1,\d{3} / 2,200 chars \(6\d%\)", page)
+    sinks = page[page.index('id="sunk-to-l2"') :]
+    assert "开发机：Ubuntu 24.04" in sinks and "MEMORY.md at" in sinks
+    assert "memory/category/environment.html#mem-hot-memory-" in sinks
+
+
+def test_semantic_memory_by_category_and_room(site: Path) -> None:
+    index = read(site, "memory/index.html")
+    assert "category/pitfall.html" in index and "wing/infra/embed-01.html" in index
+    room = read(site, "memory/wing/infra/embed-01.html")
+    assert "m-018" in room and "s-1020-infra.html" in room
+    env = read(site, "memory/category/environment.html")
+    assert "sunk from hot memory" in env
+
+
+def test_sessions_timeline_and_digest(site: Path) -> None:
+    timeline = read(site, "sessions/index.html")
+    order = [timeline.index(s) for s in ("s-1107-review.html", "s-1103-gpu.html", "s-1002-design.html")]
+    assert order == sorted(order)  # newest first
+    digest = read(site, "sessions/s-1015-kb.html")
+    assert "Key turns" in digest and digest.count('class="mw-turn"') >= 1
+    assert "<details class=\"mw-transcript\">" in digest
+    assert "on_call_for" in digest  # a fact that cites this session
+    code = read(site, "sessions/s-1009-site.html")
+    assert "<code>[[x]]</code>" in code and "<code>see [[x]] here</code>" in code
+
+
+def test_no_generated_page_in_nav_but_section_indexes(site: Path) -> None:
+    home = read(site, "index.html")
+    nav = home[home.index('class="md-nav md-nav--primary"') : home.index("</nav>", home.index('class="md-nav md-nav--primary"'))]
+    assert "concepts/index.html" in nav and "audit.html" in nav
+    assert "concepts/juniper.html" not in nav and "sessions/s-1015-kb.html" not in nav
