@@ -131,7 +131,7 @@ def test_no_graph_file_references_anything_outside_the_site(built) -> None:
         "https://visjs.github.io/vis-network/",
     }, urls
     assert not re.search(r"\b(?:fetch|importScripts)\s*\(|XMLHttpRequest", vis)
-    assert "url(" not in assets["assets/memwiki/vis/vis-network.css"].decode().replace("url(\"data:", "")
+    assert "url(" not in assets["assets/memwiki/vis/vis-network.css"].decode().replace('url("data:', "")
     page_refs = ATTR_RE.findall(pages[0].markdown)
     assert all(not re.match(r"[a-z]+:|/", r) for r in page_refs)
 
@@ -195,9 +195,21 @@ def test_graph_page_draws_in_headless_chromium(built, tmp_path: Path) -> None:
     shot = tmp_path / "graph.png"
     url = (tmp_path / "site" / graph.GLOBAL_HTML).as_uri()
     proc = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
-         "--virtual-time-budget=4000", "--window-size=700,500", f"--screenshot={shot}", "--dump-dom", url],
-        capture_output=True, text=True, timeout=90,
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--proxy-server=127.0.0.1:9",
+            "--virtual-time-budget=4000",
+            "--window-size=700,500",
+            f"--screenshot={shot}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
     )
     assert "<canvas" in proc.stdout, proc.stderr[-2000:]  # vis-network ran and drew
     assert "vis-network did not load" not in proc.stdout

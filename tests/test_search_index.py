@@ -99,11 +99,17 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
         ctx = BuildContext(store.reader(), options={"cache_dir": str(CACHE)})
         pages, assets = search.build(ctx)
         _write_site(tmp / "site", assets)
-        texts = list(MEMORIES.values()) + list(QUERIES) + ["It's the users' running tests; doesn’t", "Café ＡＢＣ 𠀋𠀌 한국어"]
+        texts = (
+            list(MEMORIES.values())
+            + list(QUERIES)
+            + ["It's the users' running tests; doesn’t", "Café ＡＢＣ 𠀋𠀌 한국어"]
+        )
         proc = subprocess.run(
             ["node", "-e", NODE_RANK, str(tmp / "site")],
             input=json.dumps({"queries": list(QUERIES), "texts": texts}),
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         js = json.loads(proc.stdout)
@@ -118,8 +124,13 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
             }
             for q, v in zip(QUERIES, qv, strict=True)
         }
-        yield {"pages": pages, "assets": {a.dest_uri: a.content for a in assets}, "js": js, "py": python,
-               "texts": texts}
+        yield {
+            "pages": pages,
+            "assets": {a.dest_uri: a.content for a in assets},
+            "js": js,
+            "py": python,
+            "texts": texts,
+        }
 
 
 def test_js_dense_top_result_matches_python_over_the_same_vectors(exported) -> None:

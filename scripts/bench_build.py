@@ -1,0 +1,366 @@
+"""Benchmark: `mkdocs build` of a generated memory store through the memwiki plugin, beside a plain build.
+
+For each size N (concepts), a store is generated through the real store API (`memory.store.Store`): N/2
+wiki concept pages (Markdown with frontmatter and [[wikilinks]], a few to concepts that have no page),
+N/2 graph entities with ~1.5 facts each (some ended, some superseded), N/10 L2 memories (embedded with
+the store's USE embedder) and N/100 sessions of 8 messages. It is built with `mkdocs build` and Material
+(navigation.prune), cold (no page cache) `--runs` times, then rebuilt after one memory changed (warm page
+cache), `--runs` times. The baseline is a plain `mkdocs build` of N ordinary Markdown pages with the same
+theme, features and search plugin, in the same script.
+
+Reported per build: pages, median wall time, pages/s, total site size, bytes per page (mean HTML page),
+peak RSS of the build process (its high-water mark, from wait4). Targets at 10k: >= 150 pages/s, <= 40 KB
+per page, <= 1.5 GB peak, rebuild after one memory changed <= 5 s.
+
+    python scripts/bench_build.py --sizes 1000,10000 --runs 3
+    python scripts/bench_build.py --sizes 10000 --runs 1 --profile   # where the time goes (cProfile)
+
+Generated stores are kept in `.cache/bench_build/<N>/` and reused by later runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from memory.snapshot import CATEGORIES, Memory  # noqa: E402
+from memory.store import Store  # noqa: E402
+from memory.textio import atomic_write_text  # noqa: E402
+
+GEN_VERSION = 2
+WORK = ROOT / ".cache" / "bench_build"
+TYPES = ("person", "project", "tool", "service", "concept", "place")
+PREDICATES = ("uses", "depends_on", "runs_on", "owned_by", "part_of", "talks_to", "stored_in")
+ZH = "记忆检索向量服务器部署备份网络配置项目会话用户偏好规则授权嵌入模型知识图谱实体事实时间"
+WORDS = (
+    "memory recall vector server deploy backup network config project session user preference rule "
+    "embedding model graph entity fact timeline cache index search page build wiki agent store layer"
+).split()
+
+MKDOCS_THEME = {
+    "name": "material",
+    "font": False,
+    "features": ["navigation.prune", "navigation.indexes"],
+}
+
+
+def _sentence(rng: random.Random, links: list[str]) -> str:
+    words = rng.choices(WORDS, k=rng.randint(8, 16))
+    zh = "".join(rng.choices(ZH, k=rng.randint(6, 14)))
+    for link in links:
+        words.insert(rng.randrange(len(words) + 1), link)
+    return " ".join(words).capitalize() + f"，{zh}。"
+
+
+def _paragraph(rng: random.Random, links: list[str]) -> str:
+    per = [links[i::3] for i in range(3)]
+    return " ".join(_sentence(rng, chunk) for chunk in per)
+
+
+# ── generation ───────────────────────────────────────────────────────────────────────────────────────
+
+
+def generate_store(n: int, dest: Path) -> Path:
+    """A store of `n` concepts (half wiki pages, half graph entities) with memories, facts and sessions."""
+    stamp = dest / "bench.json"
+    if stamp.is_file() and json.loads(stamp.read_text()).get("version") == GEN_VERSION:
+        return dest / "store"
+    shutil.rmtree(dest, ignore_errors=True)
+    rng = random.Random(n)
+    n_wiki, n_ent = n // 2, n - n // 2
+    wiki_titles = [f"Concept {i}" for i in range(n_wiki)]
+    entity_names = [f"Entity {i}" for i in range(n_ent)]
+    t0 = time.perf_counter()
+    with Store.init(dest / "store") as store:
+        for i, title in enumerate(wiki_titles):  # wiki pages with wikilinks (1 in 25 to a wanted concept)
+
+            def link() -> str:
+                r = rng.random()
+                if r < 0.04:
+                    return f"[[Missing {rng.randrange(max(1, n // 50))}]]"
+                pool = wiki_titles if r < 0.6 else entity_names
+                return f"[[{rng.choice(pool)}]]"
+
+            body = f"# {title}\n\n" + "\n\n".join(_paragraph(rng, [link() for _ in range(2)]) for _ in range(3))
+            body += "\n\n## Notes\n\n- " + "\n- ".join(_sentence(rng, []) for _ in range(3)) + "\n"
+            front = f"---\ntitle: {title}\naliases: [概念{i}]\ntags: [{rng.choice(TYPES)}]\n---\n"
+            atomic_write_text(store.wiki_dir / f"concept-{i}.md", front + body)
+        for name in entity_names:
+            store.graph.add_entity(name, rng.choice(TYPES))
+        for i, name in enumerate(entity_names):  # ~1.5 facts per entity; 1 in 10 ended, 1 in 20 superseded
+            for _ in range(1 + (i % 2)):
+                other = entity_names[rng.randrange(n_ent)]
+                pred = rng.choice(PREDICATES)
+                day = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+                if rng.random() < 0.1:
+                    store.graph.add_triple(
+                        name,
+                        pred,
+                        other,
+                        valid_from="2024-01-01",
+                        valid_to=day,
+                        source_file=f"session-{rng.randrange(max(1, n // 100))}",
+                    )
+                else:
+                    store.graph.add_triple(name, pred, other, valid_from=day, source_file=f"concept-{i}.md")
+            if i % 20 == 0:
+                store.graph.supersede(name, "runs_on", entity_names[rng.randrange(n_ent)], date="2026-01-15")
+        memories = [
+            Memory(
+                id=f"bm-{i}",
+                text=_paragraph(rng, [f"[[{rng.choice(wiki_titles)}]]"]),
+                category=rng.choice(CATEGORIES),
+                created=f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T10:00:00Z",
+                wing=rng.choice(("infra", "memwiki", "personal")),
+                room=rng.choice(("a", "b", "c", "d")),
+            )
+            for i in range(n // 10)
+        ]
+        for start in range(0, len(memories), 256):
+            store.semantic.upsert(memories[start : start + 256])
+        lines = []
+        for s in range(n // 100):
+            for m in range(8):
+                row = {
+                    "session_id": f"session-{s}",
+                    "role": "user" if m % 2 == 0 else "assistant",
+                    "content": _paragraph(rng, [f"[[{rng.choice(wiki_titles + entity_names)}]]"]),
+                    "time": f"2026-{1 + s % 11:02d}-{1 + s % 28:02d}T{8 + m:02d}:00:00Z",
+                }
+                if m == 0:
+                    row["title"] = f"Session {s}: {rng.choice(WORDS)} {rng.choice(WORDS)}"
+                lines.append(json.dumps(row, ensure_ascii=False))
+        sessions = dest / "sessions.jsonl"
+        sessions.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        store.sessions.import_jsonl(sessions)
+        stats = store.stats()
+    stamp.write_text(
+        json.dumps(
+            {"version": GEN_VERSION, "n": n, "seconds": time.perf_counter() - t0, "stats": stats},
+            ensure_ascii=False,
+            indent=1,
+        )
+    )
+    return dest / "store"
+
+
+def write_memwiki_project(dest: Path, store: Path) -> Path:
+    docs = dest / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    cache = dest / "cache"
+    cache.mkdir(exist_ok=True)
+    shared_use = ROOT / ".cache" / "memwiki" / "use"  # the exported browser model: made once per install
+    shared_use.mkdir(parents=True, exist_ok=True)
+    if not (cache / "use").exists():
+        (cache / "use").symlink_to(shared_use, target_is_directory=True)
+    cfg = {
+        "site_name": "bench memwiki",
+        "docs_dir": "docs",
+        "use_directory_urls": False,
+        "theme": MKDOCS_THEME,
+        "plugins": ["search", {"memwiki": {"store": str(store), "cache_dir": str(cache)}}],
+    }
+    return _write_config(dest, cfg)
+
+
+def write_plain_project(n: int, dest: Path) -> Path:
+    """N ordinary Markdown pages of about the same text, linked to each other, every page in the nav."""
+    docs = dest / "docs"
+    stamp = dest / "bench.json"
+    if not (stamp.is_file() and json.loads(stamp.read_text()).get("version") == GEN_VERSION):
+        shutil.rmtree(dest, ignore_errors=True)
+        rng = random.Random(-n)
+        for i in range(n):
+            links = [f"[page {j}](../s{j // 500}/p{j}.md)" for j in rng.sample(range(n), 4)]
+            body = f"# Page {i}\n\n" + "\n\n".join(_paragraph(rng, links[k::2]) for k in range(3))
+            body += "\n\n## Notes\n\n- " + "\n- ".join(_sentence(rng, []) for _ in range(3)) + "\n"
+            path = docs / f"s{i // 500}" / f"p{i}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(body, encoding="utf-8")
+        (docs / "index.md").write_text("# Plain site\n", encoding="utf-8")
+        stamp.write_text(json.dumps({"version": GEN_VERSION, "n": n}))
+    cfg = {
+        "site_name": "bench plain",
+        "docs_dir": "docs",
+        "use_directory_urls": False,
+        "theme": MKDOCS_THEME,
+        "plugins": ["search"],
+    }
+    return _write_config(dest, cfg)
+
+
+def _write_config(dest: Path, cfg: dict) -> Path:
+    path = dest / "mkdocs.yml"
+    path.write_text(json.dumps(cfg, indent=1), encoding="utf-8")  # JSON is YAML
+    if not (dest / "docs" / "index.md").exists():
+        (dest / "docs").mkdir(parents=True, exist_ok=True)
+        (dest / "docs" / "index.md").write_text("Hand-written home (replaced by the generated one).\n")
+    return path
+
+
+# ── measuring ────────────────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Build:
+    seconds: float
+    peak_mb: float
+    log: str
+
+
+def run_build(config: Path, site: Path, profile: Path | None = None) -> Build:
+    """One `mkdocs build` in a child process: wall time and the child's peak RSS (wait4's ru_maxrss)."""
+    cmd = [sys.executable]
+    if profile is not None:
+        cmd += ["-m", "cProfile", "-o", str(profile)]
+    cmd += ["-m", "mkdocs", "build", "-f", str(config), "-d", str(site)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    log = config.parent / "build.log"
+    with log.open("w") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=config.parent, stdout=out, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+    text = log.read_text(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"mkdocs build failed ({config}):\n{text[-3000:]}")
+    return Build(seconds, usage.ru_maxrss / 1024, text)
+
+
+def site_stats(site: Path) -> dict[str, float]:
+    """Pages (HTML files MkDocs rendered; the graph's iframe files are counted apart), sizes."""
+    total = pages = page_bytes = graph_files = 0
+    for path in site.rglob("*"):
+        if not path.is_file():
+            continue
+        size = path.stat().st_size
+        total += size
+        rel = path.relative_to(site).as_posix()
+        if rel.endswith(".html") and rel != "404.html":
+            if rel.startswith("graph/entities/") or rel == "graph/global.html":
+                graph_files += 1
+            else:
+                pages += 1
+                page_bytes += size
+    return {
+        "pages": pages,
+        "site_mb": total / 2**20,
+        "page_kb": page_bytes / max(pages, 1) / 1024,
+        "site_kb_per_page": total / max(pages, 1) / 1024,
+        "graph_files": graph_files,
+    }
+
+
+def change_one_memory(store_path: Path, run: int) -> None:
+    with Store.open(store_path) as store:
+        memory = store.semantic.get(["bm-0"])[0]
+        text = re.sub(r" \(edit \d+\)$", "", memory.text) + f" (edit {run})"
+        store.semantic.upsert([Memory(**{**memory.__dict__, "text": text})])
+
+
+def _row(label: str, n_pages: int, builds: list[Build], stats: dict[str, float]) -> dict[str, object]:
+    secs = statistics.median(b.seconds for b in builds)
+    return {
+        "build": label,
+        "pages": n_pages,
+        "median_s": round(secs, 2),
+        "pages_per_s": round(n_pages / secs, 1),
+        "site_MB": round(stats["site_mb"], 1),
+        "KB_per_page": round(stats["page_kb"], 1),
+        "site_KB_per_page": round(stats["site_kb_per_page"], 1),
+        "peak_MB": round(max(b.peak_mb for b in builds)),
+        "runs": [round(b.seconds, 2) for b in builds],
+    }
+
+
+def bench_size(n: int, runs: int, profile: bool) -> list[dict[str, object]]:
+    base = WORK / str(n)
+    t0 = time.perf_counter()
+    store = generate_store(n, base / "gen")
+    print(f"[{n}] store ready ({time.perf_counter() - t0:.0f}s): {store}", file=sys.stderr)
+    project = write_memwiki_project(base / "memwiki", store)
+    site = base / "memwiki" / "site"
+    rows = []
+    cold = []
+    for r in range(runs):
+        shutil.rmtree(site, ignore_errors=True)
+        shutil.rmtree(base / "memwiki" / "cache" / "pages", ignore_errors=True)
+        cold.append(run_build(project, site))
+        print(f"[{n}] memwiki cold build {r + 1}: {cold[-1].seconds:.1f}s, {cold[-1].peak_mb:.0f} MB", file=sys.stderr)
+    stats = site_stats(site)
+    rows.append(_row("memwiki (cold)", int(stats["pages"]), cold, stats))
+    rows[-1]["graph_files"] = int(stats["graph_files"])
+    warm = []
+    for r in range(runs):
+        change_one_memory(store, r)
+        warm.append(run_build(project, site))
+        reused = re.search(r"(\d+) generated pages, (\d+) reused", warm[-1].log)
+        print(
+            f"[{n}] rebuild after one memory changed {r + 1}: {warm[-1].seconds:.1f}s"
+            f"{f' ({reused.group(2)}/{reused.group(1)} pages reused)' if reused else ''}",
+            file=sys.stderr,
+        )
+    rows.append(_row("memwiki rebuild, 1 memory changed", int(stats["pages"]), warm, site_stats(site)))
+    plain = write_plain_project(n, base / "plain")
+    plain_site = base / "plain" / "site"
+    plain_builds = []
+    for r in range(runs):
+        shutil.rmtree(plain_site, ignore_errors=True)
+        plain_builds.append(run_build(plain, plain_site))
+        print(f"[{n}] plain build {r + 1}: {plain_builds[-1].seconds:.1f}s", file=sys.stderr)
+    pstats = site_stats(plain_site)
+    rows.append(_row("plain mkdocs + material (baseline)", int(pstats["pages"]), plain_builds, pstats))
+    if profile:
+        out = base / "build.prof"
+        shutil.rmtree(site, ignore_errors=True)
+        shutil.rmtree(base / "memwiki" / "cache" / "pages", ignore_errors=True)
+        run_build(project, site, profile=out)
+        print_profile(out)
+    return rows
+
+
+def print_profile(path: Path, limit: int = 30) -> None:
+    import pstats
+
+    stats = pstats.Stats(str(path), stream=sys.stderr)
+    print(f"\n== cProfile of one cold build ({path}), by cumulative time ==", file=sys.stderr)
+    stats.sort_stats("cumulative").print_stats(limit)
+    print("== by own time ==", file=sys.stderr)
+    stats.sort_stats("tottime").print_stats(limit)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000", help="comma-separated concept counts")
+    parser.add_argument("--runs", type=int, default=3, help="builds per measurement (the median is reported)")
+    parser.add_argument("--profile", action="store_true", help="also profile one cold build of each size")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    results: dict[str, list[dict[str, object]]] = {}
+    for n in [int(x) for x in args.sizes.split(",") if x.strip()]:
+        results[str(n)] = bench_size(n, max(1, args.runs), args.profile)
+    cols = ("build", "pages", "median_s", "pages_per_s", "KB_per_page", "site_MB", "site_KB_per_page", "peak_MB")
+    print(f"{'size':>6}  " + "  ".join(f"{c:>14}" if c != "build" else f"{c:<36}" for c in cols))
+    for n, rows in results.items():
+        for row in rows:
+            print(f"{n:>6}  " + "  ".join(f"{row[c]!s:>14}" if c != "build" else f"{row[c]!s:<36}" for c in cols))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
