@@ -1,0 +1,57 @@
+"""`memwiki` over a real hermes-agent home and a real MemPalace palace, read in place, never written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memory.cli import main
+from tests.fixture_copies import checksums, copy_fixtures
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_fixtures(tmp_path_factory.mktemp("fx"))
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code or 0), out, err
+
+
+def test_recall_and_reads_over_sources_leave_every_byte(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    before = checksums(fixtures)
+    src = ("--hermes-home", str(fixtures / "hermes_home"), "--palace", str(fixtures / "mempalace_palace"))
+
+    code, out, _ = run(capsys, *src, "context")
+    assert code == 0 and "小赫" in out and "/2,200 chars" in out and "/1,375 chars" in out
+
+    def layers_of(query: str) -> dict[str, list[str]]:
+        code, out, _ = run(capsys, *src, "recall", query, "--all-layers", "--json", "-k", "5")
+        assert code == 0
+        found: dict[str, list[str]] = {}
+        for hit in json.loads(out):
+            found.setdefault(hit["layer"], []).append(hit["text"])
+        return found
+
+    found = layers_of("restic 备份的保留策略改成了什么？")
+    assert any("7d/4w/12m" in t for t in found.get("L4", [])), found
+    found = layers_of("Who owns data quality and the QARTOD flag rules?")
+    assert any("QARTOD" in t for t in found.get("L2", [])), found
+
+    code, out, _ = run(capsys, *src, "session", "search", "保留策略", "--json")
+    assert code == 0 and "restic" in json.loads(out)[0]["session"]["title"]
+    code, out, _ = run(capsys, *src, "stats", "--json")
+    stats = json.loads(out)
+    assert stats["L2"]["memories"] == 16 and stats["L3"] == {"entities": 14, "triples": 10}
+    code, _, err = run(capsys, *src, "remember", "x")
+    assert code == 2 and "read-only" in err
+    assert checksums(fixtures) == before
+    assert any((tmp_path / "cache" / "memwiki" / "palaces").iterdir()), "the palace's vectors live in our cache"
