@@ -20,6 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="store folder (default: $MEMWIKI_STORE or ./memory-store)")
     p.add_argument("--hermes-home", help="read a hermes-agent home in place (default $HERMES_HOME)")
     p.add_argument("--palace", help="read a MemPalace palace in place (default $MEMPALACE_PALACE_PATH)")
+    p.add_argument("--config", help="YAML file with store / hermes_home / palace (default $MEMWIKI_CONFIG)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("init", help="create a store")
@@ -141,8 +142,33 @@ def _recall(args: argparse.Namespace, recall) -> None:  # noqa: ANN001
             _print_hits(hits)
 
 
+def _apply_config_file(args: argparse.Namespace) -> None:
+    """Fill --store / --hermes-home / --palace from a YAML config file; flags given on the line win."""
+    import os
+
+    import yaml
+
+    from memory.textio import read_text
+
+    path = args.config or os.environ.get("MEMWIKI_CONFIG")
+    if not path:
+        return
+    try:
+        config = yaml.safe_load(read_text(Path(path))) or {}
+    except FileNotFoundError:
+        raise MemwikiError(f"{path}: config file not found") from None
+    except yaml.YAMLError as exc:
+        raise InputFormatError(f"{path}: invalid YAML ({exc})") from None
+    if not isinstance(config, dict) or set(config) - {"store", "hermes_home", "palace"}:
+        raise InputFormatError(f"{path}: expected a mapping with keys store, hermes_home, palace")
+    for key in ("store", "hermes_home", "palace"):
+        if getattr(args, key) is None and config.get(key) is not None:
+            setattr(args, key, str(config[key]))
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _apply_config_file(args)
     if args.command == "init":
         from memory.config import EmbedderConfig, StoreConfig
         from memory.embedders import OLLAMA_DEFAULT_MODEL

@@ -55,3 +55,13 @@ def test_recall_and_reads_over_sources_leave_every_byte(
     assert code == 2 and "read-only" in err
     assert checksums(fixtures) == before
     assert any((tmp_path / "cache" / "memwiki" / "palaces").iterdir()), "the palace's vectors live in our cache"
+
+
+def test_sources_from_a_config_file(fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "memwiki.yml"
+    config.write_text(f"hermes_home: {fixtures / 'hermes_home'}\n", encoding="utf-8")
+    code, out, _ = run(capsys, "--config", str(config), "session", "search", "NXDOMAIN", "--json")
+    assert code == 0 and json.loads(out)[0]["session"]["title"] == "Unbound host override NXDOMAIN"
+    config.write_text("palace: [not, a, path]\nbogus: 1\n", encoding="utf-8")
+    code, _, err = run(capsys, "--config", str(config), "stats")
+    assert code == 2 and "memwiki.yml" in err and "expected a mapping" in err

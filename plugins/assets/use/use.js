@@ -66,20 +66,24 @@
   })();
 
   function base64ToBytes(s) {
-    if (typeof Uint8Array.fromBase64 === "function") {
-      try { return Uint8Array.fromBase64(s); } catch (e) { /* fall through to the loop */ }
-    }
+    if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(s);
     var n = s.length;
-    while (n > 0 && s.charCodeAt(n - 1) === 61) n--; // "="
-    var out = new Uint8Array((n * 3) >> 2);
-    var o = 0, acc = 0, bits = 0;
-    for (var i = 0; i < n; i++) {
-      var v = B64[s.charCodeAt(i) & 255];
-      if (v < 0) throw new Error("invalid base64 in " + SCRIPT_NAME);
-      acc = ((acc << 6) | v) & 0xffffff;
+    while (n > 0 && s.charCodeAt(n - 1) === 61) n--; // "=" padding
+    var out = new Uint8Array((n * 3) >> 2), o = 0, i = 0, bad = 0, v;
+    for (; i + 4 <= n; i += 4) { // an invalid character (-1) makes v, hence bad, negative
+      v = (B64[s.charCodeAt(i) & 255] << 18) | (B64[s.charCodeAt(i + 1) & 255] << 12) |
+        (B64[s.charCodeAt(i + 2) & 255] << 6) | B64[s.charCodeAt(i + 3) & 255];
+      bad |= v;
+      out[o++] = v >> 16; out[o++] = (v >> 8) & 255; out[o++] = v & 255;
+    }
+    for (var acc = 0, bits = 0; i < n; i++) {
+      v = B64[s.charCodeAt(i) & 255];
+      bad |= v;
+      acc = (acc << 6) | v;
       bits += 6;
       if (bits >= 8) { bits -= 8; out[o++] = (acc >> bits) & 255; }
     }
+    if (bad < 0) throw new Error(SCRIPT_NAME + " holds invalid base64");
     return out;
   }
 
@@ -106,7 +110,7 @@
       if (!r.body || !r.body.getReader || !total) {
         return r.arrayBuffer().then(function (b) { return new Uint8Array(b); });
       }
-      var reader = r.body.getReader(), chunks = [], got = 0;
+      var reader = r.body.getReader(), chunks = [], got = 0, shown = -1;
       function pump() {
         return reader.read().then(function (step) {
           if (step.done) {
@@ -116,7 +120,8 @@
           }
           chunks.push(step.value);
           got += step.value.length;
-          report("Loading search model… " + Math.min(99, Math.round((100 * got) / total)) + "%");
+          var pct = Math.min(99, Math.floor((100 * got) / total));
+          if (pct !== shown) { shown = pct; report("Loading search model… " + pct + "%"); }
           return pump();
         });
       }

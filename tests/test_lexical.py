@@ -1,0 +1,63 @@
+"""The lexical side index: SQLite FTS5 over CJK-aware tokens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import memory.lexical as lexical
+from memory.lexical import LexicalIndex
+
+
+@pytest.fixture()
+def index(tmp_path: Path) -> LexicalIndex:
+    ix = LexicalIndex(tmp_path / "lex.sqlite3")
+    ix.upsert(
+        [
+            ("a", "周末去梧桐山跳舞，然后喝咖啡"),
+            ("b", "The build server runs nightly backups of PostgreSQL"),
+            ("c", "用户喜欢喝美式咖啡，不加糖"),
+        ]
+    )
+    return ix
+
+
+def test_two_character_chinese_query_finds_its_text(index: LexicalIndex) -> None:
+    assert [i for i, _ in index.search("跳舞", 5)] == ["a"]
+
+
+def test_english_words_are_stemmed_and_scores_are_ordered(index: LexicalIndex) -> None:
+    hits = index.search("backup servers", 5)
+    assert hits[0][0] == "b"
+    both = index.search("咖啡 美式", 5)
+    assert [i for i, _ in both] == ["c", "a"]
+    assert both[0][1] > both[1][1]
+
+
+def test_upsert_replaces_and_delete_removes(index: LexicalIndex, tmp_path: Path) -> None:
+    index.upsert([("a", "a completely different text about kites")])
+    assert index.count() == 3
+    assert index.search("跳舞", 5) == []
+    assert index.search("kite", 5)[0][0] == "a"
+    index.delete(["a", "missing"])
+    assert index.count() == 2
+    assert index.search("kite", 5) == []
+    index.close()
+    assert LexicalIndex(tmp_path / "lex.sqlite3").count() == 2  # persisted
+
+
+def test_fts_syntax_in_a_query_is_plain_text(index: LexicalIndex) -> None:
+    assert index.search('NEAR(" AND OR * ^', 5) == []
+    assert index.search("   ", 5) == []
+    assert index.search("postgresql AND (", 5)[0][0] == "b"
+
+
+def test_frequent_tokens_are_dropped_past_the_postings_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ix = LexicalIndex(":memory:")
+    ix.upsert([(f"n{i}", f"common note number {i}") for i in range(40)] + [("rare", "common note zebra")])
+    monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 10)
+    assert ix._affordable(["common", "note", "zebra"]) == ["zebra"]
+    assert ix.search("common note zebra", 3)[0][0] == "rare"
