@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory.hot import join_entries, now_iso
+from memory.hot import join_entries
 from memory.snapshot import HotFile, Persona
+from memory.times import utc_now
 
 RULE = "═" * 46
 HEADERS = {"memory": "MEMORY (your personal notes)", "user": "USER PROFILE (who the user is)"}
@@ -58,7 +59,7 @@ class FrozenContext:
 
     @classmethod
     def freeze(cls, persona: Persona | None, hot_files: Sequence[HotFile]) -> FrozenContext:
-        return cls(render_context(persona, hot_files), now_iso())
+        return cls(render_context(persona, hot_files), utc_now())
 
 
 freeze = FrozenContext.freeze

@@ -6,9 +6,6 @@ longer true on D, so a fact and the one that superseded it on D never both hold 
 be `YYYY-MM-DD` (MemPalace's `kg_add`, and everything we write) or full ISO timestamps (MemPalace's
 `kg_supersede` writes `YYYY-MM-DDT00:00:00Z`); records always carry the date.
 
-This module also holds the SQLite helpers that L3 and L4 share: `connect` (read-write: WAL, busy timeout,
-foreign keys), `connect_readonly` (never writes a byte, not even `-wal` / `-shm`), `write_transaction`,
-and the date / time parsers.
 """
 
 from __future__ import annotations
@@ -16,215 +13,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import shutil
 import sqlite3
-import tempfile
-import weakref
-from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from memory.errors import MemwikiError, SourceError, StoreLockedError
+from memory.errors import MemwikiError, SourceError
 from memory.snapshot import Entity, Triple
-
-DEFAULT_BUSY_TIMEOUT = 5.0
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-# ── SQLite helpers (shared with memory.sessions) ─────────────────────────────────────────────────────
-
-
-def sqlite_error(exc: sqlite3.Error, path: Path | str) -> MemwikiError:
-    """A person-readable error for a SQLite failure on `path` (locked → StoreLockedError)."""
-    text = str(exc)
-    if "locked" in text or "busy" in text:
-        return StoreLockedError(f"{path}: locked by another writer ({text}); try again when it has finished")
-    if "not a database" in text or "malformed" in text:
-        return SourceError(f"{path}: not a readable SQLite database ({text})")
-    return MemwikiError(f"{path}: SQLite error: {text}")
-
-
-def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
-    """Open (creating if needed) a SQLite file for reading and writing.
-
-    WAL journal, a busy timeout of `busy_timeout` seconds, foreign keys on, rows as sqlite3.Row, and
-    autocommit mode: writes go through `write_transaction`.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise sqlite_error(exc, path) from None
-    try:
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-    except sqlite3.Error as exc:
-        conn.close()
-        raise sqlite_error(exc, path) from None
-    return conn
-
-
-@contextlib.contextmanager
-def write_transaction(conn: sqlite3.Connection, path: Path | str) -> Iterator[sqlite3.Connection]:
-    """One write transaction (BEGIN IMMEDIATE ... COMMIT); on any error it is rolled back whole.
-
-    Another writer holding the database past the busy timeout raises StoreLockedError.
-    """
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.Error as exc:
-        raise sqlite_error(exc, path) from None
-    try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException as exc:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.Error):
-            raise sqlite_error(exc, path) from exc
-        raise
-
-
-class _SnapshotConnection(sqlite3.Connection):
-    """A connection that removes its snapshot folder (if any) when closed."""
-
-    snapshot_dir: str | None = None
-
-    def close(self) -> None:
-        super().close()
-        if self.snapshot_dir:
-            shutil.rmtree(self.snapshot_dir, ignore_errors=True)
-            self.snapshot_dir = None
-
-
-def _file_state(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def connect_readonly(path: Path) -> sqlite3.Connection:
-    """Open a SQLite file for reading without ever writing to its folder (no `-wal`, no `-shm`).
-
-    With no pending `-wal` / `-journal` beside it the file is opened in place with `mode=ro&immutable=1`.
-    Otherwise (a running or crashed writer left rows in the WAL) the database and its journal are copied
-    together to a private temporary folder and the copy is opened; the folder is removed on close().
-    Missing or non-SQLite files raise SourceError.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise SourceError(f"{path}: no such SQLite file")
-    with path.open("rb") as fh:
-        header = fh.read(len(_SQLITE_MAGIC))
-    if header and header != _SQLITE_MAGIC:
-        raise SourceError(f"{path}: not a SQLite database")
-    sidecars = [Path(f"{path}{suffix}") for suffix in ("-wal", "-journal")]
-    pending = [p for p in sidecars if (state := _file_state(p)) is not None and state[0] > 0]
-    try:
-        if not pending:
-            uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
-            conn = sqlite3.connect(uri, uri=True, factory=_SnapshotConnection, isolation_level=None)
-        else:
-            conn = _open_snapshot(path, pending)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA query_only = ON")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error as exc:
-        raise sqlite_error(exc, path) from None
-    return conn
-
-
-def _open_snapshot(path: Path, pending: list[Path]) -> _SnapshotConnection:
-    """Copy `path` and its pending journal(s) to a temp folder (retrying if they change meanwhile); open it."""
-    folder = tempfile.mkdtemp(prefix="memwiki-ro-")
-    try:
-        for _attempt in range(5):
-            files = [path, *pending]
-            before = [_file_state(p) for p in files]
-            for src in files:
-                shutil.copyfile(src, os.path.join(folder, src.name))
-            if [_file_state(p) for p in files] == before:
-                break
-        else:
-            raise SourceError(f"{path}: kept changing while being copied for a read-only snapshot; try again")
-        conn = sqlite3.connect(
-            os.path.join(folder, path.name), factory=_SnapshotConnection, isolation_level=None, timeout=1.0
-        )
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    conn.snapshot_dir = folder
-    weakref.finalize(conn, shutil.rmtree, folder, True)
-    return conn
-
-
-# ── dates and times ──────────────────────────────────────────────────────────────────────────────────
-
-
-def _parse_iso(value: str, what: str) -> datetime | date:
-    if not isinstance(value, str) or not value.strip():
-        raise MemwikiError(f"{what}: expected an ISO-8601 date or time, got {value!r}")
-    text = value.strip()
-    try:
-        if len(text) == 10:
-            return date.fromisoformat(text)
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise MemwikiError(
-            f"{what}: {value!r} is not a valid ISO-8601 date or time (expected YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)"
-        ) from None
-
-
-def parse_date(value: str | date, what: str = "date") -> str:
-    """`YYYY-MM-DD` of a date or ISO-8601 timestamp (the calendar date as written); MemwikiError if invalid."""
-    if isinstance(value, date):
-        return value.isoformat()[:10]
-    parsed = _parse_iso(value, what)
-    return (parsed.date() if isinstance(parsed, datetime) else parsed).isoformat()
-
-
-def parse_time(value: str | datetime, what: str = "time") -> str:
-    """`YYYY-MM-DDTHH:MM:SSZ` (UTC) of an ISO-8601 date or timestamp; no zone means UTC. MemwikiError if invalid."""
-    parsed = value if isinstance(value, datetime | date) else _parse_iso(value, what)
-    if not isinstance(parsed, datetime):
-        parsed = datetime(parsed.year, parsed.month, parsed.day)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def utc_now() -> str:
-    """The current time as `YYYY-MM-DDTHH:MM:SSZ`."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def stored_time(value: Any) -> str:
-    """A time as stored by SQLite or an upstream tool, as ISO-8601 UTC when it parses, else as it is."""
-    if value is None or value == "":
-        return ""
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    try:
-        return parse_time(str(value))
-    except MemwikiError:
-        return str(value)
-
-
-def _stored_date(value: Any) -> str:
-    if value is None or value == "":
-        return ""
-    try:
-        return parse_date(str(value))
-    except MemwikiError:
-        return str(value)
-
+from memory.sqlitedb import DEFAULT_BUSY_TIMEOUT, connect, connect_readonly, sqlite_error, write_transaction
+from memory.times import parse_date, stored_date, stored_time, utc_now
 
 # ── the knowledge graph ──────────────────────────────────────────────────────────────────────────────
 
@@ -473,7 +270,7 @@ class KnowledgeGraph:
         """Set valid_to = `ended` on the current triples matching `where`; refuse an inverted interval."""
         rows = conn.execute(f"SELECT id, valid_from FROM triples WHERE valid_to IS NULL AND {where}", params).fetchall()
         for row in rows:
-            start = _stored_date(row["valid_from"])
+            start = stored_date(row["valid_from"])
             if start and ended < start:
                 raise MemwikiError(f"end date {ended} is before the start {start} of fact {row['id']}")
         conn.executemany("UPDATE triples SET valid_to = ? WHERE id = ?", [(ended, r["id"]) for r in rows])
@@ -614,8 +411,8 @@ def _triple(r: sqlite3.Row) -> Triple:
         subject=r["subject"],
         predicate=r["predicate"],
         object=r["object"],
-        valid_from=_stored_date(r["valid_from"]),
-        valid_to=_stored_date(r["valid_to"]),
+        valid_from=stored_date(r["valid_from"]),
+        valid_to=stored_date(r["valid_to"]),
         confidence=1.0 if r["confidence"] is None else float(r["confidence"]),
         source=source,
         extracted_at=stored_time(r["extracted_at"]),

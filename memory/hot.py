@@ -31,6 +31,7 @@ from memory.errors import (
 )
 from memory.snapshot import CATEGORIES, HotEntry, HotFile
 from memory.textio import atomic_write_text, file_lock, read_text
+from memory.times import mtime_iso
 
 DELIMITER = "\n§\n"
 FILE_NAMES = {"memory": "MEMORY.md", "user": "USER.md"}
@@ -47,19 +48,6 @@ def parse_entries(text: str) -> list[str]:
 def join_entries(entries: Sequence[str]) -> str:
     """The file text for these entries: joined by `"\\n§\\n"`, no trailing newline."""
     return DELIMITER.join(entries)
-
-
-def now_iso() -> str:
-    """The current time, ISO-8601 UTC with a Z (`2026-11-30T04:19:58Z`)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def mtime_iso(path: Path) -> str:
-    """A file's modification time as ISO-8601 UTC, or "" if it does not exist."""
-    try:
-        return datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except FileNotFoundError:
-        return ""
 
 
 def _line_of(text: str, offset: int) -> int:

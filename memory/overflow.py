@@ -24,9 +24,10 @@ from typing import Protocol, runtime_checkable
 
 from memory.categories import category_of, is_core, parse_tag
 from memory.errors import CapacityError, DuplicateEntryError, InputFormatError, MemwikiError
-from memory.hot import HotMemoryFile, join_entries, now_iso
+from memory.hot import HotMemoryFile, join_entries
 from memory.snapshot import Memory, SinkRecord
 from memory.textio import file_lock, read_text
+from memory.times import utc_now
 
 SINK_LOG = "sinks.jsonl"
 
@@ -135,7 +136,7 @@ def _move(
     if not plan:
         hot.commit(remaining)
         return []
-    when = now or now_iso()
+    when = now or utc_now()
     reason = _reason(hot, entries)
     memories: list[Memory] = []
     records: list[SinkRecord] = []

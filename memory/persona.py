@@ -10,9 +10,9 @@ import warnings
 from pathlib import Path
 
 from memory.errors import CapacityError, InputFormatError
-from memory.hot import mtime_iso
 from memory.snapshot import Persona
 from memory.textio import atomic_write_text, file_lock, read_text
+from memory.times import mtime_iso
 
 HEAD_RATIO = 0.7
 TAIL_RATIO = 0.2

@@ -20,9 +20,10 @@ from typing import Any
 from tqdm import tqdm
 
 from memory.errors import InputFormatError, MemwikiError
-from memory.graph import DEFAULT_BUSY_TIMEOUT, connect, parse_time, sqlite_error, utc_now, write_transaction
 from memory.jsonl import count_lines, iter_jsonl
 from memory.snapshot import Message, Session, SessionHit
+from memory.sqlitedb import DEFAULT_BUSY_TIMEOUT, connect, sqlite_error, write_transaction
+from memory.times import parse_time, utc_now
 from memory.tokens import fts_query, fts_text, is_cjk, tokens
 
 ROLES = ("user", "assistant", "system", "tool")

@@ -17,7 +17,6 @@ for a store; running `init` again completes it.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -34,6 +33,7 @@ from memory.recall import Hit, RecallConfig, Recaller
 from memory.semantic import SemanticMemory
 from memory.sessions import SessionHistory
 from memory.snapshot import HotFile, Persona, SinkRecord
+from memory.times import utc_now
 
 HOT_TARGETS = ("memory", "user")
 HOT_FILE_NAMES = {"memory": "MEMORY.md", "user": "USER.md"}
@@ -45,11 +45,6 @@ LAYER_PATHS = {
     "sessions": "sessions.sqlite3",
     "wiki": "wiki",
 }
-
-
-def utc_now() -> str:
-    """The current time as ISO-8601 UTC with a Z, the one time format of the store."""
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 class Store:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import yaml
 from memory.errors import InputFormatError
 from memory.snapshot import WikiPage
 from memory.textio import read_text
+from memory.times import mtime_iso
 
 
 def _as_tuple(value: object) -> tuple[str, ...]:
@@ -69,12 +69,11 @@ def iter_wiki_pages(folder: Path) -> Iterator[WikiPage]:
         except InputFormatError as exc:
             warnings.warn(str(exc), stacklevel=2)
             continue
-        modified = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).replace(microsecond=0)
         yield WikiPage(
             path=page.path,
             title=page.title,
             aliases=page.aliases,
             tags=page.tags,
             body=page.body,
-            modified=modified.isoformat().replace("+00:00", "Z"),
+            modified=mtime_iso(path),
         )

@@ -134,47 +134,42 @@ def _freq_tables(sym: np.ndarray, cls: np.ndarray, n_classes: int) -> np.ndarray
     return freq
 
 
-def _rans_encode_rows(sym: np.ndarray, cls: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One rANS stream per row of `sym`, vectorised over rows; returns (stream, lengths in words).
+def _rans_encode(sym: np.ndarray, cls: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """rANS-code each row of `sym` as one stream; returns (all streams' words, words per stream).
 
-    State x in [2**32, 2**48) (exact in a JS double), renormalised by 16-bit words, so each
-    symbol emits at most one word. Streams are little-endian uint16 words, read forwards.
+    sym: (n_streams, n_rows * _ROW_LEN) symbols; cls: (n_streams, n_rows) frequency table
+    of each row. State x in [2**32, 2**48) (exact in a JS double), renormalised by 16-bit
+    words, so each symbol emits at most one word. Vectorised over streams: step j records
+    the word it may emit, and a stream is its 3 flush words followed by its emitted words
+    in increasing j (the reverse of encoding order, which is the decoder's reading order).
     """
-    cum = np.zeros_like(freq)
-    cum[:, 1:] = np.cumsum(freq, axis=1)[:, :-1]
-    n_rows, n_sym = sym.shape
-    lengths = np.zeros(n_rows, dtype=np.int64)
-    parts = []
-    cap = n_sym * _SCALE_BITS // 16 + 8
+    n_sym_tab = freq.shape[1]
+    freq_flat = freq.ravel()
+    cum_flat = (np.cumsum(freq, axis=1) - freq).ravel()
     x_max_unit = (_RANS_L >> _SCALE_BITS) << 16
-    block = 2048
-    for b0 in range(0, n_rows, block):
-        s = sym[b0:b0 + block].T  # (n_sym, n): each step reads one contiguous row
-        c_idx = cls[b0:b0 + block].T
-        f = np.ascontiguousarray(freq[c_idx, s], dtype=np.int32)
-        c = np.ascontiguousarray(cum[c_idx, s], dtype=np.int32)
-        n = s.shape[1]
-        rows = np.arange(n)
-        out = np.zeros((cap, n), dtype=np.uint16)
-        ptr = np.zeros(n, dtype=np.int64)
+    words_out, lengths = [], []
+    block = 4096
+    for b0 in range(0, len(sym), block):
+        s_t = np.ascontiguousarray(sym[b0:b0 + block].T)  # (steps, n): one contiguous row per step
+        c_t = np.ascontiguousarray(cls[b0:b0 + block].T).astype(np.int64) * n_sym_tab
+        steps, n = s_t.shape
+        words = np.empty((steps, n), dtype=np.uint16)
+        emit = np.empty((steps, n), dtype=bool)
         x = np.full(n, _RANS_L, dtype=np.int64)
-        for j in range(n_sym - 1, -1, -1):  # rANS is LIFO: encode backwards
-            fj = f[j].astype(np.int64)
-            emit = x >= x_max_unit * fj
-            out[ptr, rows] = x  # (truncated to the low word) harmless when not emitted
-            x = np.where(emit, x >> 16, x)
-            ptr += emit
+        for j in range(steps - 1, -1, -1):  # rANS is LIFO: encode backwards
+            idx = c_t[j // _ROW_LEN] + s_t[j]
+            fj = freq_flat[idx]
+            e = x >= x_max_unit * fj
+            emit[j] = e
+            words[j] = x & 0xFFFF
+            x = np.where(e, x >> 16, x)
             q, r = np.divmod(x, fj)
-            x = (q << _SCALE_BITS) + r + c[j]
-        for shift in (32, 16, 0):  # flush; reversed below into little-endian word order
-            out[ptr, rows] = x >> shift
-            ptr += 1
-        lengths[b0:b0 + n] = ptr
-        # reverse each row's emitted words: the decoder reads the stream forwards
-        idx = ptr[:, None] - 1 - np.arange(cap)[None, :]
-        valid = idx >= 0
-        parts.append(out[np.maximum(idx, 0), rows[:, None]][valid])
-    return np.concatenate(parts).astype("<u2"), lengths
+            x = (q << _SCALE_BITS) + r + cum_flat[idx]
+        flush = np.stack([x & 0xFFFF, (x >> 16) & 0xFFFF, x >> 32], axis=1).astype(np.uint16)
+        keep = np.concatenate([np.ones((n, 3), dtype=bool), emit.T], axis=1)
+        words_out.append(np.concatenate([flush, words.T], axis=1)[keep])
+        lengths.append(keep.sum(axis=1))
+    return np.concatenate(words_out).astype("<u2"), np.concatenate(lengths)
 
 
 def _table_sections(z: np.lib.npyio.NpzFile) -> dict[str, np.ndarray]:
@@ -191,13 +186,13 @@ def _table_sections(z: np.lib.npyio.NpzFile) -> dict[str, np.ndarray]:
     cls = np.searchsorted(edges, std) * _FRAC_CLASSES + frac
     sym = codes.astype(np.int16) - center[:, None] + 63
     freq = _freq_tables(sym, cls, _STD_CLASSES * _FRAC_CLASSES)
-    # one stream per group of _ROWS_PER_STREAM consecutive rows (pad rows use class 0, symbol
-    # 63, always present in class 0's table), which amortises the 6-byte stream flush
+    # one stream per group of _ROWS_PER_STREAM consecutive rows, which amortises the 6-byte
+    # flush; padding rows use class 0 and symbol 63 (residual 0), always in every table
     n_groups = -(-n_rows // _ROWS_PER_STREAM)
     pad = n_groups * _ROWS_PER_STREAM - n_rows
     gsym = np.concatenate([sym, np.full((pad, _ROW_LEN), 63, sym.dtype)]).reshape(n_groups, -1)
-    gcls = np.repeat(np.concatenate([cls, np.zeros(pad, cls.dtype)]), _ROW_LEN).reshape(n_groups, -1)
-    stream, lengths = _rans_encode_rows(gsym, gcls, freq)
+    gcls = np.concatenate([cls, np.zeros(pad, cls.dtype)]).reshape(n_groups, _ROWS_PER_STREAM)
+    stream, lengths = _rans_encode(gsym, gcls, freq)
     return {
         "tab_scale": np.asarray(z["scale"], dtype="<f4"),
         "tab_lo": np.asarray(z["lo"], dtype="<f4"),

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from memory.errors import MemwikiError, SourceError, StoreLockedError
-from memory.graph import KnowledgeGraph, connect_readonly, entity_id, parse_date, parse_time
+from memory.graph import KnowledgeGraph, entity_id
+from memory.sqlitedb import connect_readonly
+from memory.times import parse_date, parse_time
 
 FIXTURE_KG = (
     Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mempalace_palace" / "knowledge_graph.sqlite3"

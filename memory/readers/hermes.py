@@ -28,8 +28,7 @@ import yaml
 
 from memory.categories import category_of
 from memory.errors import MemwikiError, SourceError
-from memory.graph import stored_time
-from memory.hot import FILE_NAMES, drift_reason, mtime_iso, parse_entries
+from memory.hot import FILE_NAMES, drift_reason, parse_entries
 from memory.lexical import LexicalIndex
 from memory.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
 from memory.snapshot import (
@@ -48,6 +47,7 @@ from memory.snapshot import (
     WikiPage,
 )
 from memory.textio import read_text
+from memory.times import mtime_iso, stored_time
 from memory.tokens import tokens
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ import numpy as np
 from memory.categories import category_of
 from memory.embedders import Embedder
 from memory.errors import EmbedderMismatchError, MemwikiError, SourceError
-from memory.graph import KnowledgeGraph, stored_time
+from memory.graph import KnowledgeGraph
 from memory.readers.locate import find_knowledge_graph, mempalace_config_dir, palace_cache_dir
 from memory.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
 from memory.snapshot import (
@@ -45,6 +45,7 @@ from memory.snapshot import (
     WikiPage,
 )
 from memory.textio import read_text
+from memory.times import stored_time
 from memory.vector_cache import VectorCache
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory.errors import MemwikiError, SourceError
-from memory.graph import connect_readonly
+from memory.sqlitedb import connect_readonly
 
 # SQLite's lock bytes (os_unix.c): in rollback-journal mode a writer holds a write lock on PENDING / RESERVED
 # of the database file; in WAL mode it holds the WAL write lock, byte 120 of the `-shm` file.

@@ -1,0 +1,132 @@
+"""Recall: hybrid ranking, priority order hot memory → L2 → L4 → files, early stop, all layers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory.embedders import USEEmbedder
+from memory.errors import MemwikiError
+from memory.recall import Recaller, RecallConfig, fuse
+from memory.semantic import SemanticMemory
+from memory.sessions import SessionHistory
+from memory.snapshot import HotEntry, HotFile, Memory, WikiPage
+from memory.vector_cache import VectorCache
+
+CORPUS = [
+    ("nas", "家里的 NAS 是群晖 DS920+，地址 192.168.1.10，共享目录挂载在 /mnt/nas。"),
+    ("router", "主路由器刷了 OpenWrt，网关是 192.168.1.1。"),
+    ("run", "用户每天早上七点跑步五公里，周末会去爬梧桐山。"),
+    ("coffee", "用户的咖啡习惯：只喝美式，不加糖不加奶。"),
+    ("book", "用户正在读《置身事内》，对地方财政很感兴趣。"),
+    ("kid", "The user's daughter Mia starts primary school in September."),
+    ("tabs", "The user prefers tabs over spaces only in Go code; everywhere else spaces."),
+    ("vps", "The VPS lives in Tokyo, runs Debian 12, and SSH listens on port 2222 with keys only."),
+    ("pg", "生产环境数据库是 PostgreSQL 16，每天凌晨三点做一次 pg_dump 全量备份。"),
+]
+HOT_TEXT = "The user is allergic to peanuts: never suggest recipes with peanuts."
+
+
+@pytest.fixture(scope="session")
+def use() -> USEEmbedder:
+    embedder = USEEmbedder()
+    embedder.embed(["warm-up"])
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def l2(tmp_path_factory: pytest.TempPathFactory, use: USEEmbedder) -> SemanticMemory:
+    semantic = SemanticMemory(tmp_path_factory.mktemp("recall") / "l2", use)
+    semantic.upsert([Memory(id=i, text=t) for i, t in CORPUS])
+    return semantic
+
+
+def hot() -> list[HotFile]:
+    entries = (HotEntry(0, HOT_TEXT, "pitfall"), HotEntry(1, "Answer in Chinese unless asked otherwise.", "rule"))
+    return [HotFile("memory", entries, 2200, 0.7, path="MEMORY.md")]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("每天早上几点去锻炼？跑多远？", "run"),
+        ("线上数据库什么时候备份，用什么命令？", "pg"),
+        ("Which ssh port does the Tokyo server use?", "vps"),
+        ("When does my kid begin school?", "kid"),
+    ],
+)
+def test_hybrid_recall_finds_chinese_and_english_paraphrases(
+    use: USEEmbedder, l2: SemanticMemory, query: str, expected: str
+) -> None:
+    hits = Recaller(use, l2=l2).recall(query, k=3)
+    assert hits[0].id == expected and hits[0].layer == "L2"
+    assert "dense" in hits[0].why and hits[0].provenance["source"] == "L2"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_hot_memory_answers_first_and_stops_early(use: USEEmbedder, l2: SemanticMemory) -> None:
+    recaller = Recaller(use, hot_files=hot, l2=l2)
+    hits = recaller.recall("Is the user allergic to peanuts?", k=5)
+    assert hits[0].layer == "L1" and hits[0].id == "memory:0" and hits[0].text == HOT_TEXT
+    assert hits[0].confidence >= recaller.config.stop_threshold
+    assert {h.layer for h in hits} == {"L1"}  # a confident layer stops recall
+    assert hits[0].provenance == {"file": "MEMORY.md", "target": "memory", "index": 0, "category": "pitfall"}
+
+
+def test_all_layers_goes_on_in_priority_order(use: USEEmbedder, l2: SemanticMemory, tmp_path: Path) -> None:
+    sessions = SessionHistory(tmp_path / "sessions.sqlite3")
+    sessions.add_session("s1", title="dinner plans", started="2026-03-01T18:00:00Z")
+    sessions.add_message("s1", "user", "The doctor confirmed that I am allergic to peanuts.", "2026-03-01T18:01:00Z")
+    pages = [WikiPage("food.md", "Food", (), ("food",), "# Food\n\nPeanut allergy: check every recipe for peanuts.")]
+    recaller = Recaller(use, hot_files=hot, l2=l2, sessions=sessions.search, wiki_pages=lambda: pages)
+    hits = recaller.recall("Is the user allergic to peanuts?", k=2, all_layers=True)
+    layers = [h.layer for h in hits]
+    assert layers[0] == "L1" and "L2" in layers and "L4" in layers and "files" in layers
+    assert layers == sorted(layers, key=["L1", "L2", "L4", "files"].index)
+    assert sum(h.layer == "L2" for h in hits) == 2  # k per layer
+    l4 = next(h for h in hits if h.layer == "L4")
+    assert l4.id == "s1" and "peanut" in l4.text.lower() and l4.provenance["title"] == "dinner plans"
+    sessions.close()
+
+
+def test_l2_answers_when_hot_memory_does_not(use: USEEmbedder, l2: SemanticMemory) -> None:
+    hits = Recaller(use, hot_files=hot, l2=l2).recall("群晖 NAS 的挂载目录", k=3)
+    assert hits[0].layer == "L2" and hits[0].id == "nas"
+    assert all(h.layer == "L2" for h in hits)  # the weak hot-memory entries stay out
+
+
+def test_empty_query_is_an_error(use: USEEmbedder, l2: SemanticMemory) -> None:
+    for query in ("", "   \n\t"):
+        with pytest.raises(MemwikiError, match="empty query"):
+            Recaller(use, l2=l2).recall(query)
+
+
+def test_dialogue_query_weights_the_last_turns(use: USEEmbedder, l2: SemanticMemory) -> None:
+    dialogue = "我们聊聊孩子的学校吧。\n其实我更想问：家里路由器的网关地址是多少？"
+    assert Recaller(use, l2=l2).recall(dialogue, k=1)[0].id == "router"
+
+
+def test_fusion_methods() -> None:
+    dense = [("a", 0.9), ("b", 0.5), ("c", 0.4)]
+    lexical = [("c", 12.0), ("d", 3.0)]
+    for fusion in ("z", "rrf", "score"):
+        ranked = fuse(dense, lexical, RecallConfig(fusion=fusion))
+        assert {r.id for r in ranked} == {"a", "b", "c", "d"}
+        assert ranked[-1].id in ("b", "d")
+        assert ranked[0].id in ("a", "c")
+    with pytest.raises(MemwikiError, match="unknown fusion"):
+        fuse(dense, lexical, RecallConfig(fusion="max"))
+
+
+def test_vector_cache_reembeds_only_changes_and_serves_recall(use: USEEmbedder, tmp_path: Path) -> None:
+    source = [Memory(id=i, text=t, wing="w") for i, t in CORPUS]
+    cache = VectorCache(tmp_path / "cache", use)
+    assert cache.update(source) == len(CORPUS)
+    assert VectorCache(tmp_path / "cache", use).update(source) == 0  # loaded from disk, nothing re-embedded
+    changed = [*source[:-1], Memory(id="pg", text="生产数据库已迁移到 MySQL 8。")]
+    assert cache.update(changed) == 1
+    hits = Recaller(use, l2=cache).recall("Which ssh port does the Tokyo server use?", k=2)
+    assert hits[0].id == "vps" and hits[0].provenance["wing"] == "w"
+    assert cache.lexical_search("MySQL", 3)[0][0] == "pg" and cache.lexical_search("pg_dump", 3) == []
+    assert cache.update(changed[:3]) == 0 and cache.count() == 3 and cache.lexical.count() == 3
