@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,6 +21,7 @@ from memory.lexical import LexicalIndex
 from memory.snapshot import HotFile, Memory, SessionHit, WikiPage
 
 LAYERS = ("L1", "L2", "L4", "files")
+TEXT_CACHE_MAX = 20000  # vectors of small-layer texts kept between recalls
 
 
 class L2Index(Protocol):
@@ -39,11 +40,13 @@ class L2Index(Protocol):
 class RecallConfig:
     """Ranking and stopping parameters.
 
-    Calibration (scripts/bench_recall.py --calibrate, on the dev sets of ../shared/bench): the top-1 cosine
-    of USE multilingual v3 for queries whose answer is NOT in the corpus (zh_recall_dev queries against the
-    MADial memories and the reverse, LoCoMo questions against another conversation) stays below ~0.45 for
-    95% of queries, while a correct top-1 is above it for about half the answerable queries; 0.55 is where
-    a top-1 is wrong less than ~5% of the time. A layer answers "with confidence" above `stop_threshold`.
+    Calibration of the two cosine thresholds (`python scripts/bench_recall.py --calibrate`, USE multilingual
+    v3, dev sets of ../shared/bench): run against a corpus that does NOT hold their answer (zh_recall questions
+    against the MADial memories, MADial dialogues against a LoCoMo conversation, LoCoMo questions against the
+    zh memories), queries get a best cosine of p50 0.16, p95 0.445; answerable queries get p50 0.49.
+    `min_confidence` = 0.45 ≈ that p95: a hit below it is as close as an unrelated one, so L1 / L4 / file
+    hits under it are not returned. `stop_threshold` = 0.55: only 0.4% of unanswerable queries reach it (27%
+    of answerable ones do), so a layer whose best hit reaches it has the answer, and recall stops there.
     """
 
     # "z": z-score fusion (each retriever's top-`depth` scores standardised, summed with the weights; a
@@ -60,7 +63,6 @@ class RecallConfig:
     turn_decay: float = 0.5
     stop_threshold: float = 0.55  # cosine of a layer's best hit above which recall stops (see above)
     min_confidence: float = 0.45  # L1, L4 and file hits below this cosine are not returned
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -244,6 +246,8 @@ class Recaller:
 
     def _vectors_of(self, texts: Sequence[str]) -> np.ndarray:
         keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        if len(self._text_vectors) > TEXT_CACHE_MAX:
+            self._text_vectors.clear()
         todo = list(dict.fromkeys(key for key in keys if key not in self._text_vectors))
         if todo:
             by_key = dict(zip(keys, texts, strict=True))

@@ -25,6 +25,9 @@ from memory.snapshot import CATEGORIES, Memory, ScoredMemory
 COLLECTION = "memories"
 LEXICAL_FILE = "lexical.sqlite3"
 IMPORT_BATCH = 256  # texts per embedder call
+# HNSW search breadth: Chroma's default (100) missed some of the true top 50 on the LoCoMo dev set.
+HNSW_EF_SEARCH = 256
+HNSW_EF_CONSTRUCTION = 100
 WRITE_BATCH = 1024  # memories per Chroma write during an import (bigger writes are cheaper per memory)
 _FIELDS = tuple(f.name for f in fields(Memory) if f.name not in ("id", "text", "meta"))
 
@@ -71,7 +74,9 @@ class SemanticMemory:
         self._col = self.client.get_or_create_collection(
             collection,
             embedding_function=None,
-            configuration={"hnsw": {"space": "cosine"}},
+            configuration={
+                "hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": HNSW_EF_CONSTRUCTION}
+            },
             metadata={"embedder": embedder.name, "model": _model_name(embedder), "dim": int(embedder.dim or 0)},
         )
         self._check_embedder()

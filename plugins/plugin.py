@@ -25,8 +25,8 @@ from memory.errors import MemwikiError
 from memory.snapshot import Memory, MemorySource
 from plugins.builders import build_all, site
 from plugins.builders.audit import KINDS, TITLES, findings
-from plugins.pages import BuildContext, GeneratedPage
 from plugins.pagecache import PageCache
+from plugins.pages import BuildContext, GeneratedPage
 from plugins.privacy import PrivacyFilter, PrivacyRules
 from plugins.render import page_url
 
@@ -79,6 +79,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.generated: dict[str, GeneratedPage] = {}
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        # generated pages are left out of the navigation on purpose: do not list each one at INFO level
+        if config.validation.nav.omitted_files == logging.INFO:
+            config.validation.nav.omitted_files = logging.DEBUG
         for name, where in ((CSS, config.extra_css), (JS, config.extra_javascript)):
             if name not in [str(x) for x in where]:
                 where.append(name)

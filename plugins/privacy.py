@@ -26,8 +26,8 @@ from memory.errors import MemwikiError
 from memory.snapshot import (
     Entity,
     HotFile,
-    MemorySource,
     Memory,
+    MemorySource,
     Message,
     Persona,
     ScoredMemory,
@@ -75,7 +75,12 @@ class PrivacyRules:
         )
 
     def fingerprint(self) -> str:
-        raw = [self.markers, sorted(self.exclude_categories), sorted(self.exclude_wings), [p.pattern for p in self.redact]]
+        raw = [
+            self.markers,
+            sorted(self.exclude_categories),
+            sorted(self.exclude_wings),
+            [p.pattern for p in self.redact],
+        ]
         return hashlib.sha1(json.dumps(raw).encode()).hexdigest()
 
     def private(self, text: str) -> bool:

@@ -82,7 +82,9 @@ class TextRenderer:
         md.enable(["table", "strikethrough"]).disable(["link", "image", "autolink"])
         md.use(wikilinks_plugin)
         # markdown-it binds render rules to its renderer, so they get it as first argument
-        md.add_render_rule("wikilink", lambda _r, tokens, idx, options, env: self._render_wikilink(tokens, idx, options, env))
+        md.add_render_rule(
+            "wikilink", lambda _r, tokens, idx, options, env: self._render_wikilink(tokens, idx, options, env)
+        )
         md.add_render_rule(
             "heading_open", lambda _r, tokens, idx, options, env: self._render_heading_open(tokens, idx, options, env)
         )

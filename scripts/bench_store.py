@@ -36,15 +36,58 @@ from memory.snapshot import Memory  # noqa: E402
 
 ZH_SUBJECTS = ["用户", "项目", "服务器", "家里的 NAS", "测试环境", "博客", "数据库", "路由器", "孩子", "同事小王"]
 ZH_VERBS = ["喜欢", "需要", "部署了", "每周检查", "讨厌", "迁移到", "备份到", "升级了", "记录了", "推荐"]
-ZH_OBJECTS = ["PostgreSQL 16", "周末爬山", "Docker 容器", "凌晨三点的定时任务", "美式咖啡", "OpenWrt 固件",
-              "Rust 编译缓存", "英文提交信息", "Proxmox 虚拟机", "家庭相册", "Kindle 电子书", "监控告警"]
-EN_SUBJECTS = ["The user", "The build server", "Alice", "The staging cluster", "Our team", "The home lab",
-               "The CI pipeline", "Bob's laptop", "The blog", "The agent"]
-EN_VERBS = ["prefers", "runs", "stopped using", "backs up", "depends on", "was migrated to", "often forgets",
-            "needs", "reported a bug in", "moved away from"]
-EN_OBJECTS = ["tabs in Go code", "a nightly pg_dump", "Grafana dashboards", "SSH on port 2222", "Debian 12",
-              "a Raspberry Pi 5", "weekly status reports", "Ollama on the RTX 4090", "spaced repetition",
-              "the Tokyo VPS", "hiking on Sundays", "Python 3.11"]
+ZH_OBJECTS = [
+    "PostgreSQL 16",
+    "周末爬山",
+    "Docker 容器",
+    "凌晨三点的定时任务",
+    "美式咖啡",
+    "OpenWrt 固件",
+    "Rust 编译缓存",
+    "英文提交信息",
+    "Proxmox 虚拟机",
+    "家庭相册",
+    "Kindle 电子书",
+    "监控告警",
+]
+EN_SUBJECTS = [
+    "The user",
+    "The build server",
+    "Alice",
+    "The staging cluster",
+    "Our team",
+    "The home lab",
+    "The CI pipeline",
+    "Bob's laptop",
+    "The blog",
+    "The agent",
+]
+EN_VERBS = [
+    "prefers",
+    "runs",
+    "stopped using",
+    "backs up",
+    "depends on",
+    "was migrated to",
+    "often forgets",
+    "needs",
+    "reported a bug in",
+    "moved away from",
+]
+EN_OBJECTS = [
+    "tabs in Go code",
+    "a nightly pg_dump",
+    "Grafana dashboards",
+    "SSH on port 2222",
+    "Debian 12",
+    "a Raspberry Pi 5",
+    "weekly status reports",
+    "Ollama on the RTX 4090",
+    "spaced repetition",
+    "the Tokyo VPS",
+    "hiking on Sundays",
+    "Python 3.11",
+]
 PLACES = ["上海", "东京", "Berlin", "深圳", "Lisbon", "杭州", "Seattle", "成都"]
 
 
@@ -54,11 +97,15 @@ def synthetic_texts(n: int, seed: int = 7) -> list[str]:
     out = []
     for i in range(n):
         if rng.random() < 0.5:
-            text = (f"{rng.choice(ZH_SUBJECTS)}{rng.choice(ZH_VERBS)}{rng.choice(ZH_OBJECTS)}，"
-                    f"地点在{rng.choice(PLACES)}，第 {i} 条记录，优先级 {rng.randint(1, 5)}。")
+            text = (
+                f"{rng.choice(ZH_SUBJECTS)}{rng.choice(ZH_VERBS)}{rng.choice(ZH_OBJECTS)}，"
+                f"地点在{rng.choice(PLACES)}，第 {i} 条记录，优先级 {rng.randint(1, 5)}。"
+            )
         else:
-            text = (f"{rng.choice(EN_SUBJECTS)} {rng.choice(EN_VERBS)} {rng.choice(EN_OBJECTS)} "
-                    f"in {rng.choice(PLACES)} (note {i}, priority {rng.randint(1, 5)}).")
+            text = (
+                f"{rng.choice(EN_SUBJECTS)} {rng.choice(EN_VERBS)} {rng.choice(EN_OBJECTS)} "
+                f"in {rng.choice(PLACES)} (note {i}, priority {rng.randint(1, 5)})."
+            )
         out.append(text)
     return out
 
@@ -88,8 +135,9 @@ def import_rate(embedder: USEEmbedder, texts: list[str], tmp: Path, run: int) ->
     return len(texts) / elapsed
 
 
-def latency(embedder: USEEmbedder, size: int, pool: list[str], pool_vectors: np.ndarray, queries: list[str],
-            tmp: Path) -> dict:
+def latency(
+    embedder: USEEmbedder, size: int, pool: list[str], pool_vectors: np.ndarray, queries: list[str], tmp: Path
+) -> dict:
     l2 = SemanticMemory(tmp / f"size-{size}", embedder)
     t0 = time.perf_counter()
     step = 5000
@@ -161,13 +209,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     imp = report["import"]
     print(f"model load (excluded from all timings): {report['model_load_seconds']} s")
-    print(f"import of {imp['memories']} memories, median of {imp['runs']} runs: {imp['import_per_s']}/s; "
-          f"embedder alone on the same texts: {imp['embedder_per_s']}/s; ratio {imp['ratio']:.0%}")
-    print(f"latency stores filled with vectors of {report['pool']['texts']} distinct embedded texts, reused "
-          f"cyclically (texts made unique); recall = query embedding + dense + lexical + fusion, k=5")
+    print(
+        f"import of {imp['memories']} memories, median of {imp['runs']} runs: {imp['import_per_s']}/s; "
+        f"embedder alone on the same texts: {imp['embedder_per_s']}/s; ratio {imp['ratio']:.0%}"
+    )
+    print(
+        f"latency stores filled with vectors of {report['pool']['texts']} distinct embedded texts, reused "
+        f"cyclically (texts made unique); recall = query embedding + dense + lexical + fusion, k=5"
+    )
     print(f"{'size':>8} {'fill s':>8} {'p50 ms':>8} {'p95 ms':>8} {'peak RSS MB':>12}")
     for row in report["latency"]:
-        print(f"{row['size']:>8} {row['fill_seconds']:>8} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['peak_rss_mb']:>12}")
+        print(
+            f"{row['size']:>8} {row['fill_seconds']:>8} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['peak_rss_mb']:>12}"
+        )
     print(f"peak RSS of the whole run: {report['peak_rss_mb']} MB")
     return 0
 

@@ -53,12 +53,24 @@ def shoot(url: str, out: Path, width: int, height: int) -> None:
     try:
         subprocess.run(
             [
-                CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--hide-scrollbars", f"--user-data-dir={profile}", f"--screenshot={out}",
-                f"--window-size={width},{height}", "--virtual-time-budget=4000", url,
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                f"--screenshot={out}",
+                f"--window-size={width},{height}",
+                "--virtual-time-budget=4000",
+                url,
             ],
-            check=True, capture_output=True, timeout=120,
+            check=True,
+            capture_output=True,
+            timeout=120,
         )
     finally:
         shutil.rmtree(profile, ignore_errors=True)

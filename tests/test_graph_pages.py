@@ -220,3 +220,20 @@ def _write(root: Path, assets: list[GeneratedAsset]) -> None:
         path = root / a.dest_uri
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(a.content)
+
+
+def test_graph_files_are_cached_until_the_graph_changes(tmp_path: Path) -> None:
+    with Store.init(tmp_path / "s") as st:
+        st.graph.add_triple("Agent", "uses", "Chroma")
+        options = {"cache_dir": str(tmp_path / "cache")}
+        first = {a.dest_uri: a.content for a in graph.build(BuildContext(st.reader(), options))[1]}
+        cached = list((tmp_path / "cache" / "graph").glob("*.json"))
+        assert len(cached) == 1
+        again = {a.dest_uri: a.content for a in graph.build(BuildContext(st.reader(), options))[1]}
+        assert again == first
+        st.graph.add_triple("Agent", "runs_on", "GPU box")  # the graph changed: nothing stale may be served
+        third = {a.dest_uri: a.content for a in graph.build(BuildContext(st.reader(), options))[1]}
+    assert graph.entity_graph_uri("gpu_box") in third and graph.entity_graph_uri("gpu_box") not in first
+    assert "runs_on" in third[graph.entity_graph_uri("agent")].decode()
+    assert list((tmp_path / "cache" / "graph").glob("*.json")) != cached
+    assert len(list((tmp_path / "cache" / "graph").glob("*.json"))) == 1

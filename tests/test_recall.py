@@ -8,7 +8,7 @@ import pytest
 
 from memory.embedders import USEEmbedder
 from memory.errors import MemwikiError
-from memory.recall import Recaller, RecallConfig, fuse
+from memory.recall import RecallConfig, Recaller, fuse
 from memory.semantic import SemanticMemory
 from memory.sessions import SessionHistory
 from memory.snapshot import HotEntry, HotFile, Memory, WikiPage

@@ -76,7 +76,8 @@ globalThis.MemwikiUSE.load("", {bytes: new Uint8Array(bytes)}).then(use => {
       bm25: index.lexicalRank(q, 50).map(([d, s]) => [data.docs[d][0], s]),
     };
   }
-  out.__tokens = req.texts.map(t => [globalThis.MemwikiSearch.tokens(t, index.stop), globalThis.MemwikiSearch.tokens(t, null)]);
+  const tok = globalThis.MemwikiSearch.tokens;
+  out.__tokens = req.texts.map(t => [tok(t, index.stop), tok(t, null)]);
   process.stdout.write(JSON.stringify(out));
 });
 """
@@ -144,7 +145,7 @@ def test_js_dense_top_result_matches_python_over_the_same_vectors(exported) -> N
 
 def test_js_hybrid_top_result_is_what_recall_finds(exported) -> None:
     js, py = exported["js"], exported["py"]
-    for query, gold in QUERIES.items():
+    for query in QUERIES:
         assert js[query]["hybrid"][0] == py[query]["recall"][0], query
     hits = sum(js[q]["hybrid"][0] == gold for q, gold in QUERIES.items())
     assert hits >= len(QUERIES) - 1  # and it is the right memory

@@ -27,10 +27,24 @@ def l2(tmp_path: Path, use: USEEmbedder) -> SemanticMemory:
 
 
 MEMORIES = [
-    Memory(id="nas", text="家里的 NAS 是群晖 DS920+，共享目录挂载在 /mnt/nas。", category="network",
-           created="2026-01-02T03:04:05Z", wing="home", room="lab", meta={"tags": ["nas"], "n": 3}),
-    Memory(id="tabs", text="The user prefers tabs over spaces in Go code.", category="preference", source="L1",
-           sunk_at="2026-02-01T00:00:00Z", session_id="s1", message_id="m9"),
+    Memory(
+        id="nas",
+        text="家里的 NAS 是群晖 DS920+，共享目录挂载在 /mnt/nas。",
+        category="network",
+        created="2026-01-02T03:04:05Z",
+        wing="home",
+        room="lab",
+        meta={"tags": ["nas"], "n": 3},
+    ),
+    Memory(
+        id="tabs",
+        text="The user prefers tabs over spaces in Go code.",
+        category="preference",
+        source="L1",
+        sunk_at="2026-02-01T00:00:00Z",
+        session_id="s1",
+        message_id="m9",
+    ),
     Memory(id="coffee", text="用户只喝美式咖啡，不加糖不加奶。", category="preference"),
 ]
 
@@ -97,8 +111,10 @@ def test_import_jsonl_keeps_ids_and_is_idempotent(l2: SemanticMemory, tmp_path: 
         (b'{"id": "a", "text": "ok"}\n{"id": "b", "meta": {}}\n', r"bad\.jsonl:2: missing or empty \"text\""),
         (b'{"id": "a", "text": "ok"}\n{"id": "b", "text": "  "}\n', r"bad\.jsonl:2: missing or empty \"text\""),
         (b'{"id": "a", "text": "ok"}\n{"text": "no id"}\n', r"bad\.jsonl:2: missing or empty \"id\""),
-        (b'{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n{"id": "a", "text": "z"}\n',
-         r"bad\.jsonl:3: duplicate id 'a' \(first on line 1\)"),
+        (
+            b'{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n{"id": "a", "text": "z"}\n',
+            r"bad\.jsonl:3: duplicate id 'a' \(first on line 1\)",
+        ),
         (b'{"id": "a", "text": "x", "meta": []}\n', r"bad\.jsonl:1: \"meta\" must be an object"),
         (b'{"id": "a", "text": "x", "meta": {"category": "gossip"}}\n', r"bad\.jsonl:1: unknown category"),
         (b'["id", "text"]\n', r"bad\.jsonl:1: expected a JSON object"),

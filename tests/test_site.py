@@ -4,19 +4,34 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import pytest
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
+from mkdocs.exceptions import Abort
+
+from memory.snapshot import Memory
+from memory.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 HREF = re.compile(r'<a class="mw-wikilink( mw-wanted)?" href="([^"]+)"')
 
 
-def build_site(site_dir: Path, cache_dir: Path, *, strict: bool = False, **plugin_options: object) -> object:
-    """Build mkdocs.yml of the repo into `site_dir`, with the plugin's cache in `cache_dir`."""
+def build_site(
+    site_dir: Path, cache_dir: Path, *, strict: bool = False, **plugin_options: object
+) -> tuple[Any, Abort | None]:
+    """Build mkdocs.yml of the repo into `site_dir`, with the plugin's cache in `cache_dir`.
+
+    Returns the plugin instance (to look at what it rendered) and the Abort of a failed strict build."""
+    shared = ROOT / ".cache" / "memwiki" / "use"  # the browser embedder export, keyed by its own content hash
+    shared.mkdir(parents=True, exist_ok=True)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    if not (cache_dir / "use").exists():
+        (cache_dir / "use").symlink_to(shared, target_is_directory=True)
     config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(site_dir), strict=strict)
     plugin = config.plugins["memwiki"]
     plugin.config.cache_dir = str(cache_dir)
@@ -25,16 +40,25 @@ def build_site(site_dir: Path, cache_dir: Path, *, strict: bool = False, **plugi
     config.plugins.on_startup(command="build", dirty=False)
     try:
         build(config)
+    except Abort as exc:
+        return plugin, exc
     finally:
         config.plugins.on_shutdown()
-    return plugin
+    return plugin, None
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo site built once per session (strict: no warning at all with audit_errors: []); returns its root."""
     root = tmp_path_factory.mktemp("demo-site")
-    build_site(root / "site", root / "cache", strict=True)  # strict: no warning at all with audit_errors: []
-    return root / "site"
+    _, error = build_site(root / "site", root / "cache", strict=True)
+    assert error is None, error
+    return root
+
+
+@pytest.fixture(scope="session")
+def site(demo_build: Path) -> Path:
+    return demo_build / "site"
 
 
 def read(site: Path, rel: str) -> str:
@@ -59,7 +83,9 @@ def test_every_wikilink_resolves_to_a_page_or_its_stub(site: Path) -> None:
             assert dest.is_file(), f"{page.relative_to(site)}: wikilink to missing {href}"
             assert site.resolve() in dest.parents, f"{href} leaves the site"
             if anchor:
-                assert anchor in _ids(dest.read_text(encoding="utf-8")), f"{page.relative_to(site)}: no #{anchor} in {target}"
+                assert anchor in _ids(dest.read_text(encoding="utf-8")), (
+                    f"{page.relative_to(site)}: no #{anchor} in {target}"
+                )
             if is_wanted:
                 assert "/concepts/wanted/" in dest.as_posix()
                 wanted += 1
@@ -95,7 +121,9 @@ def test_hostile_memory_text_is_inert(site: Path) -> None:
     for page in html_files(site):
         text = page.read_text(encoding="utf-8")
         assert "<script>alert(1)" not in text, page
-        assert "<img src=x" not in text and "onerror=alert(1)>" not in text.replace("&lt;img src=x onerror=alert(1)&gt;", ""), page
+        assert "<img src=x" not in text and "onerror=alert(1)>" not in text.replace(
+            "&lt;img src=x onerror=alert(1)&gt;", ""
+        ), page
         assert 'href="javascript:' not in text.lower(), page
     other = read(site, "memory/category/other.html")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in other
@@ -149,7 +177,7 @@ def test_sessions_timeline_and_digest(site: Path) -> None:
     assert order == sorted(order)  # newest first
     digest = read(site, "sessions/s-1015-kb.html")
     assert "Key turns" in digest and digest.count('class="mw-turn"') >= 1
-    assert "<details class=\"mw-transcript\">" in digest
+    assert '<details class="mw-transcript">' in digest
     assert "on_call_for" in digest  # a fact that cites this session
     code = read(site, "sessions/s-1009-site.html")
     assert "<code>[[x]]</code>" in code and "<code>see [[x]] here</code>" in code
@@ -161,3 +189,44 @@ def test_no_generated_page_in_nav_but_section_indexes(site: Path) -> None:
     assert {"index.html", "../audit.html", "../sessions/index.html", "../persona.html"} <= nav
     assert not {n for n in nav if not n.endswith(("index.html", "audit.html", "persona.html", "about.html"))}
     assert len(nav) < 15
+
+
+# -- a rebuild after one memory changed, in strict mode with `audit_errors: [conflicts]` ------------------
+NEW_TEXT = "Rebuild check: embed-01 now also serves [[Rebuild probe]] for the page-cache test."
+
+
+@pytest.fixture(scope="session")
+def rebuilt(demo_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Abort | None]:
+    """A copy of the demo store with one memory added, built with the page cache of the session's build."""
+    root = tmp_path_factory.mktemp("rebuild")
+    store_dir = root / "store"
+    shutil.copytree(ROOT / ".cache" / "demo-store", store_dir)
+    with Store.open(store_dir) as store:
+        store.semantic.add([Memory(id="m-900", text=NEW_TEXT, category="technical", wing="infra", room="embed-01")])
+    plugin, error = build_site(
+        root / "site",
+        demo_build / "cache",
+        strict=True,
+        store=str(store_dir),
+        demo_src=None,
+        audit_errors=["conflicts"],
+    )
+    return root / "site", plugin, error
+
+
+def test_strict_build_fails_on_configured_audit_error(rebuilt: tuple[Path, Any, Abort | None]) -> None:
+    _, _, error = rebuilt
+    assert isinstance(error, Abort) and "strict mode" in str(error)
+
+
+def test_rebuild_renders_only_what_changed(rebuilt: tuple[Path, Any, Abort | None]) -> None:
+    site, plugin, _ = rebuilt
+    rendered = {u for u, p in plugin.generated.items() if not p.in_nav}  # rendered again (section indexes always are)
+    reused = set(plugin.cache.hits)
+    assert "memory/category/technical.md" in rendered  # the changed memory's page
+    assert "concepts/wanted/rebuild-probe.md" in rendered  # the new stub it links to
+    assert "concepts/juniper.md" in reused and "sessions/s-1015-kb.md" in reused
+    assert len(rendered) <= 5 and len(reused) > 40, rendered
+    assert "Rebuild check: embed-01" in (site / "memory" / "category" / "technical.html").read_text(encoding="utf-8")
+    juniper = (site / "concepts" / "juniper.html").read_text(encoding="utf-8")
+    assert 'id="backlinks"' in juniper and "md-nav__link" in juniper  # a reused page is a whole page

@@ -11,7 +11,15 @@ from plugins.wikilinks import find_links, parse_link
 
 def _index() -> ConceptIndex:
     index = ConceptIndex()
-    index.add_wiki(WikiPage("memory-store.md", "长期记忆库", ("Long-term memory store", "记忆库"), (), "# 长期记忆库\n\n## 五层 / The five layers\n\ntext\n"))
+    index.add_wiki(
+        WikiPage(
+            "memory-store.md",
+            "长期记忆库",
+            ("Long-term memory store", "记忆库"),
+            (),
+            "# 长期记忆库\n\n## 五层 / The five layers\n\ntext\n",
+        )
+    )
     index.add_wiki(WikiPage("cloud-kb.md", "Cloud Knowledge Base", ("云知识库",), (), "Body"))
     index.add_entity(Entity("embed-01", "embed-01", "server"))
     index.add_entity(Entity("云知识库", "云知识库", "service"))
@@ -31,10 +39,14 @@ def test_code_stays_code() -> None:
 
 
 def test_sentence_is_the_linking_one() -> None:
-    found = find_links("First sentence. Second one names [[Juniper]] here. Third.")
-    assert found[0].sentence == "Second one names [[Juniper]] here."
-    found = find_links("第一句。第二句提到 [[长期记忆库]]。第三句。")
-    assert found[0].sentence == "第二句提到 [[长期记忆库]]。"
+    found = find_links("First sentence. The second sentence is long and names [[Juniper]] here. Third.")
+    assert found[0].sentence == "The second sentence is long and names [[Juniper]] here."
+    found = find_links("第一句。第二句很长很长，它提到了我们的 [[长期记忆库]]，还说了很多别的事情，足够长了。第三句。")
+    assert found[0].sentence == "第二句很长很长，它提到了我们的 [[长期记忆库]]，还说了很多别的事情，足够长了。"
+    # a short linking sentence comes with the one before it, for context
+    found = find_links("链接到不存在的概念怎么办？比如 [[向量量化]]。后面。")
+    assert found[0].sentence == "链接到不存在的概念怎么办？比如 [[向量量化]]。"
+    assert find_links("It goes to a stub, e.g. [[x]].")[0].sentence == "It goes to a stub, e.g. [[x]]."
 
 
 def test_resolution_by_title_alias_slug_case_insensitive() -> None:
@@ -63,9 +75,20 @@ def test_wanted_and_path_tricks_stay_inside() -> None:
 
 def test_backlinks_are_collected_with_sentence() -> None:
     index = _index()
-    index.scan([TextSource("sessions/s1.md", "msg-2", "Session 1", "Intro. The store is [[记忆库]]. End.")])
+    index.scan(
+        [
+            TextSource(
+                "sessions/s1.md",
+                "msg-2",
+                "Session 1",
+                "Intro. The long-term store of the agent is [[记忆库]], in five layers. End.",
+            )
+        ]
+    )
     store = index.resolve("长期记忆库")
-    assert [(b.src_uri, b.anchor, b.sentence) for b in store.backlinks] == [("sessions/s1.md", "msg-2", "The store is [[记忆库]].")]
+    assert [(b.src_uri, b.anchor, b.sentence) for b in store.backlinks] == [
+        ("sessions/s1.md", "msg-2", "The long-term store of the agent is [[记忆库]], in five layers.")
+    ]
 
 
 def test_heading_links_use_rendered_anchor() -> None:

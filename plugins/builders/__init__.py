@@ -115,7 +115,9 @@ class Site:
             yield TextSource(page, anchor, f"L2 memory {memory.id}", memory.text)
         for session in self.sessions:
             for n, message in enumerate(self.messages.get(session.id, ()), 1):
-                yield TextSource(session_uri(session.id), message_anchor(n), session.title or session.id, message.content)
+                yield TextSource(
+                    session_uri(session.id), message_anchor(n), session.title or session.id, message.content
+                )
         for concept in self.index.concepts:
             if concept.wiki is not None:
                 yield TextSource(concept.src_uri, "", concept.title, concept.wiki.body)
@@ -152,7 +154,10 @@ def _read(ctx: BuildContext) -> Site:
         site.entity_names[entity.id] = entity.name or entity.id
     for category, memories in site.by_category().items():
         for i, memory in enumerate(memories):
-            site.memory_home[memory.id] = (paged_uri(category_base(category), i // PER_PAGE + 1), memory_anchor(memory.id))
+            site.memory_home[memory.id] = (
+                paged_uri(category_base(category), i // PER_PAGE + 1),
+                memory_anchor(memory.id),
+            )
     index.scan(site.texts())
     return site
 

@@ -115,7 +115,8 @@ def findings(ctx: BuildContext) -> list[Finding]:
     names = s.entity_names
 
     def fact(t: Triple) -> str:
-        return f"{names.get(t.subject, t.subject_name or t.subject)} {t.predicate} {names.get(t.object, t.object_name or t.object)}"
+        subject = names.get(t.subject, t.subject_name or t.subject)
+        return f"{subject} {t.predicate} {names.get(t.object, t.object_name or t.object)}"
 
     for group in conflicts(s.triples):
         c = s.index.for_entity(group[0].subject)
@@ -124,7 +125,9 @@ def findings(ctx: BuildContext) -> list[Finding]:
         out.append(Finding("conflicts", f"{subject} {group[0].predicate} → {objects}", c.src_uri if c else ""))
     for t in expired(s.triples, s.today):
         c = s.index.for_entity(t.subject)
-        out.append(Finding("expired", f"{fact(t)} (valid {t.valid_from or '?'} → {t.valid_to})", c.src_uri if c else ""))
+        out.append(
+            Finding("expired", f"{fact(t)} (valid {t.valid_from or '?'} → {t.valid_to})", c.src_uri if c else "")
+        )
     for c in s.index.wanted:
         out.append(Finding("wanted", f"{c.title} (wanted by {len(c.backlinks)})", c.src_uri))
     for c in s.index.orphans:
@@ -132,12 +135,27 @@ def findings(ctx: BuildContext) -> list[Finding]:
     pairs, method = near_duplicates(ctx, s.memories)
     ctx.__dict__["_memwiki_dup_method"] = method
     for a, b, score in pairs:
-        out.append(Finding("duplicates", f"{a} ≈ {b} ({score:.3f})", s.memory_home.get(a, ("", ""))[0], s.memory_home.get(a, ("", ""))[1]))
+        out.append(
+            Finding(
+                "duplicates",
+                f"{a} ≈ {b} ({score:.3f})",
+                s.memory_home.get(a, ("", ""))[0],
+                s.memory_home.get(a, ("", ""))[1],
+            )
+        )
     for hot in s.hot:
         if hot.usage > hot.threshold:
-            out.append(Finding("hot_over_threshold", f"{hot.target}: {hot.chars:,}/{hot.cap:,} chars ({hot.usage:.0%} > {hot.threshold:.0%})", PERSONA))
+            out.append(
+                Finding(
+                    "hot_over_threshold",
+                    f"{hot.target}: {hot.chars:,}/{hot.cap:,} chars ({hot.usage:.0%} > {hot.threshold:.0%})",
+                    PERSONA,
+                )
+            )
     if s.persona and s.persona.truncated:
-        out.append(Finding("persona_over_cap", f"SOUL.md has {s.persona.chars:,} chars, cap {s.persona.cap:,}", PERSONA))
+        out.append(
+            Finding("persona_over_cap", f"SOUL.md has {s.persona.chars:,} chars, cap {s.persona.cap:,}", PERSONA)
+        )
     for note in s.info.notes:
         out.append(Finding("source", note))
     ctx.__dict__["_memwiki_findings"] = out
@@ -217,5 +235,7 @@ def build(ctx: BuildContext) -> BuildResult:
         md += block(f"<ul>{''.join(lis)}</ul>", cls=f"mw-audit mw-audit-{kind}")
     notes = [n for n in ctx.notes if n]
     if notes:
-        md += "\n## Build notes\n" + block("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>", cls="mw-audit")
+        md += "\n## Build notes\n" + block(
+            "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>", cls="mw-audit"
+        )
     return [GeneratedPage(AUDIT, "Audit", md, in_nav=True, meta={"order": 9})], []

@@ -36,7 +36,8 @@ def facts_fallback(s: Site, concept: Concept) -> str:
             continue
         span = f"{t.valid_from or '?'} → {t.valid_to or 'now'}"
         rows.append(
-            f"<tr><td>{esc(t.subject_name or t.subject)}</td><td>{esc(t.predicate)}</td><td>{esc(t.object_name or t.object)}</td>"
+            f"<tr><td>{esc(t.subject_name or t.subject)}</td><td>{esc(t.predicate)}</td>"
+            f"<td>{esc(t.object_name or t.object)}</td>"
             f"<td>{esc(span)}</td><td>{esc(t.source)}</td></tr>"
         )
     if not rows:
@@ -127,13 +128,18 @@ def _index(s: Site, listed: list[Concept]) -> list[GeneratedPage]:
     md = frontmatter("Concepts") + "# Concepts\n\n"
     md += f"{len(wiki):,} hand-written pages, {len(others):,} pages from graph entities, {len(wanted):,} wanted.\n"
     md += "\n## Hand-written pages\n"
-    md += block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in wiki)}</ul>", cls="mw-index") if wiki else "\nNone.\n"
+    md += (
+        block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in wiki)}</ul>", cls="mw-index")
+        if wiki
+        else "\nNone.\n"
+    )
     md += "\n## Graph entities\n"
     if len(chunks) == 1:
         md += block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in others)}</ul>", cls="mw-index")
     elif chunks:
         links = "".join(
-            f'<li><a href="{esc(href(CONCEPTS, u, directory_urls=s.directory_urls))}">{esc(ch[0].title)} … {esc(ch[-1].title)}</a></li>'
+            f'<li><a href="{esc(href(CONCEPTS, u, directory_urls=s.directory_urls))}">'
+            f"{esc(ch[0].title)} … {esc(ch[-1].title)}</a></li>"
             for u, ch in zip(list_uris, chunks, strict=True)
         )
         md += block(f"<ul>{links}</ul>", cls="mw-index")
@@ -141,14 +147,23 @@ def _index(s: Site, listed: list[Concept]) -> list[GeneratedPage]:
         md += "\nNone.\n"
     md += "\n## Wanted concepts\n\nLinked from memory text but without a page; each stub lists where it is wanted.\n"
     shown = wanted[:PER_LIST_PAGE]
-    md += block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in shown)}</ul>", cls="mw-index") if shown else "\nNone.\n"
+    md += (
+        block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in shown)}</ul>", cls="mw-index")
+        if shown
+        else "\nNone.\n"
+    )
     if len(wanted) > len(shown):
-        md += f'\n{len(wanted) - len(shown):,} more on the <a href="{esc(href(CONCEPTS, AUDIT, directory_urls=s.directory_urls))}">audit page</a>.\n'
+        audit = esc(href(CONCEPTS, AUDIT, directory_urls=s.directory_urls))
+        md += f'\n{len(wanted) - len(shown):,} more on the <a href="{audit}">audit page</a>.\n'
     pages = [GeneratedPage(CONCEPTS, "Concepts", md, section="concepts", in_nav=True, meta={"order": 2})]
     if len(chunks) > 1:
         for n, (uri, chunk) in enumerate(zip(list_uris, chunks, strict=True), 1):
             head = f"Concepts {n}/{len(chunks)}"
-            body = frontmatter(head) + f"# {head}\n" + block(f"<ul class='mw-columns'>{''.join(_item(s, uri, c) for c in chunk)}</ul>", cls="mw-index")
+            body = (
+                frontmatter(head)
+                + f"# {head}\n"
+                + block(f"<ul class='mw-columns'>{''.join(_item(s, uri, c) for c in chunk)}</ul>", cls="mw-index")
+            )
             pages.append(GeneratedPage(uri, head, body, section="concepts"))
     return pages
 

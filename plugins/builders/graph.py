@@ -12,14 +12,18 @@ URL scheme. URLs ending in "/" are directory URLs; anything else is a file URL.
 from __future__ import annotations
 
 import hashlib
-import posixpath
+import importlib.metadata
+import json
 import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from memory.errors import MemwikiError
 from memory.snapshot import Entity, Triple
+from memory.textio import atomic_write_text, read_text
 from plugins.concepts import slugify
 from plugins.graphviz import (
     ENDED_COLOR,
@@ -53,9 +57,15 @@ def default_entity_url(entity_id: str) -> str:
 
 def relative_url(target: str, page_url: str) -> str:
     """`target` (relative to the site root) as seen from the page served at `page_url`."""
-    base = page_url if page_url.endswith("/") else posixpath.dirname(page_url)
-    rel = posixpath.relpath(target.rstrip("/") or ".", base.rstrip("/") or ".")
-    return rel + "/" if target.endswith("/") and not rel.endswith("/") else rel
+    base = page_url.split("/")[:-1]  # the folder segments of the page ("a/b/" and "a/b/x.html" -> a, b)
+    parts = [p for p in target.split("/") if p not in ("", ".")]
+    common = 0
+    while common < min(len(base), len(parts)) and base[common] == parts[common]:
+        common += 1
+    rel = "/".join([".."] * (len(base) - common) + parts[common:])
+    if target.endswith("/") or not parts:
+        return (rel + "/") if rel else "./"
+    return rel
 
 
 def entity_graph_uri(entity_id: str) -> str:
@@ -66,7 +76,19 @@ def entity_graph_uri(entity_id: str) -> str:
 
 
 def _entity_url_of(ctx: BuildContext, entity_url: EntityUrl | None) -> EntityUrl:
-    return entity_url or ctx.options.get("entity_url") or default_entity_url
+    """The entity URL function of this build, checked (only relative site paths) and memoised on the context."""
+    given = entity_url or ctx.options.get("entity_url") or default_entity_url
+    held = ctx.__dict__.setdefault("_memwiki_entity_urls", {})
+    if given not in held:
+        cache: dict[str, str] = {}
+
+        def url(entity_id: str) -> str:
+            if entity_id not in cache:
+                cache[entity_id] = safe_relative_url(given(entity_id) or "")
+            return cache[entity_id]
+
+        held[given] = url
+    return held[given]
 
 
 # ── the graph, indexed once per build ───────────────────────────────────────────────────────────────
@@ -125,7 +147,7 @@ def _link(index: GraphIndex, entity_id: str, here: str, entity_url: EntityUrl, s
     name = esc(index.name(entity_id))
     if entity_id == self_id:
         return f"<strong>{name}</strong>"
-    url = safe_relative_url(entity_url(entity_id))
+    url = entity_url(entity_id)
     if not url:
         return name
     return f'<a class="memwiki-entity" href="{esc(relative_url(url, here))}">{name}</a>'
@@ -146,7 +168,7 @@ def entity_section(ctx: BuildContext, entity_id: str, entity_url: EntityUrl | No
     """
     entity_url = _entity_url_of(ctx, entity_url)
     index = graph_index(ctx)
-    here = safe_relative_url(entity_url(entity_id)) or default_entity_url(entity_id)
+    here = entity_url(entity_id) or default_entity_url(entity_id)
     facts = sorted(index.by_entity.get(entity_id, []), key=_fact_sort_key)
     current = [t for t in facts if t.current]
     ended = [t for t in facts if not t.current]
@@ -229,7 +251,7 @@ def _network(
     number = {eid: n for n, eid in enumerate(node_ids)}
     for eid in node_ids:
         etype = index.type(eid)
-        url = safe_relative_url(entity_url(eid))
+        url = entity_url(eid)
         node = {
             "title": f"{index.name(eid)} ({etype}) · {index.degree.get(eid, 0)} facts",
             "size": 22 if eid == center else min(30, 10 + 2 * index.degree.get(eid, 0) ** 0.5),
@@ -348,18 +370,59 @@ def _global_page(index: GraphIndex, sel: GlobalSelection, entity_url: EntityUrl,
     return "\n".join(lines)
 
 
+_CODE = (Path(__file__), Path(__file__).resolve().parent.parent / "graphviz.py")
+
+
+def _graph_key(index: GraphIndex, entity_url: EntityUrl, max_nodes: int) -> str:
+    """A digest of everything the graph files depend on: entities, facts, page URLs, options, this code."""
+    digest = hashlib.sha1(f"{max_nodes}\0{importlib.metadata.version('pyvis')}".encode())
+    for path in _CODE:
+        digest.update(path.read_bytes())
+    for eid in sorted(index.entities):
+        e = index.entities[eid]
+        digest.update(f"\1{eid}\0{e.name}\0{e.type}\0{entity_url(eid)}".encode())
+    for t in index.triples:
+        fields = (t.id, t.subject, t.predicate, t.object, t.valid_from, t.valid_to, t.source)
+        digest.update(("\2" + "\0".join(fields)).encode())
+    return digest.hexdigest()
+
+
+def _cached_files(ctx: BuildContext, key: str, make: Callable[[], dict[str, str]]) -> dict[str, str]:
+    """The graph files of this key from `cache_dir/graph/` (a rebuild where the graph did not change then
+    neither imports pyvis nor draws anything), else made and stored there (older keys are dropped)."""
+    if not ctx.options.get("cache_dir"):
+        return make()
+    folder = Path(ctx.options["cache_dir"]) / "graph"
+    path = folder / f"{key}.json"
+    if path.is_file():
+        try:
+            return json.loads(read_text(path))
+        except (MemwikiError, ValueError):
+            pass  # a damaged cache file is rebuilt
+    files = make()
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(files, ensure_ascii=False))
+    for old in folder.glob("*.json"):
+        if old != path:
+            old.unlink(missing_ok=True)
+    return files
+
+
 def build(ctx: BuildContext, entity_url: EntityUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
     """The global graph page and its file, one neighbourhood graph file per entity with facts, vis-network."""
     entity_url = _entity_url_of(ctx, entity_url)
     index = graph_index(ctx)
     max_nodes = int(ctx.options.get("graph_max_nodes", DEFAULT_MAX_NODES))
     sel = select_global(index, max_nodes)
-    assets = list(vis_assets())
-    assets.append(
-        GeneratedAsset(GLOBAL_HTML, _network(index, sel.nodes, sel.triples, GLOBAL_HTML, entity_url, big=True).encode())
-    )
-    for eid in sorted(index.by_entity):
-        assets.append(GeneratedAsset(entity_graph_uri(eid), neighbourhood_html(index, eid, entity_url).encode()))
+
+    def make() -> dict[str, str]:
+        files = {GLOBAL_HTML: _network(index, sel.nodes, sel.triples, GLOBAL_HTML, entity_url, big=True)}
+        for eid in sorted(index.by_entity):
+            files[entity_graph_uri(eid)] = neighbourhood_html(index, eid, entity_url)
+        return files
+
+    files = _cached_files(ctx, _graph_key(index, entity_url, max_nodes), make)
+    assets = list(vis_assets()) + [GeneratedAsset(uri, text.encode("utf-8")) for uri, text in files.items()]
     page = GeneratedPage(
         GRAPH_PAGE,
         "Knowledge graph",

@@ -42,23 +42,48 @@ def build(ctx: BuildContext) -> BuildResult:
         return f"{len(h.entries)} entries · {h.chars:,} / {h.cap:,} chars ({h.usage:.0%})"
 
     rows = [
-        ("L0", "persona", link(PERSONA, "SOUL.md"),
-         f"{s.persona.chars:,} / {s.persona.cap:,} chars" if s.persona else "—", _latest(s.persona.modified if s.persona else "")),
-        ("L1", "hot memory", link(PERSONA, "MEMORY.md + USER.md"),
-         f"MEMORY.md: {hot_cell(mem)}<br>USER.md: {hot_cell(user)}",
-         _latest(*(h.modified for h in s.hot), *(k.sunk_at for k in s.sinks))),
-        ("L2", "semantic memory", link(MEMORY, "memories by category, wing and room"),
-         f"{len(s.memories):,} memories · {len(s.sinks):,} sunk from hot memory",
-         _latest(*(m.created for m in s.memories), *(m.sunk_at for m in s.memories))),
-        ("L3", "knowledge graph", link(GRAPH, "graph") + " · " + link(CONCEPTS, "entities"),
-         f"{len(s.entities):,} entities · {len(s.triples):,} facts ({current:,} current)",
-         _latest(*(t.extracted_at for t in s.triples), *(t.valid_from for t in s.triples))),
-        ("L4", "session history", link(SESSIONS, "sessions, newest first"),
-         f"{len(s.sessions):,} sessions · {messages:,} messages",
-         _latest(*(x.ended or x.started for x in s.sessions))),
-        ("wiki", "concept pages", link(CONCEPTS, "concepts"),
-         f"{wiki_pages:,} hand-written · {entity_pages:,} from the graph · {len(s.index.wanted):,} wanted",
-         _latest(*(p.modified for p in s.wiki))),
+        (
+            "L0",
+            "persona",
+            link(PERSONA, "SOUL.md"),
+            f"{s.persona.chars:,} / {s.persona.cap:,} chars" if s.persona else "—",
+            _latest(s.persona.modified if s.persona else ""),
+        ),
+        (
+            "L1",
+            "hot memory",
+            link(PERSONA, "MEMORY.md + USER.md"),
+            f"MEMORY.md: {hot_cell(mem)}<br>USER.md: {hot_cell(user)}",
+            _latest(*(h.modified for h in s.hot), *(k.sunk_at for k in s.sinks)),
+        ),
+        (
+            "L2",
+            "semantic memory",
+            link(MEMORY, "memories by category, wing and room"),
+            f"{len(s.memories):,} memories · {len(s.sinks):,} sunk from hot memory",
+            _latest(*(m.created for m in s.memories), *(m.sunk_at for m in s.memories)),
+        ),
+        (
+            "L3",
+            "knowledge graph",
+            link(GRAPH, "graph") + " · " + link(CONCEPTS, "entities"),
+            f"{len(s.entities):,} entities · {len(s.triples):,} facts ({current:,} current)",
+            _latest(*(t.extracted_at for t in s.triples), *(t.valid_from for t in s.triples)),
+        ),
+        (
+            "L4",
+            "session history",
+            link(SESSIONS, "sessions, newest first"),
+            f"{len(s.sessions):,} sessions · {messages:,} messages",
+            _latest(*(x.ended or x.started for x in s.sessions)),
+        ),
+        (
+            "wiki",
+            "concept pages",
+            link(CONCEPTS, "concepts"),
+            f"{wiki_pages:,} hand-written · {entity_pages:,} from the graph · {len(s.index.wanted):,} wanted",
+            _latest(*(p.modified for p in s.wiki)),
+        ),
     ]
     body = "".join(
         f"<tr><td><strong>{layer}</strong></td><td>{name}</td><td>{where}</td><td>{size}</td><td>{when}</td></tr>"

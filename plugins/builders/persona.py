@@ -18,7 +18,10 @@ def gauge(used: int, cap: int, threshold: float | None) -> str:
     line = ""
     label = f"{used:,} / {cap:,} chars ({ratio:.0%})"
     if threshold is not None:
-        line = f'<span class="mw-gauge-line" style="left:{threshold * 100:.1f}%" title="sink threshold {threshold:.0%}" data-label="{threshold:.0%}"></span>'
+        line = (
+            f'<span class="mw-gauge-line" style="left:{threshold * 100:.1f}%" '
+            f'title="sink threshold {threshold:.0%}" data-label="{threshold:.0%}"></span>'
+        )
         label += f" · sinks above {threshold:.0%}"
     return (
         f'<div class="mw-gauge mw-gauge-{state}" role="meter" aria-valuemin="0" aria-valuemax="{cap}" '
@@ -43,7 +46,14 @@ def _hot_section(s: Site, hot: HotFile) -> str:
         )
     entries = block(f'<ol class="mw-entries">{"".join(items)}</ol>', cls="mw-hot") if items else "\n*No entries.*\n"
     where = f" · <code>{esc(hot.path)}</code>" if hot.path else ""
-    return f"\n## {name}\n" + block(gauge(hot.chars, hot.cap, hot.threshold) + f'<p class="mw-muted">{len(hot.entries)} entries{where}</p>', cls="mw-gauge-box") + entries
+    return (
+        f"\n## {name}\n"
+        + block(
+            gauge(hot.chars, hot.cap, hot.threshold) + f'<p class="mw-muted">{len(hot.entries)} entries{where}</p>',
+            cls="mw-gauge-box",
+        )
+        + entries
+    )
 
 
 def _sinks(s: Site) -> str:
@@ -66,7 +76,9 @@ def _sinks(s: Site) -> str:
         "<table><thead><tr><th>when</th><th>from</th><th>category</th><th>entry</th><th>now in L2</th>"
         f"<th>why</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
-    return "\n## Sunk to L2\n\nEntries that left hot memory when it passed its threshold, newest first.\n" + block(table, cls="mw-sinks")
+    return "\n## Sunk to L2\n\nEntries that left hot memory when it passed its threshold, newest first.\n" + block(
+        table, cls="mw-sinks"
+    )
 
 
 def build(ctx: BuildContext) -> BuildResult:

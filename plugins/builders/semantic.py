@@ -53,7 +53,7 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
     meta = " · ".join(bits)
     return (
         f'<article class="mw-memory" id="{memory_anchor(memory.id)}">'
-        f'<header><code>{esc(memory.id)}</code> {meta}</header>{s.renderer.html(memory.text, page)}</article>'
+        f"<header><code>{esc(memory.id)}</code> {meta}</header>{s.renderer.html(memory.text, page)}</article>"
     )
 
 
@@ -63,11 +63,15 @@ def _pager(base: str, page: int, pages: int, here: str, du: bool) -> str:
     links = []
     for n in range(1, pages + 1):
         uri = paged_uri(base, n)
-        links.append(f"<strong>{n}</strong>" if n == page else f'<a href="{esc(href(here, uri, directory_urls=du))}">{n}</a>')
+        links.append(
+            f"<strong>{n}</strong>" if n == page else f'<a href="{esc(href(here, uri, directory_urls=du))}">{n}</a>'
+        )
     return block(" ".join(links), cls="mw-pager", tag="nav")
 
 
-def _listing(s: Site, base: str, title: str, memories: list[Memory], section: str, with_room: bool) -> list[GeneratedPage]:
+def _listing(
+    s: Site, base: str, title: str, memories: list[Memory], section: str, with_room: bool
+) -> list[GeneratedPage]:
     pages = max(1, -(-len(memories) // PER_PAGE))
     out = []
     for n in range(1, pages + 1):
@@ -97,7 +101,8 @@ def build(ctx: BuildContext) -> BuildResult:
 
     sunk = sum(1 for m in s.memories if m.sunk_at or m.source == "L1")
     md = frontmatter("Semantic memory") + "# Semantic memory\n\n"
-    md += f"{len(s.memories):,} memories in L2, recalled on demand; {sunk:,} of them sank from hot memory.\n\n## By category\n"
+    md += f"{len(s.memories):,} memories in L2, recalled on demand; {sunk:,} of them sank from hot memory.\n"
+    md += "\n## By category\n"
     items = [
         f'<li>{category_badge(c)} <a href="{esc(href(MEMORY, paged_uri(category_base(c), 1), directory_urls=du))}">'
         f"{esc(c)}</a> <span class='mw-muted'>{len(ms):,}</span></li>"
@@ -108,7 +113,9 @@ def build(ctx: BuildContext) -> BuildResult:
     wings: dict[str, list[str]] = {}
     for (wing, room), ms in rooms.items():
         url = href(MEMORY, paged_uri(room_base(wing, room), 1), directory_urls=du)
-        wings.setdefault(wing, []).append(f'<li><a href="{esc(url)}">{esc(room or "—")}</a> <span class="mw-muted">{len(ms):,}</span></li>')
+        wings.setdefault(wing, []).append(
+            f'<li><a href="{esc(url)}">{esc(room or "—")}</a> <span class="mw-muted">{len(ms):,}</span></li>'
+        )
     if wings:
         md += block(
             "".join(f"<h3>{esc(w or '—')}</h3><ul class='mw-columns'>{''.join(r)}</ul>" for w, r in wings.items()),

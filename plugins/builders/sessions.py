@@ -98,7 +98,7 @@ class Digester:
         texts = [m.content for m in messages]
         if not texts:
             return []
-        k = max(1, min(4, round(len(texts) / 4)))
+        k = min(len(texts), max(2, min(4, round(len(texts) / 3))))
         key = hashlib.sha1(json.dumps([self.method, k, texts], ensure_ascii=False).encode()).hexdigest()
         if key in self.cache:
             return self.cache[key]
@@ -173,7 +173,8 @@ def _digest_page(s: Site, digester: Digester, session: Session) -> GeneratedPage
     if turns:
         items = "".join(
             f'<blockquote class="mw-turn"><p class="mw-role">{esc(messages[i].role)} · '
-            f'<a href="#{message_anchor(i + 1)}">#{i + 1}</a></p>{s.renderer.html(messages[i].content, uri)}</blockquote>'
+            f'<a href="#{message_anchor(i + 1)}">#{i + 1}</a></p>'
+            f"{s.renderer.html(messages[i].content, uri)}</blockquote>"
             for i in turns
         )
         md += block(items, cls="mw-digest")
@@ -193,14 +194,21 @@ def _digest_page(s: Site, digester: Digester, session: Session) -> GeneratedPage
     return GeneratedPage(uri, safe_title(title), md, section="sessions", meta={"date": session.started})
 
 
+def _index_uri(n: int) -> str:
+    return SESSIONS if n == 1 else f"sessions/page-{n}.md"
+
+
 def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
     sessions = s.sessions  # newest first
     pages = max(1, -(-len(sessions) // PER_INDEX_PAGE))
     out = []
     for n in range(1, pages + 1):
-        uri = SESSIONS if n == 1 else f"sessions/page-{n}.md"
+        uri = _index_uri(n)
         head = "Sessions" if n == 1 else f"Sessions ({n}/{pages})"
-        md = frontmatter(head) + f"# {head}\n\n{len(sessions):,} sessions, newest first. Digests: {esc(digester.method)}.\n"
+        md = (
+            frontmatter(head)
+            + f"# {head}\n\n{len(sessions):,} sessions, newest first. Digests: {esc(digester.method)}.\n"
+        )
         month = ""
         for session in sessions[(n - 1) * PER_INDEX_PAGE : n * PER_INDEX_PAGE]:
             if session.started[:7] != month:
@@ -217,8 +225,9 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
             )
         if pages > 1:
             links = [
-                f"<strong>{i}</strong>" if i == n else
-                f'<a href="{esc(href(uri, SESSIONS if i == 1 else f"sessions/page-{i}.md", directory_urls=s.directory_urls))}">{i}</a>'
+                f"<strong>{i}</strong>"
+                if i == n
+                else f'<a href="{esc(href(uri, _index_uri(i), directory_urls=s.directory_urls))}">{i}</a>'
                 for i in range(1, pages + 1)
             ]
             md += block(" ".join(links), cls="mw-pager", tag="nav")

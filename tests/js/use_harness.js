@@ -1,5 +1,6 @@
 // Node harness for plugins/assets/use/use.js: loads it in a fake `window` (vm context)
 // and embeds sentences. Usage: node use_harness.js <use.js> <assets dir> <mode> [repeat]
+// (repeat: timed embeds per sentence, default 1; 0 = tokenize only)
 // with a JSON array of sentences on stdin; mode is
 //   bytes:  load({bytes}) from use-model.bin read off the disk,
 //   script: file:// page; load() injects <script src=use-model.js> (fake document),
@@ -13,7 +14,7 @@ const vm = require("vm");
 const { pathToFileURL, fileURLToPath } = require("url");
 
 const [useJs, assetDir, mode = "bytes", repeatArg = "1"] = process.argv.slice(2);
-const repeat = Math.max(1, parseInt(repeatArg, 10));
+const repeat = Math.max(0, parseInt(repeatArg, 10));
 const sentences = JSON.parse(fs.readFileSync(0, "utf8"));
 
 const sandbox = { console, TextEncoder, TextDecoder, setTimeout, clearTimeout, Promise, fetch };
@@ -70,6 +71,7 @@ async function main() {
   const out = { load_ms: loadMs, info: USE.info, statuses: statuses.length, tokens: [], vectors: [], embed_ms: [] };
   for (const text of sentences) {
     out.tokens.push(USE.tokenize(text));
+    if (!repeat) continue;
     const times = [];
     let v = null;
     for (let r = 0; r < repeat; r++) {

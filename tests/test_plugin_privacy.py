@@ -1,0 +1,81 @@
+"""The privacy filter: what it removes reaches no page, asset or search data (builders run on a real store)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memory.demo import build_demo_store
+from memory.snapshot import Memory
+from memory.store import Store
+from plugins.builders import build_all
+from plugins.pages import BuildContext
+from plugins.privacy import REDACTED, PrivacyFilter, PrivacyRules
+
+ROOT = Path(__file__).resolve().parent.parent
+PRIVATE = "[private] Lin Xiao's bank PIN is 4321 and her diary lives at ~/diary"
+SECRET = "sk-live0123456789abcdefXYZ"
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    demo = build_demo_store(ROOT / "demo", ROOT / ".cache" / "demo-store")
+    dest = tmp_path_factory.mktemp("privacy") / "store"
+    shutil.copytree(demo, dest)
+    with Store.open(dest) as store:
+        store.semantic.add(
+            [
+                Memory(id="p-1", text=PRIVATE, category="other"),
+                Memory(id="p-2", text=f"The KB token is {SECRET}, rotate monthly.", category="technical"),
+                Memory(id="p-3", text="Wing-level secret plans", category="project", wing="secret-wing", room="x"),
+            ]
+        )
+    return dest
+
+
+def _everything(ctx: BuildContext) -> str:
+    """Every page's Markdown and every text asset the builders make."""
+    shared = ROOT / ".cache" / "memwiki" / "use"  # the browser embedder export, keyed by its content hash
+    shared.mkdir(parents=True, exist_ok=True)
+    cache = Path(ctx.options["cache_dir"])
+    cache.mkdir(parents=True, exist_ok=True)
+    if not (cache / "use").exists():
+        (cache / "use").symlink_to(shared, target_is_directory=True)
+    pages, assets = build_all(ctx)
+    text = "\n".join(p.markdown for p in pages)
+    return text + "\n".join(
+        a.content.decode("utf-8", "replace") for a in assets if a.dest_uri.endswith((".js", ".html", ".json"))
+    )
+
+
+def test_filter_removes_and_redacts_everywhere(store_dir: Path, tmp_path: Path) -> None:
+    with Store.open(store_dir) as store:
+        rules = PrivacyRules.from_options({"exclude_wings": ["secret-wing"]})
+        source = PrivacyFilter(store.reader(), rules)
+        ids = {m.id for m in source.memories()}
+        assert "p-1" not in ids and "p-3" not in ids and "p-2" in ids
+        assert source.memory_count() == len(ids)
+        ctx = BuildContext(source, {"cache_dir": str(tmp_path / "cache")})
+        out = _everything(ctx)
+        assert "bank PIN" not in out and "diary lives" not in out
+        assert SECRET not in out and REDACTED in out
+        assert "Wing-level secret plans" not in out and "secret-wing" not in out
+        assert "Juniper" in out  # the rest is there
+
+
+def test_unfiltered_source_shows_them(store_dir: Path, tmp_path: Path) -> None:
+    """The same build without rules that match shows the texts (so the test above can fail)."""
+    with Store.open(store_dir) as store:
+        rules = PrivacyRules(markers=("[nothing-matches]",), redact=())
+        ctx = BuildContext(PrivacyFilter(store.reader(), rules), {"cache_dir": str(tmp_path / "cache")})
+        out = _everything(ctx)
+        assert "bank PIN" in out and SECRET in out
+
+
+def test_bad_redact_pattern_is_a_clear_error() -> None:
+    from memory.errors import MemwikiError
+
+    with pytest.raises(MemwikiError, match="privacy.redact"):
+        PrivacyRules.from_options({"redact": ["("]})

