@@ -22,7 +22,6 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-
 def sqlite_error(exc: sqlite3.Error, path: Path | str) -> MemwikiError:
     """A person-readable error for a SQLite failure on `path` (locked → StoreLockedError)."""
     text = str(exc)

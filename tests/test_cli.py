@@ -51,18 +51,23 @@ def test_remember_context_replace_forget(store_dir: str, capsys: pytest.CaptureF
 
 
 def test_import_recall_json_and_batch(store_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    memories = write_jsonl(tmp_path / "m.jsonl", [
-        {"id": "m1", "text": "Ollama 跑在台式机的 RTX 4090 上，端口 11434。", "meta": {"category": "environment"}},
-        {"id": "m2", "text": "The user's blog is built with Hugo and hosted on Cloudflare Pages.", "meta": {}},
-        {"id": "m3", "text": "每周五晚上用户会写周报，需要汇总本周的 Git 提交。", "meta": {}},
-    ])
+    memories = write_jsonl(
+        tmp_path / "m.jsonl",
+        [
+            {"id": "m1", "text": "Ollama 跑在台式机的 RTX 4090 上，端口 11434。", "meta": {"category": "environment"}},
+            {"id": "m2", "text": "The user's blog is built with Hugo and hosted on Cloudflare Pages.", "meta": {}},
+            {"id": "m3", "text": "每周五晚上用户会写周报，需要汇总本周的 Git 提交。", "meta": {}},
+        ],
+    )
     assert run(capsys, "--store", store_dir, "import", str(memories), "--layer", "L2")[0] == 0
     code, out, _ = run(capsys, "--store", store_dir, "recall", "向量模型在哪台机器上运行？", "--json", "-k", "2")
     hits = json.loads(out)
     assert code == 0 and hits[0]["id"] == "m1" and hits[0]["layer"] == "L2"
     assert {"layer", "id", "text", "score"} <= set(hits[0])
-    batch = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "query": "Where is the blog hosted?"},
-                                               {"id": "q2", "query": "周报什么时候写？"}])
+    batch = write_jsonl(
+        tmp_path / "q.jsonl",
+        [{"id": "q1", "query": "Where is the blog hosted?"}, {"id": "q2", "query": "周报什么时候写？"}],
+    )
     code, out, _ = run(capsys, "--store", store_dir, "recall", "--batch", str(batch), "--json", "--all-layers")
     lines = [json.loads(line) for line in out.splitlines()]
     assert [r["id"] for r in lines] == ["q1", "q2"]
@@ -97,11 +102,24 @@ def test_kg_and_session_search(store_dir: str, tmp_path: Path, capsys: pytest.Ca
     assert [f["object_name"] or f["object"] for f in facts] == ["Chroma"]
     facts = json.loads(run(capsys, *s, "kg", "query", "memwiki", "--json")[1])
     assert [f["object_name"] or f["object"] for f in facts] == ["LanceDB"]
-    sessions = write_jsonl(tmp_path / "s.jsonl", [
-        {"session_id": "s1", "role": "user", "content": "周末想去学跳舞", "time": "2026-11-01T10:00:00Z",
-         "title": "周末计划"},
-        {"session_id": "s2", "role": "user", "content": "Chroma 的 HNSW 索引怎么调参？", "time": "2026-11-02T10:00:00Z"},
-    ])
+    sessions = write_jsonl(
+        tmp_path / "s.jsonl",
+        [
+            {
+                "session_id": "s1",
+                "role": "user",
+                "content": "周末想去学跳舞",
+                "time": "2026-11-01T10:00:00Z",
+                "title": "周末计划",
+            },
+            {
+                "session_id": "s2",
+                "role": "user",
+                "content": "Chroma 的 HNSW 索引怎么调参？",
+                "time": "2026-11-02T10:00:00Z",
+            },
+        ],
+    )
     assert run(capsys, *s, "import", str(sessions), "--layer", "L4")[0] == 0
     hits = json.loads(run(capsys, *s, "session", "search", "跳舞", "--json")[1])
     assert [h["session"]["id"] for h in hits] == ["s1"] and "跳舞" in hits[0]["snippets"][0]
@@ -110,8 +128,12 @@ def test_kg_and_session_search(store_dir: str, tmp_path: Path, capsys: pytest.Ca
 
 
 def test_console_script_runs_as_a_process(store_dir: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "memory.cli", "--store", store_dir, "stats", "--json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memory.cli", "--store", store_dir, "stats", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     stats = json.loads(proc.stdout)
     assert stats["embedder"] == {"name": "use-multilingual-v3", "dim": 512}

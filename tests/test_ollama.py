@@ -45,7 +45,7 @@ class OllamaProtocol(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         if body.get("model") != "qwen3-embedding:0.6b":
-            payload, status = {"error": f"model \"{body.get('model')}\" not found, try pulling it first"}, 404
+            payload, status = {"error": f'model "{body.get("model")}" not found, try pulling it first'}, 404
         else:
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
             payload, status = {"model": body["model"], "embeddings": [fake_vector(t) for t in inputs]}, 200

@@ -22,8 +22,16 @@ def store(tmp_path: Path) -> Store:
 def test_init_creates_every_layer_and_reopens(tmp_path: Path) -> None:
     root = tmp_path / "s"
     Store.init(root).close()
-    for name in ("store.json", "SOUL.md", "MEMORY.md", "USER.md", "wiki", "l2", "knowledge_graph.sqlite3",
-                 "sessions.sqlite3"):
+    for name in (
+        "store.json",
+        "SOUL.md",
+        "MEMORY.md",
+        "USER.md",
+        "wiki",
+        "l2",
+        "knowledge_graph.sqlite3",
+        "sessions.sqlite3",
+    ):
         assert (root / name).exists(), name
     with Store.open(root) as s:
         assert s.stats()["L2"]["memories"] == 0
@@ -100,8 +108,11 @@ def test_reader_offers_every_layer(store: Store, tmp_path: Path) -> None:
     store.graph.add_triple("memwiki", "uses", "Chroma", valid_from="2026-01-01")
     sessions = tmp_path / "s.jsonl"
     sessions.write_text(
-        json.dumps({"session_id": "a", "role": "user", "content": "我们周末去跳舞吧", "time": "2026-11-01T10:00:00Z"},
-                   ensure_ascii=False) + "\n",
+        json.dumps(
+            {"session_id": "a", "role": "user", "content": "我们周末去跳舞吧", "time": "2026-11-01T10:00:00Z"},
+            ensure_ascii=False,
+        )
+        + "\n",
         encoding="utf-8",
     )
     store.sessions.import_jsonl(sessions)
