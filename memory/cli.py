@@ -15,6 +15,16 @@ from memory.errors import InputFormatError, MemwikiError
 from memory.jsonl import iter_jsonl
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="memwiki", description="Keep, recall and publish an AI agent's memory.")
     p.add_argument("--store", help="store folder (default: $MEMWIKI_STORE or ./memory-store)")
@@ -48,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("recall", help="recall in priority order: hot memory, L2, sessions, wiki files")
     r.add_argument("query", nargs="?")
     r.add_argument("--batch", metavar="FILE", help='JSON lines {"id": ..., "query": ...}')
-    r.add_argument("-k", type=int, default=5)
+    r.add_argument("-k", type=_positive, default=5, help="hits to return (default 5)")
     r.add_argument("--all-layers", action="store_true", help="do not stop at the first confident layer")
     r.add_argument("--json", action="store_true")
 
@@ -76,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("session", help="session history (L4)").add_subparsers(dest="session_command", required=True)
     r = s.add_parser("search", help="full-text search, Chinese included")
     r.add_argument("query")
-    r.add_argument("--limit", type=int, default=10)
+    r.add_argument("--limit", type=_positive, default=10)
     r.add_argument("--json", action="store_true")
 
     r = sub.add_parser("stats", help="what each layer holds")
@@ -109,6 +119,15 @@ def _print_hits(hits: Sequence[Any]) -> None:
 
 
 def _uses_sources(args: argparse.Namespace) -> bool:
+    """External sources are read when named, or, with no store anywhere, when their variables are set."""
+    import os
+
+    if args.hermes_home or args.palace:
+        return True
+    no_store = not (args.store or os.environ.get("MEMWIKI_STORE") or (resolve_store_path() / "store.json").is_file())
+    if no_store and args.command != "init":
+        args.hermes_home = "auto" if os.environ.get("HERMES_HOME") else None
+        args.palace = "auto" if os.environ.get("MEMPALACE_PALACE_PATH") else None
     return bool(args.hermes_home or args.palace)
 
 
@@ -178,6 +197,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         if args.embedder == "ollama":
             config.embedder = EmbedderConfig("ollama", 0, args.ollama_model or OLLAMA_DEFAULT_MODEL, args.ollama_host)
         store = Store.init(resolve_store_path(args.store), config)
+        if store.repaired:
+            print(f"recreated missing parts, empty: {', '.join(store.repaired)}", file=sys.stderr)
+        if args.embedder == "ollama" and store.config.embedder.name != "ollama":
+            raise MemwikiError(f"{store.root}: already a store made with {store.config.embedder.name}")
         print(f"store ready at {store.root} (embedder {store.config.embedder.name}/{store.config.embedder.dim})")
         return 0
 
@@ -231,13 +254,18 @@ def _kg(args: argparse.Namespace, graph) -> None:  # noqa: ANN001
         n = graph.invalidate(args.subject, args.predicate, args.object, ended=args.valid_to)
         print(f"ended {n} fact(s)")
     else:
-        triples = graph.query_entity(args.entity, as_of=args.as_of, include_ended=args.history)
-        if args.json:
-            _print_json(triples)
-            return
-        for t in triples:
-            span = f"{t.valid_from or '?'} → {t.valid_to or 'now'}"
-            print(f"{t.subject_name or t.subject} —{t.predicate}→ {t.object_name or t.object}  [{span}]")
+        _print_facts(args, graph.query_entity(args.entity, as_of=args.as_of, include_ended=args.history))
+
+
+def _print_facts(args: argparse.Namespace, triples: Sequence[Any]) -> None:
+    if args.json:
+        _print_json(triples)
+        return
+    if not triples:
+        print("(no facts)")
+    for t in triples:
+        span = f"{t.valid_from or '?'} → {t.valid_to or 'now'}"
+        print(f"{t.subject_name or t.subject} —{t.predicate}→ {t.object_name or t.object}  [{span}]")
 
 
 def _session_search(args: argparse.Namespace, search) -> None:  # noqa: ANN001
@@ -255,6 +283,7 @@ def _session_search(args: argparse.Namespace, search) -> None:  # noqa: ANN001
 
 def _run_on_sources(args: argparse.Namespace) -> int:
     """Read-only commands over a hermes home and/or a MemPalace palace, read in place."""
+    from memory.graph import select_facts
     from memory.readers.locate import open_sources
     from memory.source_recall import recaller_for
 
@@ -271,14 +300,7 @@ def _run_on_sources(args: argparse.Namespace) -> int:
     elif args.command == "session":
         _session_search(args, source.search_sessions)
     elif args.command == "kg":
-        name = args.entity.lower()
-        triples = [
-            t
-            for t in source.triples()
-            if name in {t.subject.lower(), t.object.lower(), t.subject_name.lower(), t.object_name.lower()}
-            and (args.history or t.current)
-        ]
-        _print_json(triples) if args.json else [print(t) for t in triples]
+        _print_facts(args, select_facts(source.triples(), args.entity, args.as_of, args.history))
     elif args.command == "stats":
         info = source.info()
         stats = {

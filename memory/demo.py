@@ -11,7 +11,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from memory.errors import InputFormatError
+from memory.errors import InputFormatError, MemwikiError
 from memory.hot import parse_entries
 from memory.jsonl import iter_jsonl
 from memory.store import Store
@@ -38,6 +38,11 @@ def build_demo_store(src: Path, dest: Path) -> Path:
     wanted = sources_hash(src)
     if (dest / STAMP).is_file() and (dest / STAMP).read_text().strip() == wanted:
         return dest
+    if dest.exists() and not (dest / STAMP).is_file() and any(dest.iterdir()):
+        raise MemwikiError(
+            f"{dest}: not a demo store built by memwiki (no {STAMP}); refusing to replace it with the demo. "
+            "Point the demo at an empty or new folder."
+        )
     tmp = dest.with_name(dest.name + ".building")
     shutil.rmtree(tmp, ignore_errors=True)
     with Store.init(tmp) as store:

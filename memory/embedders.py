@@ -111,6 +111,15 @@ class OllamaEmbedder:
         """Nothing to load on this side: the server holds the model."""
 
 
+def embedder_label(name: str, model: str = "") -> str:
+    """How sources name an embedder in `SourceInfo.embedder`: `use-multilingual-v3`, `ollama:<model>`."""
+    return f"{name}:{model}" if name == OLLAMA_NAME and model else name
+
+
+def label_of(embedder: Embedder) -> str:
+    return embedder_label(embedder.name, getattr(embedder, "model", ""))
+
+
 def make_embedder(config: EmbedderConfig) -> Embedder:
     """The embedder a store's configuration names."""
     if config.name == USE_NAME:

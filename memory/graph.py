@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,22 @@ def _clean_name(name: str, what: str) -> str:
 
 def _predicate(predicate: str) -> str:
     return _clean_name(predicate, "predicate").lower().replace(" ", "_")
+
+
+def select_facts(
+    triples: Iterable[Triple], name: str, as_of: str | None = None, include_ended: bool = False
+) -> list[Triple]:
+    """`KnowledgeGraph.query_entity` over records already read (from any MemorySource): the facts about
+    `name` (an entity's name or id), valid on `as_of`, or current, or all with `include_ended`."""
+    eid = entity_id(_clean_name(name, "entity"))
+    day = parse_date(as_of, "as_of") if as_of is not None else None
+
+    def holds(t: Triple) -> bool:
+        if day is not None:
+            return (not t.valid_from or t.valid_from[:10] <= day) and (not t.valid_to or t.valid_to[:10] > day)
+        return include_ended or not t.valid_to
+
+    return [t for t in triples if eid in (t.subject, t.object) and holds(t)]
 
 
 class KnowledgeGraph:

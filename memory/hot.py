@@ -36,6 +36,7 @@ from memory.times import mtime_iso
 DELIMITER = "\n§\n"
 FILE_NAMES = {"memory": "MEMORY.md", "user": "USER.md"}
 PREVIEW_WIDTH = 80
+OVERSIZED = "longer than the cap"
 
 
 def parse_entries(text: str) -> list[str]:
@@ -84,7 +85,7 @@ def drift_reason(path: Path, raw: bytes, cap: int) -> str | None:
         if _stray_separator(entry):
             return f"entry {i} holds a stray '§' line"
         if len(entry) > cap:
-            return f"entry {i} is {len(entry):,} chars, over the {cap:,}-char cap on its own"
+            return f"entry {i} is {len(entry):,} chars, {OVERSIZED} of {cap:,} on its own (was the cap lowered?)"
     return None
 
 
@@ -151,6 +152,11 @@ class HotMemoryFile:
         reason = drift_reason(self.path, raw, self.cap)
         if reason:
             backup = self._backup(raw)
+            if OVERSIZED in reason:
+                raise HandEditedError(
+                    f"Refusing to write {self.path}: {reason}. A snapshot was saved to {backup}. "
+                    f"Shorten or remove that entry (or raise the cap in store.json), then retry."
+                )
             raise HandEditedError(
                 f"Refusing to write {self.path}: {reason}. The file on disk would not round-trip through the "
                 f"memory tool (a manual edit, a shell append or another tool?). A snapshot was saved to {backup}. "

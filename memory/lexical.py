@@ -8,6 +8,7 @@ OR of the query's tokens, ranked by FTS5's bm25 (k1 = 1.2, b = 0.75).
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -17,12 +18,12 @@ from memory.tokens import fts_text, tokens
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS lex_ids (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE IF NOT EXISTS lex_fts USING fts5(body, tokenize = 'unicode61');
-CREATE VIRTUAL TABLE IF NOT EXISTS lex_vocab USING fts5vocab(lex_fts, 'row');
+CREATE TABLE IF NOT EXISTS lex_df (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 # A query's cost grows with the postings of its tokens. Past this budget the most frequent tokens are
 # left out (they carry the least weight in bm25; those in more than half the documents carry none).
-POSTINGS_BUDGET = 20000
+POSTINGS_BUDGET = 3000
 
 
 class LexicalIndex:
@@ -36,6 +37,8 @@ class LexicalIndex:
         try:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.executescript(_SCHEMA)
+            if self._db.execute("SELECT count(*) FROM lex_df").fetchone()[0] == 0 and self.count():
+                self._rebuild_df()
         except sqlite3.OperationalError as exc:
             if "fts5" in str(exc).lower():
                 raise MemwikiError(f"{self.path}: this SQLite has no FTS5 module ({exc})") from None
@@ -51,20 +54,48 @@ class LexicalIndex:
             return
         with self._db:
             self._delete(ids for ids, _ in items)
+            df: Counter[str] = Counter()
             for memory_id, text in items:
+                body = fts_text(text)
+                df.update(set(body.split()))
                 cur = self._db.execute("INSERT INTO lex_ids (id) VALUES (?)", (memory_id,))
-                self._db.execute("INSERT INTO lex_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, fts_text(text)))
+                self._db.execute("INSERT INTO lex_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
+            self._add_df(df, +1)
 
     def delete(self, ids: Iterable[str]) -> None:
         with self._db:
             self._delete(ids)
 
     def _delete(self, ids: Iterable[str]) -> None:
+        df: Counter[str] = Counter()
         for memory_id in ids:
             row = self._db.execute("SELECT rowid FROM lex_ids WHERE id = ?", (memory_id,)).fetchone()
             if row is not None:
+                old = self._db.execute("SELECT body FROM lex_fts WHERE rowid = ?", row).fetchone()
+                if old is not None:
+                    df.update(set(old[0].split()))
                 self._db.execute("DELETE FROM lex_fts WHERE rowid = ?", row)
                 self._db.execute("DELETE FROM lex_ids WHERE rowid = ?", row)
+        self._add_df(df, -1)
+
+    def _add_df(self, df: Counter[str], sign: int) -> None:
+        """Keep the document frequency of each token (read by `_affordable`) in step with the index."""
+        if not df:
+            return
+        self._db.executemany(
+            "INSERT INTO lex_df (term, df) VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET df = df + excluded.df",
+            ((t, sign * n) for t, n in df.items()),
+        )
+        if sign < 0:
+            self._db.execute("DELETE FROM lex_df WHERE df <= 0")
+
+    def _rebuild_df(self) -> None:
+        df: Counter[str] = Counter()
+        for (body,) in self._db.execute("SELECT body FROM lex_fts"):
+            df.update(set(body.split()))
+        with self._db:
+            self._db.execute("DELETE FROM lex_df")
+            self._add_df(df, +1)
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Best `k` (id, score) pairs for the OR of the query's tokens; score = -bm25 (higher is better)."""
@@ -85,7 +116,7 @@ class LexicalIndex:
     def _affordable(self, toks: list[str]) -> list[str]:
         """The query tokens worth matching: rarest first, within POSTINGS_BUDGET (at least one)."""
         placeholders = ",".join("?" * len(toks))
-        df = dict(self._db.execute(f"SELECT term, doc FROM lex_vocab WHERE term IN ({placeholders})", toks).fetchall())
+        df = dict(self._db.execute(f"SELECT term, df FROM lex_df WHERE term IN ({placeholders})", toks).fetchall())
         present = sorted((t for t in toks if t in df), key=lambda t: df[t])
         if sum(df[t] for t in present) <= POSTINGS_BUDGET:
             return present or toks[:1]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.embedders import Embedder, USEEmbedder
+from memory.embedders import Embedder, USEEmbedder, label_of
 from memory.errors import EmbedderMismatchError
 from memory.recall import Recaller
 from memory.snapshot import MemorySource
@@ -17,10 +17,10 @@ def recaller_for(source: MemorySource, embedder: Embedder | None = None) -> Reca
     """
     if isinstance(source, StoreReader):
         return source.store.recaller
-    embedder = embedder or USEEmbedder()
+    embedder = embedder or getattr(source, "embedder", None) or USEEmbedder()
     l2 = source.l2_index()
     info = source.info()
-    if l2 is not None and info.embedder != embedder.name:
+    if l2 is not None and info.embedder != label_of(embedder):
         raise EmbedderMismatchError(
             f"{info.location}: its L2 vectors come from {info.embedder}/{info.dim}, not {embedder.identity()}"
         )

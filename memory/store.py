@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
-from memory.config import StoreConfig, load_config, save_config
+from memory.config import STORE_FILE, StoreConfig, load_config, save_config
 from memory.context import FrozenContext
-from memory.embedders import Embedder, check_embedder, make_embedder
+from memory.embedders import USE_NAME, Embedder, check_embedder, make_embedder
 from memory.errors import MemwikiError, NotAStoreError
 from memory.graph import KnowledgeGraph
-from memory.hot import HotMemoryFile
+from memory.hot import FILE_NAMES, HotMemoryFile
 from memory.overflow import SinkLog, remember, sink
 from memory.persona import read_persona, write_persona
 from memory.recall import Hit, RecallConfig, Recaller
@@ -36,7 +36,6 @@ from memory.snapshot import HotFile, Persona, SinkRecord
 from memory.times import utc_now
 
 HOT_TARGETS = ("memory", "user")
-HOT_FILE_NAMES = {"memory": "MEMORY.md", "user": "USER.md"}
 LAYER_PATHS = {
     "persona": "SOUL.md",
     "sinks": "sinks.jsonl",
@@ -45,6 +44,12 @@ LAYER_PATHS = {
     "sessions": "sessions.sqlite3",
     "wiki": "wiki",
 }
+REQUIRED_PARTS = ("SOUL.md", *FILE_NAMES.values(), "l2", "knowledge_graph.sqlite3", "sessions.sqlite3", "wiki")
+
+
+def missing_parts(root: Path) -> list[str]:
+    """The parts of a store that are not in `root` (`store.json` aside)."""
+    return [name for name in REQUIRED_PARTS if not (root / name).exists()]
 
 
 class Store:
@@ -57,44 +62,51 @@ class Store:
             check_embedder(config.embedder, embedder)
         self._embedder = embedder
         self._frozen: FrozenContext | None = None
+        self.repaired: list[str] = []  # parts `init` had to recreate empty
 
     # ---- opening -------------------------------------------------------------------------------
 
     @classmethod
     def init(cls, root: str | Path, config: StoreConfig | None = None, embedder: Embedder | None = None) -> Store:
-        """Create a store at `root` (or complete a half-created one). An existing store is opened as it is."""
+        """Create a store at `root`, or complete one whose creation was interrupted (its missing parts are
+        created empty and listed in `store.repaired`). An existing store keeps its own settings."""
         root = Path(root)
-        if (root / "store.json").is_file():
-            return cls.open(root, embedder)
         if root.exists() and not root.is_dir():
             raise MemwikiError(f"{root}: exists and is not a folder")
-        config = config or StoreConfig()
-        config.created_at = config.created_at or utc_now()
-        if embedder is None:
-            embedder = make_embedder(config.embedder)
-        if config.embedder.name != "use-multilingual-v3":
-            config.embedder.dim = embedder.dim or int(embedder.embed(["dimension probe"]).shape[1])
+        existing = (root / STORE_FILE).is_file()
+        if existing:
+            config = load_config(root)
+        else:
+            config = config or StoreConfig()
+            config.created_at = config.created_at or utc_now()
+            if embedder is None:
+                embedder = make_embedder(config.embedder)
+            if config.embedder.name != USE_NAME:
+                config.embedder.dim = embedder.dim or int(embedder.embed(["dimension probe"]).shape[1])
         root.mkdir(parents=True, exist_ok=True)
         store = cls(root, config, embedder)
-        for target in HOT_TARGETS:
-            store.hot(target).path.touch(exist_ok=True)
-        (root / LAYER_PATHS["persona"]).touch(exist_ok=True)
-        (root / LAYER_PATHS["wiki"]).mkdir(exist_ok=True)
+        store.repaired = missing_parts(root) if existing else []
+        for name in ("SOUL.md", "MEMORY.md", "USER.md"):
+            (root / name).touch(exist_ok=True)
+        store.wiki_dir.mkdir(exist_ok=True)
         store.semantic.count()
         store.graph.stats()
         store.sessions.stats()
-        save_config(root, config)
+        if not existing:
+            save_config(root, config)
         return store
 
     @classmethod
     def open(cls, root: str | Path, embedder: Embedder | None = None) -> Store:
-        """Open an existing store; a folder that is not one, or is missing a layer, is refused."""
+        """Open an existing store; a folder that is not one, or is missing a layer, is refused (opening
+        never recreates a missing layer empty: that would hide the loss)."""
         root = Path(root)
         config = load_config(root)
-        missing = [name for name in ("SOUL.md", "MEMORY.md", "USER.md", "wiki") if not (root / name).exists()]
+        missing = missing_parts(root)
         if missing:
             raise NotAStoreError(
-                f"{root}: half-written store, missing {', '.join(missing)} (run `memwiki init` to complete it)"
+                f"{root}: half-written store, missing {', '.join(missing)} "
+                "(restore them, or run `memwiki init` to recreate them empty)"
             )
         return cls(root, config, embedder)
 
@@ -119,10 +131,8 @@ class Store:
         return self._embedder
 
     def hot(self, target: str) -> HotMemoryFile:
-        if target not in HOT_FILE_NAMES:
-            raise MemwikiError(f"unknown hot memory target {target!r} (use memory or user)")
         cap = self.config.caps.memory if target == "memory" else self.config.caps.user
-        return HotMemoryFile(self.root / HOT_FILE_NAMES[target], target, cap, self.config.overflow_threshold)
+        return HotMemoryFile(self.root / FILE_NAMES.get(target, target), target, cap, self.config.overflow_threshold)
 
     @cached_property
     def semantic(self) -> SemanticMemory:
@@ -168,7 +178,10 @@ class Store:
 
     def _warm_if_sinking(self, target: str, added_chars: int) -> None:
         """Load the embedder before a write that may sink, so the model never loads under the hot lock."""
-        hot = self.hot(target).view()
+        try:
+            hot = self.hot(target).view()
+        except MemwikiError:
+            return  # unreadable: the write itself backs the file up and refuses, with the reason
         if hot.chars + added_chars + 3 > hot.cap * hot.threshold:
             self.embedder.warm()
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memory.embedders import embedder_label
 from memory.snapshot import (
     Entity,
     HotFile,
@@ -36,8 +37,8 @@ class StoreReader:
 
     def info(self) -> SourceInfo:
         emb = self.store.config.embedder
-        name = emb.name if emb.name != "ollama" else f"ollama:{emb.model}"
-        return SourceInfo(kind="store", location=str(self.store.root), embedder=name, dim=emb.dim)
+        label = embedder_label(emb.name, emb.model)
+        return SourceInfo(kind="store", location=str(self.store.root), embedder=label, dim=emb.dim)
 
     def persona(self) -> Persona | None:
         return self.store.persona()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,8 @@ from memory.errors import InputFormatError
 from memory.snapshot import WikiPage
 from memory.textio import read_text
 from memory.times import mtime_iso
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*$\n?", re.DOTALL | re.MULTILINE)
 
 
 def _as_tuple(value: object) -> tuple[str, ...]:
@@ -27,18 +30,18 @@ def _as_tuple(value: object) -> tuple[str, ...]:
 def parse_page(text: str, rel_path: str) -> WikiPage:
     """Split frontmatter from body; the title falls back to the first `# heading`, then the file name."""
     meta: dict = {}
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     body = text
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            try:
-                loaded = yaml.safe_load(text[4:end])
-            except yaml.YAMLError as exc:
-                raise InputFormatError(f"{rel_path}: invalid frontmatter ({exc})") from None
-            if loaded is not None and not isinstance(loaded, dict):
-                raise InputFormatError(f"{rel_path}: frontmatter must be a mapping")
-            meta = loaded or {}
-            body = text[end + 4 :].lstrip("\n")
+    match = _FRONTMATTER.match(text)
+    if match:
+        try:
+            loaded = yaml.safe_load(match.group(1))
+        except yaml.YAMLError as exc:
+            raise InputFormatError(f"{rel_path}: invalid frontmatter ({exc})") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise InputFormatError(f"{rel_path}: frontmatter must be a mapping")
+        meta = loaded or {}
+        body = text[match.end() :].lstrip("\n")
     title = str(meta.get("title") or "").strip()
     if not title:
         for line in body.splitlines():

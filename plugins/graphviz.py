@@ -11,11 +11,11 @@ tooltips with `innerText`, so labels stay text.
 from __future__ import annotations
 
 import functools
-import hashlib
 import html
 import importlib.util
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -31,9 +31,12 @@ VIS_CSS = f"{VIS_DIR}/vis-network.css"
 GRAPH_JS = f"{VIS_DIR}/memwiki-graph.js"
 _PYVIS_VIS = Path(importlib.util.find_spec("pyvis").origin).parent / "lib" / "vis-9.1.2"
 
-# Colours by entity type (colour-blind-friendly Okabe-Ito order); unknown types get a stable hashed colour.
-_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
-_KNOWN_TYPES = ("person", "agent", "project", "tool", "service", "concept", "place", "organisation")
+# Colours for entity types, most frequent type first; types past the palette share OTHER_COLOR.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+    "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39",
+)  # fmt: skip
+OTHER_COLOR = "#9e9e9e"
 ENDED_COLOR = "#b0b0b0"
 
 # An external reference: a scheme URL, a protocol-relative URL, or a src/href/url()/@import that is not
@@ -48,13 +51,9 @@ _EXTERNAL_RE = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=1024)
-def type_color(entity_type: str) -> str:
-    """The colour of an entity type: fixed for common types, a stable hash otherwise."""
-    key = (entity_type or "unknown").strip().lower()
-    if key in _KNOWN_TYPES:
-        return _PALETTE[_KNOWN_TYPES.index(key)]
-    return _PALETTE[int(hashlib.sha1(key.encode()).hexdigest(), 16) % len(_PALETTE)]
+def type_colors(types_by_frequency: Sequence[str]) -> dict[str, str]:
+    """A distinct colour per entity type (given most frequent first); the rarest share one grey."""
+    return {t: PALETTE[i] if i < len(PALETTE) else OTHER_COLOR for i, t in enumerate(types_by_frequency)}
 
 
 def external_refs(text: str) -> list[str]:

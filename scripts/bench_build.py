@@ -160,6 +160,7 @@ def generate_store(n: int, dest: Path) -> Path:
 def write_memwiki_project(dest: Path, store: Path, page_cache: bool = True) -> Path:
     docs = dest / "docs"
     docs.mkdir(parents=True, exist_ok=True)
+    (docs / "index.md").unlink(missing_ok=True)  # the plugin generates the home page
     cache = dest / "cache"
     cache.mkdir(exist_ok=True)
     shared_use = ROOT / ".cache" / "memwiki" / "use"  # the exported browser model: made once per install
@@ -205,9 +206,6 @@ def write_plain_project(n: int, dest: Path) -> Path:
 def _write_config(dest: Path, cfg: dict) -> Path:
     path = dest / "mkdocs.yml"
     path.write_text(json.dumps(cfg, indent=1), encoding="utf-8")  # JSON is YAML
-    if not (dest / "docs" / "index.md").exists():
-        (dest / "docs").mkdir(parents=True, exist_ok=True)
-        (dest / "docs" / "index.md").write_text("Hand-written home (replaced by the generated one).\n")
     return path
 
 

@@ -65,3 +65,17 @@ def test_sources_from_a_config_file(fixtures: Path, tmp_path: Path, capsys: pyte
     config.write_text("palace: [not, a, path]\nbogus: 1\n", encoding="utf-8")
     code, _, err = run(capsys, "--config", str(config), "stats")
     assert code == 2 and "memwiki.yml" in err and "expected a mapping" in err
+
+
+def test_environment_variables_name_the_sources_when_there_is_no_store(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEMWIKI_STORE", raising=False)
+    monkeypatch.delenv("MEMPALACE_PALACE_PATH", raising=False)
+    monkeypatch.setenv("HERMES_HOME", str(fixtures / "hermes_home"))
+    code, out, _ = run(capsys, "context")
+    assert code == 0 and "小赫" in out
+    monkeypatch.delenv("HERMES_HOME")
+    code, _, err = run(capsys, "context")
+    assert code == 2 and "not a memwiki store" in err

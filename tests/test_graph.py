@@ -353,3 +353,19 @@ def test_locked_graph_is_a_clear_error(tmp_path: Path) -> None:
         assert graph.stats()["triples"] == 0
         graph.add_triple("Alice", "knows", "Bob")
         assert graph.stats()["triples"] == 1
+
+
+def test_select_facts_agrees_with_query_entity_on_the_fixture(tmp_path: Path) -> None:
+    """The in-memory filter used over external sources gives what the SQL query gives."""
+    from memory.graph import select_facts
+
+    db = tmp_path / "kg.sqlite3"
+    shutil.copy(FIXTURE_KG, db)
+    with KnowledgeGraph.open_readonly(db) as kg:
+        triples = kg.triples()
+        names = {e.name for e in kg.entities()}
+        for name in names:
+            for as_of, history in ((None, False), (None, True), ("2025-01-01", False), ("2025-06-01", False)):
+                expected = kg.query_entity(name, as_of=as_of, include_ended=history)
+                got = select_facts(triples, name, as_of, history)
+                assert sorted(t.id for t in got) == sorted(t.id for t in expected), (name, as_of, history)

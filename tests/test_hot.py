@@ -159,7 +159,7 @@ def test_trailing_newline_is_repaired_losslessly(small: HotMemoryFile) -> None:
         (b"a\n\xc2\xa7\n b", "not separated"),
         (b"a\n\xc2\xa7\nb\xff\xfe c", "invalid UTF-8 at line 3"),
         (b"a\n\xc2\xa7\nb\x00c", "NUL byte"),
-        (b"a\n\xc2\xa7\n" + b"q" * 301, "301 chars, over the 300-char cap"),
+        (b"a\n\xc2\xa7\n" + b"q" * 301, "301 chars, longer than the cap of 300"),
     ],
 )
 def test_hand_edits_are_backed_up_and_refused(small: HotMemoryFile, raw: bytes, why: str) -> None:

@@ -21,9 +21,12 @@ import pytest
 from memory.config import EmbedderConfig, StoreConfig
 from memory.embedders import OllamaEmbedder, USEEmbedder
 from memory.errors import EmbedderMismatchError, MemwikiError
+from memory.readers.locate import open_sources
 from memory.snapshot import Memory
+from memory.source_recall import recaller_for
 from memory.store import Store
 from memory.tokens import tokens
+from tests.fixture_copies import copy_fixtures
 
 DIM = 64
 
@@ -99,3 +102,13 @@ def test_store_made_with_ollama_records_it_and_refuses_use(ollama_host: str, tmp
         assert store.embedder.name == "ollama" and store.config.embedder.dim == DIM
     with pytest.raises(EmbedderMismatchError, match="ollama"):
         Store.open(tmp_path / "s", embedder=USEEmbedder())
+
+
+def test_recall_over_a_palace_uses_the_store_s_ollama_embedder(ollama_host: str, tmp_path: Path) -> None:
+    Store.init(tmp_path / "s", StoreConfig(embedder=EmbedderConfig("ollama", 0, "qwen3-embedding:0.6b", ollama_host)))
+    fixtures = copy_fixtures(tmp_path)
+    source = open_sources(str(tmp_path / "s"), None, str(fixtures / "mempalace_palace"), tmp_path / "cache")
+    assert source.info().embedder == "ollama:qwen3-embedding:0.6b"
+    hits = recaller_for(source).recall("QARTOD flag rules data quality", k=3, all_layers=True)
+    assert any(h.layer == "L2" and "QARTOD" in h.text for h in hits)
+    assert OllamaProtocol.requests, "the palace's texts and the query went through the Ollama client"

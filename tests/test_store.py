@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from memory.config import StoreConfig
+from memory.demo import build_demo_store
 from memory.embedders import OllamaEmbedder
-from memory.errors import CapacityError, EmbedderMismatchError, NotAStoreError
+from memory.errors import CapacityError, EmbedderMismatchError, MemwikiError, NotAStoreError
 from memory.store import Store
 
 
@@ -48,6 +50,22 @@ def test_half_written_store_is_refused_and_init_completes_it(tmp_path: Path) -> 
     (root / "USER.md").unlink()
     with pytest.raises(NotAStoreError, match="half-written.*USER.md"):
         Store.open(root)
+    shutil.rmtree(root / "l2")
+    with pytest.raises(NotAStoreError, match="half-written.*USER.md, l2"):
+        Store.open(root)
+    assert not (root / "l2").exists(), "opening must not recreate a lost layer empty"
+    with Store.init(root) as store:
+        assert store.repaired == ["USER.md", "l2"]
+    Store.open(root).close()
+
+
+def test_demo_build_never_replaces_a_real_store(tmp_path: Path) -> None:
+    root = tmp_path / "mine"
+    with Store.init(root) as store:
+        store.remember("[pref] my precious note", target="user")
+    with pytest.raises(MemwikiError, match="not a demo store"):
+        build_demo_store(Path(__file__).parents[1] / "demo", root)
+    assert "my precious note" in (root / "USER.md").read_text(encoding="utf-8")
 
 
 def test_store_made_with_another_embedder_is_refused(tmp_path: Path) -> None:

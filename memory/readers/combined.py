@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from memory.embedders import Embedder
 from memory.snapshot import (
     Entity,
     HotFile,
@@ -34,15 +35,20 @@ LAYER_KEYS = ("L0", "L1", "L2", "L3", "L4", "files", "sinks")
 class CombinedSource:
     """Each layer read from the source `layers` assigns it; a layer nobody provides is empty."""
 
-    def __init__(self, layers: Mapping[str, MemorySource | None]) -> None:
+    def __init__(self, layers: Mapping[str, MemorySource | None], embedder: Embedder | None = None) -> None:
         unknown = set(layers) - set(LAYER_KEYS)
         if unknown:
             raise ValueError(f"unknown layer(s) {sorted(unknown)}; use {LAYER_KEYS}")
         self.layers = {k: v for k, v in layers.items() if v is not None}
+        self.embedder = embedder  # what recall embeds queries with (the one that made L2's vectors)
 
     @classmethod
     def of(
-        cls, hermes: MemorySource | None = None, palace: MemorySource | None = None, store: MemorySource | None = None
+        cls,
+        hermes: MemorySource | None = None,
+        palace: MemorySource | None = None,
+        store: MemorySource | None = None,
+        embedder: Embedder | None = None,
     ) -> CombinedSource:
         """hermes → L0, L1, L4; palace → L2, L3; the store for the rest and for what the others lack."""
         return cls(
@@ -54,7 +60,8 @@ class CombinedSource:
                 "L4": hermes or store,
                 "files": store,
                 "sinks": store,
-            }
+            },
+            embedder,
         )
 
     def sources(self) -> list[MemorySource]:

@@ -131,4 +131,4 @@ def open_sources(
         pal = MemPalace(palace_dir, config_dir=config_dir, embedder=embedder, cache_dir=cache_dir)
     else:
         pal = None
-    return CombinedSource.of(hermes=home, palace=pal, store=store_reader)
+    return CombinedSource.of(hermes=home, palace=pal, store=store_reader, embedder=embedder)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from memory.categories import category_of
-from memory.embedders import Embedder
+from memory.embedders import Embedder, label_of
 from memory.errors import EmbedderMismatchError, MemwikiError, SourceError
 from memory.graph import KnowledgeGraph
 from memory.readers.locate import find_knowledge_graph, mempalace_config_dir, palace_cache_dir
@@ -104,7 +104,7 @@ class MemPalace:
         return SourceInfo(
             kind="mempalace",
             location=str(self.root),
-            embedder=self.embedder.name,
+            embedder=label_of(self.embedder),
             dim=self.embedder.dim,
             notes=tuple(notes),
         )

@@ -31,7 +31,7 @@ from plugins.graphviz import (
     network_html,
     new_network,
     safe_relative_url,
-    type_color,
+    type_colors,
     vis_assets,
 )
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
@@ -102,6 +102,8 @@ class GraphIndex:
     triples: list[Triple]
     by_entity: dict[str, list[Triple]] = field(default_factory=dict)
     degree: Counter[str] = field(default_factory=Counter)
+    types: Counter[str] = field(default_factory=Counter)  # entities per type
+    colors: dict[str, str] = field(default_factory=dict)  # colour per type
 
     @classmethod
     def build(cls, entities: Sequence[Entity], triples: Sequence[Triple]) -> GraphIndex:
@@ -116,6 +118,8 @@ class GraphIndex:
                     index.entities[end] = Entity(id=end, name=name or end)
         index.by_entity = dict(by_entity)
         index.degree = Counter({e: len(ts) for e, ts in by_entity.items()})
+        index.types = Counter(index.type(e) for e in index.entities)
+        index.colors = type_colors([t for t, _ in sorted(index.types.items(), key=lambda x: (-x[1], x[0]))])
         return index
 
     def name(self, entity_id: str) -> str:
@@ -259,14 +263,14 @@ def _network(
         }
         if url:
             node["url"] = relative_url(url, file_uri)
-        net.add_node(number[eid], label=_short(index.name(eid)), color=type_color(etype), **node)
+        net.add_node(number[eid], label=_short(index.name(eid)), color=index.colors[etype], **node)
     for t in triples:
         dates = f"{_date(t.valid_from) or '?'} → {_date(t.valid_to) or 'now'}"
         title = f"{index.name(t.subject)} {t.predicate} {index.name(t.object)} · {dates}"
         if t.source:
             title += f" · source: {t.source}"
         style = (
-            {"dashes": True, "color": ENDED_COLOR} if not t.current else {"color": type_color(index.type(t.subject))}
+            {"dashes": True, "color": ENDED_COLOR} if not t.current else {"color": index.colors[index.type(t.subject)]}
         )
         net.add_edge(number[t.subject], number[t.object], label=_short(t.predicate, 24), title=title, **style)
     net.options = graph_options(physics=True, big=big)
@@ -344,12 +348,12 @@ def _global_page(index: GraphIndex, sel: GlobalSelection, entity_url: EntityUrl,
             'style="width:100%;height:640px;border:1px solid #ddd;border-radius:4px"></iframe></div>',
             "",
         ]
-    types = Counter(index.type(e) for e in index.entities)
+    types = index.types
     if types:
         legend = "".join(
             f'<li><span style="display:inline-block;width:.8em;height:.8em;border-radius:50%;'
-            f'background:{type_color(t)}"></span> {esc(t)} ({n:,})</li>'
-            for t, n in types.most_common()
+            f'background:{index.colors[t]}"></span> {esc(t)} ({n:,})</li>'
+            for t, n in sorted(types.items(), key=lambda x: (-x[1], x[0]))
         )
         lines += [
             "## Legend",
