@@ -272,7 +272,7 @@ class SessionHistory:
             if by_session:
                 break
         top = list(by_session.items())[:limit]
-        words = list(dict.fromkeys(tokens(query) or tokens(query, stop_words=False)))  # as fts_query picks them
+        words = query_words(query)
         hits = []
         for sid, found in top:
             session = self.session(sid)
@@ -393,6 +393,11 @@ def _match_spans(text: str, words: list[str]) -> list[tuple[int, int]]:
         else:
             merged.append((a, b))
     return merged
+
+
+def query_words(query: str) -> list[str]:
+    """The tokens of a query that snippets mark, as `tokens.fts_query` picks them."""
+    return list(dict.fromkeys(tokens(query) or tokens(query, stop_words=False)))
 
 
 def snippet(text: str, words: list[str], width: int = SNIPPET_WIDTH) -> str:

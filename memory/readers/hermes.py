@@ -18,7 +18,6 @@ import fcntl
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from memory.errors import MemwikiError, SourceError
 from memory.hot import FILE_NAMES, drift_reason, parse_entries
 from memory.lexical import LexicalIndex
 from memory.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
+from memory.sessions import query_words, snippet
 from memory.snapshot import (
     Entity,
     HotEntry,
@@ -48,7 +48,6 @@ from memory.snapshot import (
 )
 from memory.textio import read_text
 from memory.times import mtime_iso, stored_time
-from memory.tokens import tokens
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +57,6 @@ USER_CAP = 1375
 THRESHOLD = 0.70
 KNOWN_SCHEMA = 30  # newest hermes state.db schema version whose layout this reader was checked against
 TITLE_WIDTH = 60
-SNIPPET_WIDTH = 160
 _MESSAGE_NEEDS = ("session_id", "role")
 
 
@@ -219,7 +217,7 @@ class HermesHome:
                 continue
             matched.sort(key=lambda ms: -ms[1])
             score = matched[0][1] + 0.25 * sum(s for _, s in matched[1:3])
-            snippets = tuple(snippet(m.content, query) for m, _ in matched[:3])
+            snippets = tuple(snippet(m.content, query_words(query)) for m, _ in matched[:3])
             out.append(SessionHit(session_by_id[session_id], score, snippets, tuple(m.id for m, _ in matched)))
         out.sort(key=lambda h: -h.score)
         return out[:limit]
@@ -451,18 +449,6 @@ def _parse_calls(raw: Any) -> list[tuple[str, str]]:
             arguments = json.dumps(arguments, ensure_ascii=False)
         out.append((name, arguments))
     return out
-
-
-def snippet(text: str, query: str, width: int = SNIPPET_WIDTH) -> str:
-    """About `width` characters of `text` around the first place a query token occurs."""
-    flat = re.sub(r"\s+", " ", text).strip()
-    lower = flat.lower()
-    positions = [p for t in tokens(query, stop_words=False) if (p := lower.find(t)) >= 0]
-    if not positions or len(flat) <= width:
-        return flat[:width] + ("…" if len(flat) > width else "")
-    start = max(0, min(positions) - width // 3)
-    end = min(len(flat), start + width)
-    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
 # ── small helpers ────────────────────────────────────────────────────────────────────────────────────
