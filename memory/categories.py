@@ -1,14 +1,29 @@
-"""Categories of hot-memory entries: explicit tags (`[env]`, `[偏好]`) and a rule-based classifier.
+r"""Categories of hot-memory entries: explicit tags (`[env]`, `[偏好]`) and a rule-based classifier.
 
 Core categories (preference, pitfall, rule, authorisation) stay in hot memory; the others may sink
 into L2. Sinking a core entry is the costly error, so the classifier lets core win when in doubt:
 
 1. a leading label (`坑：`, `Behaviour rule:`, `开发机环境：`) naming a core category decides;
-2. otherwise any core signal in the text (授权 / allows me, never / 必须, prefers / 不要, 踩坑 / gotcha)
-   decides, even against a non-core label;
+2. otherwise core signal families in the text score, and the highest wins (ties: authorisation, rule,
+   pitfall, preference), even against a non-core label:
+   - authorisation: permission forms (授权 / 允许 / 可以直接 / 无需确认 / 需…批准, allowed to / you can /
+     can … directly / without asking / sign-off / approval);
+   - rule: obligations and prohibitions (必须 / 禁止 / 不准 / 千万 / …前先… / 先…再…, never / always / must /
+     make sure / before you);
+   - soft directives (别 / 不要 / don't / avoid / an English imperative opening a sentence) are a rule,
+     or a preference when the entry is about how the agent talks (answers, tone, emoji, 称呼 …);
+   - pitfall: 踩坑 / gotcha / workaround, or a failure followed by its remedy or condition
+     (报错…解决, 失败…才行, fails … unless / when, error … fix);
+   - preference: likes and habits (喜欢 / 偏好 / 习惯 / 讨厌, prefers / likes / hates / rather), how to answer
+     (用中文回复, answer in English), how to address the user (称呼 / call the user), personal constraints
+     (过敏 / allergic);
+   weak hints (a bare 坑 / 报错 / fails, please) count only when there is no non-core label;
 3. otherwise a non-core label decides;
 4. otherwise non-core keywords decide: network / environment / project by distinct hits (ties in that
    order), then technical as the fallback for tech records, else "other".
+
+Patterns are compiled with re.ASCII, so `\b` is a Latin word boundary that adjacent CJK text does not
+hide: `\brust\b` matches in `学rust` and `rust服务` but not in `trust`.
 """
 
 from __future__ import annotations
@@ -50,13 +65,14 @@ TAGS: dict[str, str] = {c: c for c in CATEGORIES} | {
     "其它": "other",
 }
 
+MAX_CLASSIFIED_CHARS = 4000  # longer than any hot file (caps are a few thousand chars)
+
 _TAG_RE = re.compile(r"^\s*[\[【]\s*([^\]】\n]{1,24}?)\s*[\]】]\s*")
 _LABEL_RE = re.compile(r"^\s*([^:：\n]{1,32}?)\s*[:：]")
 
 
 def _rx(*patterns: str) -> re.Pattern[str]:
-    """One case-insensitive pattern. ASCII mode makes `\b` a Latin word boundary that CJK text does not hide:
-    `\brust\b` matches in `学rust程序` but not in `trust`."""
+    """One case-insensitive pattern, in ASCII mode so that word boundaries see CJK text (module doc)."""
     return re.compile("|".join(patterns), re.IGNORECASE | re.ASCII)
 
 
@@ -121,7 +137,7 @@ _RULE_STRONG = _rx(
     r"(?<![目以当眼从面往向提])前(?:先|要|得|需|必须|务必|一定)",
     rf"(?<![首优事原率祖预])先{_NOT_END}{{1,30}}(?:再|后|然后)",
     r"\bnever\b",
-    r"\balways\b",
+    r"\balways\b(?!-)",
     r"\bmust\b",
     r"\bmake sure\b",
     r"\bbe sure to\b",
@@ -145,10 +161,11 @@ _DIRECTIVE_SOFT = _rx(
     r"\bstop\b",
     r"\bshould(?:n'?t)?\b",
     r"\bbefore \w+ing\b",
-    # an English imperative opening a sentence ("Switch to …", "Run tests …"), not a noun ("Switch is …")
-    r"(?:^|(?<=[.;!?]\s))(?:please\s+)?(?:run|use|switch|ask|check|confirm|wait|keep|stop|remember|ensure|"
-    r"push|deploy|commit|test|update|upgrade|tag|add|write|reply|answer|respond|send|move|migrate|rebase|"
-    r"merge|pin|start|turn|go)\b(?!\s+(?:is|are|was|were|has|have|runs?|uses?|lives?|sits?)\b)(?!\s*[:：])",
+    # an English imperative opening a sentence ("Switch to …", "Run tests …"); verbs that often open a
+    # sentence as nouns ("Test suite …", "Update policy …") are left out, and "Switch is …" is a noun
+    r"(?:^|(?<=[.;!?]\s))(?:please\s+)?(?:run|use|switch|ask|confirm|wait|keep|stop|remember|ensure|deploy|"
+    r"reply|answer|respond|send|move|migrate|rebase)\b"
+    r"(?!\s+(?:is|are|was|were|has|have|runs?|uses?|lives?|sits?)\b)(?!\s*[:：])",
 )
 # Talk about how the agent answers: routes soft directives to preference.
 _STYLE = _rx(
@@ -478,7 +495,12 @@ def _core_scores(text: str, min_weight: int) -> dict[str, int]:
 
 
 def classify(text: str) -> str:
-    """Category of an untagged entry, by rules over Chinese and English keywords (core wins when in doubt)."""
+    """Category of an untagged entry, by rules over Chinese and English keywords (core wins when in doubt).
+
+    Only the first `MAX_CLASSIFIED_CHARS` characters are read: hot entries are far shorter, and untrusted
+    text must not make classification slow.
+    """
+    text = text[:MAX_CLASSIFIED_CHARS]
     label = _label_category(text)
     if label in CORE_CATEGORIES:
         return label

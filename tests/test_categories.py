@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.categories import category_of, classify, is_core, parse_tag
+from memory.categories import MAX_CLASSIFIED_CHARS, category_of, classify, is_core, parse_tag
 from memory.hot import parse_entries
 from memory.snapshot import CATEGORIES, CORE_CATEGORIES
 
@@ -65,6 +65,64 @@ MORE = [
     ("PostgreSQL 16 supports the icu locale provider at initdb time.", "technical"),
     ("Redis 7 的 listpack 取代了 ziplist。", "technical"),
     ("The user's cat is called Mochi.", "other"),
+]
+
+# Entries a reviewer found misclassified (most came back "other"); each must now be exact.
+REVIEWED = [
+    ("回答用中文", "preference"),
+    ("用中文回复", "preference"),
+    ("别用表情符号", "preference"),
+    ("Answers in English please", "preference"),
+    ("称呼用户为老王", "preference"),
+    ("Call the user Sam", "preference"),
+    ("不准删除生产数据库", "rule"),
+    ("千万别在周五部署", "rule"),
+    ("删除文件前先确认", "rule"),
+    ("git push 前要 rebase", "rule"),
+    ("可以直接 push 到 main 分支", "authorisation"),
+    ("You can push to main directly", "authorisation"),
+    ("Deploys to prod require Alice's sign-off", "authorisation"),
+    ("docker compose up fails on M1 unless platform: linux/amd64 is set", "pitfall"),
+    ("Switch to the new API before Friday", "rule"),  # was network: "switch" as a verb is no network gear
+]
+
+# New varied entries written for the signal families (imperative, permission, preference, pitfall forms)
+# and for word boundaries; the classifier was tuned on these.
+VARIED = [
+    ("回复请用繁体中文，代码注释保持英文。", "preference"),
+    ("他习惯先看结论，再看细节。", "preference"),
+    ("Likes short answers; hates emoji in commit messages.", "preference"),
+    ("Please reply in Japanese when she writes in Japanese.", "preference"),
+    ("叫我小林就行，不用叫林总。", "preference"),
+    ("The user is lactose intolerant — keep that in mind for recipes.", "preference"),
+    ("不要在回答里加免责声明。", "preference"),
+    ("严禁在公共频道贴出 API token。", "rule"),
+    ("每次发版之前必须更新 CHANGELOG。", "rule"),
+    ("上线前先在预发环境回归一遍。", "rule"),
+    ("Never force-push to a shared branch.", "rule"),
+    ("Make sure you back up the database before running a migration.", "rule"),
+    ("Ask before deleting anything under ~/photos.", "rule"),
+    ("Don't run rm -rf on mounted volumes.", "rule"),
+    ("允许你直接合并文档类的 PR。", "authorisation"),
+    ("测试集群上的 Pod 你可以自行删除重建。", "authorisation"),
+    ("上生产需要王磊批准。", "authorisation"),
+    ("You may restart the staging workers without asking first.", "authorisation"),
+    ("Schema changes need approval from the DBA team.", "authorisation"),
+    ("The agent is allowed to open issues on his behalf.", "authorisation"),
+    ("npm ci 在 CI 里偶尔超时失败，加 --prefer-offline 可以解决。", "pitfall"),
+    ("Go 1.22 升级后 gopls 崩溃，需要重新安装 gopls 才行。", "pitfall"),
+    ("Vite dev server fails to hot-reload inside WSL2 unless usePolling is enabled.", "pitfall"),
+    ("Workaround for flaky Playwright tests on CI: set workers to 1.", "pitfall"),
+    ("Homebrew Python breaks after macOS upgrades; fix by reinstalling the venv.", "pitfall"),
+    ("公司内网网段 10.20.0.0/16，出口网关 10.20.0.1。", "network"),
+    ("The Pi-hole resolves *.home.arpa for the whole LAN.", "network"),
+    ("Laptop runs macOS 14 with iTerm2 and zsh.", "environment"),
+    ("家里台式机装的 Windows 11 + WSL2 Ubuntu。", "environment"),
+    ("Project Helios: the billing rewrite ships in milestone 3; repo acme/helios.", "project"),
+    ("集群里的rust服务用helm部署，镜像放在 Harbor。", "technical"),
+    ("He trusts his gut and feels overwhelmed by meetings with many nodes of discussion.", "other"),
+    ("用户的狗叫豆豆，是一只柯基。", "other"),
+    ("He plays badminton on Thursday evenings.", "other"),
 ]
 
 
@@ -138,3 +196,68 @@ def test_core_wins_over_a_non_core_label() -> None:
     assert is_core(classify("Editor: Neovim. Never paste secrets into chat."))
     assert is_core(classify("开发机环境：zsh；不要建议 conda。"))
     assert classify("开发机环境：zsh + starship，MacBook Pro。") == "environment"
+
+
+@pytest.mark.parametrize(("text", "category"), REVIEWED)
+def test_reviewed_entries(text: str, category: str) -> None:
+    assert classify(text) == category
+
+
+def test_personal_constraint_is_core() -> None:
+    # an allergy is a fact the agent must always respect: preference or rule, core either way
+    assert classify("用户对花生过敏") in ("preference", "rule")
+    assert classify("She is allergic to shellfish.") in ("preference", "rule")
+
+
+def test_classifier_on_varied_entries() -> None:
+    got = [(classify(text), label, text) for text, label in VARIED]
+    wrong = [x for x in got if x[0] != x[1]]
+    assert len(wrong) <= 1, wrong
+    assert not [x for x in got if is_core(x[1]) and not is_core(x[0])]
+    assert {label for _, label in VARIED} == set(CATEGORIES)
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("集群里的rust服务用helm部署", "technical"),  # Latin next to CJK still has word boundaries
+        ("用户在学rust", "technical"),
+        ("nginx反向代理", "network"),
+        ("He trusts his gut.", "other"),  # not "rust"
+        ("Long meetings overwhelm him.", "other"),  # not "helm"
+        ("Those nodes of the plan confuse him.", "other"),  # not "node"
+        ("Node 20 is installed via fnm.", "technical"),
+        ("The switch is a UniFi USW-24 PoE.", "network"),  # the noun is network gear
+        ("Switch to tabs for Go files.", "rule"),  # the verb is an instruction
+        ("Always-on VPN via WireGuard on the laptop.", "network"),  # "always-on" is no rule
+        ("Test suite takes ten minutes.", "other"),  # a noun opening, no imperative
+        ("自行车停在车库。", "other"),  # 自行车 is no 自行 (on its own)
+        ("首先安装依赖再说。", "other"),  # 首先 is no 先…再
+    ],
+)
+def test_word_boundaries_and_false_friends(text: str, category: str) -> None:
+    assert classify(text) == category
+
+
+@pytest.mark.parametrize(
+    ("soft", "category"),
+    [
+        ("别在回答里用 Markdown 表格。", "preference"),  # about how the agent talks
+        ("别在周末重启 NAS。", "rule"),  # about what the agent does
+        ("Don't use emoji in replies.", "preference"),
+        ("Don't restart the NAS on weekends.", "rule"),
+    ],
+)
+def test_soft_directives_split_by_topic(soft: str, category: str) -> None:
+    assert classify(soft) == category
+
+
+def test_a_failure_with_its_remedy_is_a_pitfall_against_an_environment_label() -> None:
+    assert classify("开发机环境：Docker Desktop 升级后 kubectl 报错 x509，重启 Docker 才能解决。") == "pitfall"
+    assert classify("Laptop: brew upgrade breaks pyenv shims until you run pyenv rehash.") == "pitfall"
+
+
+def test_only_the_head_of_a_huge_entry_is_classified() -> None:
+    filler = "x " * MAX_CLASSIFIED_CHARS
+    assert classify("Never deploy on Fridays. " + filler) == "rule"
+    assert classify(filler + "Never deploy on Fridays.") == "other"
