@@ -66,7 +66,11 @@ def make_source(options: dict[str, Any], base_dir: Path) -> MemorySource:
             raise MemwikiError("memwiki: `demo_src` needs `store` (where to build the demo store)")
         build_demo_store(Path(path(options["demo_src"])), Path(store))
     return open_sources(
-        store, path(options.get("hermes_home")), path(options.get("palace")), Path(path(options["cache_dir"]) or "")
+        store,
+        path(options.get("hermes_home")),
+        path(options.get("palace")),
+        Path(path(options["cache_dir"]) or ""),
+        partial=True,
     )
 
 

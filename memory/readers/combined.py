@@ -35,12 +35,15 @@ LAYER_KEYS = ("L0", "L1", "L2", "L3", "L4", "files", "sinks")
 class CombinedSource:
     """Each layer read from the source `layers` assigns it; a layer nobody provides is empty."""
 
-    def __init__(self, layers: Mapping[str, MemorySource | None], embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, layers: Mapping[str, MemorySource | None], embedder: Embedder | None = None, notes: Sequence[str] = ()
+    ) -> None:
         unknown = set(layers) - set(LAYER_KEYS)
         if unknown:
             raise ValueError(f"unknown layer(s) {sorted(unknown)}; use {LAYER_KEYS}")
         self.layers = {k: v for k, v in layers.items() if v is not None}
         self.embedder = embedder  # what recall embeds queries with (the one that made L2's vectors)
+        self.notes = tuple(notes)  # e.g. a source that could not be opened and was skipped
 
     @classmethod
     def of(
@@ -49,6 +52,7 @@ class CombinedSource:
         palace: MemorySource | None = None,
         store: MemorySource | None = None,
         embedder: Embedder | None = None,
+        notes: Sequence[str] = (),
     ) -> CombinedSource:
         """hermes → L0, L1, L4; palace → L2, L3; the store for the rest and for what the others lack."""
         return cls(
@@ -62,6 +66,7 @@ class CombinedSource:
                 "sinks": store,
             },
             embedder,
+            notes,
         )
 
     def sources(self) -> list[MemorySource]:
@@ -75,7 +80,7 @@ class CombinedSource:
     def info(self) -> SourceInfo:
         l2 = self._get("L2")
         l2_info = l2.info() if l2 is not None else None
-        notes: list[str] = []
+        notes: list[str] = list(self.notes)
         parts = []
         for source in self.sources():
             info = l2_info if source is l2 and l2_info is not None else source.info()
@@ -156,9 +161,11 @@ class CombinedSource:
         return source.l2_index() if source is not None else None
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
-        """Vectors from the embedder that ranks L2 in recall (the L2 source's); None when there is none."""
+        """Vectors from the embedder that ranks L2 in recall (the L2 source's, else the one recall uses)."""
         source = self._get("L2")
-        return source.embed(texts) if source is not None else None
+        if source is not None:
+            return source.embed(texts)
+        return self.embedder.embed(texts) if self.embedder is not None else None
 
     def close(self) -> None:
         for source in self.sources():

@@ -88,6 +88,7 @@ def open_sources(
     cache_dir: Path | None,
     embedder=None,  # noqa: ANN001 - memory.embedders.Embedder; default: the store's, else USE
     config_dir: str | None = None,
+    partial: bool = False,
 ):  # noqa: ANN201 - returns a memory.snapshot.MemorySource
     """The MemorySource for these locations, as the CLI and the plugin configure them.
 
@@ -96,7 +97,8 @@ def open_sources(
       and defaults above): a CombinedSource, hermes for L0 / L1 / L4 and the palace for L2 / L3, the store
       (when given) for whatever they do not provide;
     - nothing at all: hermes home and palace located through the defaults; SourceError if neither exists.
-    Missing folders named explicitly are a SourceError naming them.
+    Missing folders named explicitly are a SourceError naming them; with `partial`, a hermes home or palace
+    that cannot be opened is skipped with a note in `info().notes` (a wiki build shows what can be read).
     """
     from memory.readers.combined import CombinedSource
     from memory.readers.hermes import HermesHome
@@ -122,13 +124,27 @@ def open_sources(
             f"no memory to read: no store given, no hermes home at {home_path} and no palace at {palace_dir} "
             "(use --store, --hermes-home or --palace)"
         )
-    home = HermesHome(home_path) if want_home else None
-    if want_palace:
-        if embedder is None:
-            from memory.embedders import USEEmbedder
+    if embedder is None:
+        from memory.embedders import USEEmbedder
 
-            embedder = USEEmbedder()
-        pal = MemPalace(palace_dir, config_dir=config_dir, embedder=embedder, cache_dir=cache_dir)
-    else:
-        pal = None
-    return CombinedSource.of(hermes=home, palace=pal, store=store_reader, embedder=embedder)
+        embedder = USEEmbedder()
+    problems: list[str] = []
+
+    def attempt(opener):  # noqa: ANN001, ANN202 - a reader's constructor
+        try:
+            return opener()
+        except SourceError as exc:
+            if not partial:
+                raise
+            problems.append(f"skipped, could not be read: {exc}")
+            return None
+
+    home = attempt(lambda: HermesHome(home_path)) if want_home else None
+    pal = (
+        attempt(lambda: MemPalace(palace_dir, config_dir=config_dir, embedder=embedder, cache_dir=cache_dir))
+        if want_palace
+        else None
+    )
+    if home is None and pal is None and store_reader is None:
+        raise SourceError("; ".join(problems) or "no memory source to read")
+    return CombinedSource.of(hermes=home, palace=pal, store=store_reader, embedder=embedder, notes=problems)

@@ -106,7 +106,8 @@ class Digester:
         vectors = None
         if self._embed is not None:
             try:
-                vectors = np.asarray(self._embed(texts), dtype=np.float32)
+                raw = self._embed(texts)
+                vectors = None if raw is None else np.asarray(raw, dtype=np.float32)
             except (MemwikiError, AttributeError, OSError) as exc:
                 log.warning("memwiki: session digests fall back to TF-IDF: %s", exc)
                 self._embed, self.method = None, f"TF-IDF (embedder failed: {exc})"
