@@ -185,12 +185,11 @@ class SemanticMemory:
 
     def search(self, vector: np.ndarray, k: int, where: dict[str, Any] | None = None) -> list[ScoredMemory]:
         """The `k` nearest memories to a query vector, score = cosine similarity."""
-        n = min(k, self.count())
-        if n <= 0:
+        if k <= 0:
             return []
         res = self._col.query(
             query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
-            n_results=n,
+            n_results=k,
             where=where,
             include=["documents", "metadatas", "distances"],
         )
@@ -203,11 +202,11 @@ class SemanticMemory:
 
     def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Like `search`, but only (id, cosine) pairs: no documents are read (the fast path of recall)."""
-        n = min(k, self.count())
-        if n <= 0:
+        if k <= 0:
             return []
+        # No count() first: it costs ~10 ms at 100k memories, and Chroma returns fewer hits when it holds fewer.
         res = self._col.query(
-            query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1), n_results=n, include=["distances"]
+            query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1), n_results=k, include=["distances"]
         )
         return [(i, 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0], strict=True)]
 

@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from memory.categories import category_of
+from memory.config import StoreConfig
 from memory.errors import MemwikiError, SourceError
 from memory.hot import FILE_NAMES, drift_reason, parse_entries
 from memory.lexical import LexicalIndex
@@ -51,10 +52,7 @@ from memory.times import mtime_iso, stored_time
 
 log = logging.getLogger(__name__)
 
-PERSONA_CAP = 3000
-MEMORY_CAP = 2200
-USER_CAP = 1375
-THRESHOLD = 0.70
+DEFAULTS = StoreConfig()  # hermes's own defaults are memwiki's: 2,200 / 1,375 chars, persona 3,000
 KNOWN_SCHEMA = 30  # newest hermes state.db schema version whose layout this reader was checked against
 TITLE_WIDTH = 60
 _MESSAGE_NEEDS = ("session_id", "role")
@@ -70,7 +68,7 @@ class HermesHome:
         persona_cap: int | None = None,
         memory_cap: int | None = None,
         user_cap: int | None = None,
-        threshold: float = THRESHOLD,
+        threshold: float = DEFAULTS.overflow_threshold,
     ) -> None:
         self.root = Path(path).expanduser()
         if not self.root.is_dir():
@@ -79,10 +77,10 @@ class HermesHome:
         self._notes: list[str] = []
         config = self._config()
         memory_cfg = config.get("memory") if isinstance(config.get("memory"), dict) else {}
-        self.persona_cap = persona_cap or PERSONA_CAP
+        self.persona_cap = persona_cap or DEFAULTS.caps.persona
         self.caps = {
-            "memory": memory_cap or _positive_int(memory_cfg.get("memory_char_limit")) or MEMORY_CAP,
-            "user": user_cap or _positive_int(memory_cfg.get("user_char_limit")) or USER_CAP,
+            "memory": memory_cap or _positive_int(memory_cfg.get("memory_char_limit")) or DEFAULTS.caps.memory,
+            "user": user_cap or _positive_int(memory_cfg.get("user_char_limit")) or DEFAULTS.caps.user,
         }
         self._index: LexicalIndex | None = None
         self._index_key: str = ""
