@@ -19,6 +19,7 @@ from memory.embedders import Embedder
 from memory.errors import MemwikiError
 from memory.lexical import LexicalIndex
 from memory.snapshot import HotFile, Memory, SessionHit, WikiPage
+from memory.tokens import coverage
 
 LAYERS = ("L1", "L2", "L4", "files")
 TEXT_CACHE_MAX = 20000  # vectors of small-layer texts kept between recalls
@@ -47,6 +48,11 @@ class RecallConfig:
     `min_confidence` = 0.45 ≈ that p95: a hit below it is as close as an unrelated one, so L1 / L4 / file
     hits under it are not returned. `stop_threshold` = 0.55: only 0.4% of unanswerable queries reach it (27%
     of answerable ones do), so a layer whose best hit reaches it has the answer, and recall stops there.
+    `min_coverage` = 0.6, by the same method on lexical coverage (`tokens.coverage`: the share of the query's
+    informative tokens a text holds), taking the best-covering text of the foreign corpus, and adding LoCoMo
+    questions against another conversation (same language and kind): unanswerable queries reach p50 0.2,
+    p95 0.5; ≥ 0.6 keeps 1.6% of them and 41% of the gold texts. A small-layer hit below `min_confidence`
+    is still returned when it reaches `min_coverage` (it names most of what the query asks about).
     """
 
     # "z": z-score fusion (each retriever's top-`depth` scores standardised, summed with the weights; a
@@ -57,12 +63,19 @@ class RecallConfig:
     rrf_k: float = 60.0
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
+    # With `peak_weighting`, each retriever's weight is also scaled by how far its best candidate stands
+    # out (the z-score of its top score; weights then sum to 1): a retriever whose scores are flat (a
+    # lexical list where every match shares one common word) says little and gets little say, one with a
+    # clear winner gets more. Dev sets, against equal weights: zh hit@1 .69 -> .76, MADial recall@5
+    # .635 -> .643, LoCoMo .573 -> .579; "gap" (top-1 minus top-2) and per-list padding were worse.
+    peak_weighting: bool = True
     depth: int = 50  # candidates taken from each retriever before fusion
     # Multi-line (dialogue) queries: the query vector is the whole text's vector plus a recency-weighted
     # sum of the turns' vectors (each turn weighs `turn_decay` times the next one), so the last turns count most.
-    turn_decay: float = 0.5
+    turn_decay: float = 0.3
     stop_threshold: float = 0.55  # cosine of a layer's best hit above which recall stops (see above)
-    min_confidence: float = 0.45  # L1, L4 and file hits below this cosine are not returned
+    min_confidence: float = 0.45  # L1, L4 and file hits below this cosine are not returned ...
+    min_coverage: float = 0.6  # ... unless they hold this share of the query's informative tokens (see above)
 
 
 @dataclass
@@ -131,14 +144,22 @@ def fuse(
                 s += config.lexical_weight / (config.rrf_k + l_rank[i] + 1)
             scores[i] = s
     elif config.fusion == "z":
+        parts = []
         for values, weight in ((cos, config.dense_weight), (lex, config.lexical_weight)):
             if not values or weight == 0:
                 continue
             v = np.fromiter(values.values(), dtype=np.float64)
             mu, sd = v.mean(), v.std() or 1.0
-            floor = (v.min() - mu) / sd
+            peak = max(float((v.max() - mu) / sd), 0.0)  # how far the retriever's best stands out
+            parts.append((values, weight * peak if config.peak_weighting else weight, mu, sd, (v.min() - mu) / sd))
+        total = sum(w for _, w, *_ in parts)
+        if total <= 0:  # no retriever has a best that stands out (one candidate each, or all tied)
+            parts = [(values, 1.0, mu, sd, floor) for values, _, mu, sd, floor in parts]
+            total = float(len(parts))
+        for values, weight, mu, sd, floor in parts:
+            share = weight / total
             for i in ids:
-                scores[i] = scores.get(i, 0.0) + weight * ((values[i] - mu) / sd if i in values else floor)
+                scores[i] = scores.get(i, 0.0) + share * float((values[i] - mu) / sd if i in values else floor)
     elif config.fusion == "score":
         d_lo = min(cos.values(), default=0.0)
         d_hi = max(cos.values(), default=1.0)
@@ -198,12 +219,23 @@ class Recaller:
         for layer in LAYERS:
             hits = self._layer(layer, query, qv, k)
             if layer != "L2":
-                hits = [h for h in hits if h.confidence >= self.config.min_confidence]
+                hits = [h for h in hits if self._keep_small(query, h)]
             out.extend(hits[:k])
             confident = any(h.confidence >= self.config.stop_threshold for h in hits)
             if not all_layers and (confident or len(out) >= k):
                 break
         return out if all_layers else out[:k]
+
+    def _keep_small(self, query: str, hit: Hit) -> bool:
+        """A small-layer hit is kept when it is as close as an answer (cosine) or matches most of the query's
+        informative words (lexical coverage); `why` says which."""
+        if hit.confidence >= self.config.min_confidence:
+            return True
+        share = coverage(query, hit.text)
+        if share >= self.config.min_coverage:
+            hit.why += f"; covers {share:.0%} of the query's words"
+            return True
+        return False
 
     def _layer(self, layer: str, query: str, qv: np.ndarray, k: int) -> list[Hit]:
         if layer == "L1" and self.hot_files is not None:

@@ -36,6 +36,7 @@ from memory.embedders import USEEmbedder  # noqa: E402
 from memory.recall import RecallConfig, Recaller  # noqa: E402
 from memory.semantic import SemanticMemory  # noqa: E402
 from memory.snapshot import Memory  # noqa: E402
+from memory.tokens import coverage  # noqa: E402
 
 K_EVAL = 10
 
@@ -195,12 +196,31 @@ def calibration(datasets: list[Dataset], embedder: USEEmbedder, answered: dict) 
     out: dict = {}
     pools = [(ds.name, ds.corpora[0]) for ds in datasets]
     negatives: list[float] = []
-    for (name_q, cq), (name_c, cc) in zip(pools, pools[1:] + pools[:1], strict=True):
+    neg_coverage: list[float] = []  # best lexical coverage of the query by any text of the foreign corpus
+    pairs = list(zip(pools, pools[1:] + pools[:1], strict=True))
+    for ds in datasets:  # same language and kind, other people: conversation n's questions against n+1's turns
+        pairs += [((ds.name, a), (ds.name + "'", b)) for a, b in zip(ds.corpora, ds.corpora[1:], strict=False)]
+    for (name_q, cq), (name_c, cc) in pairs:
         if name_q == name_c:
             continue
         vectors = embedder.embed([m.text for m in cc.memories])
         for case in cq.cases:
             negatives.append(float((vectors @ embedder.embed([case.query])[0]).max()))
+            neg_coverage.append(max(coverage(case.query, m.text) for m in cc.memories))
+    gold_coverage = [
+        max(coverage(case.query, m.text) for m in corpus.memories if m.id in case.gold)
+        for ds in datasets
+        for corpus in ds.corpora
+        for case in corpus.cases
+    ]
+    for label, values in (("cov_unanswer", neg_coverage), ("cov_gold", gold_coverage)):
+        if values:
+            out[label] = {f"p{q}": round(float(np.percentile(values, q)), 3) for q in (50, 90, 95, 99)}
+    for t in (0.3, 0.4, 0.5, 0.6, 0.7):
+        out[f"cov@{t}"] = {
+            "unanswerable_kept": round(float(np.mean([v >= t for v in neg_coverage])), 3),
+            "gold_kept": round(float(np.mean([v >= t for v in gold_coverage])), 3),
+        }
     right = [c for pairs in answered.values() for c, ok in pairs if ok]
     wrong = [c for pairs in answered.values() for c, ok in pairs if not ok]
     for label, values in (("unanswerable", negatives), ("top1_right", right), ("top1_wrong", wrong)):

@@ -130,3 +130,26 @@ def test_vector_cache_reembeds_only_changes_and_serves_recall(use: USEEmbedder, 
     assert hits[0].id == "vps" and hits[0].provenance["wing"] == "w"
     assert cache.lexical_search("MySQL", 3)[0][0] == "pg" and cache.lexical_search("pg_dump", 3) == []
     assert cache.update(changed[:3]) == 0 and cache.count() == 3 and cache.lexical.count() == 3
+
+
+def test_small_layer_hit_kept_by_lexical_coverage(use: USEEmbedder, l2: SemanticMemory) -> None:
+    entry = "备份：restic 每天凌晨三点跑，保留策略 7d/4w/12m，仓库在 NAS 上。"
+
+    def files() -> list[HotFile]:
+        return [HotFile("memory", (HotEntry(0, entry, "environment"), HotEntry(1, HOT_TEXT, "pitfall")), 2200, 0.7)]
+
+    recaller = Recaller(use, hot_files=files, l2=l2)
+    hits = [h for h in recaller.recall("restic 备份的保留策略改成了什么？", k=3, all_layers=True) if h.layer == "L1"]
+    assert [h.id for h in hits] == ["memory:0"] and "covers 71%" in hits[0].why  # the peanut entry stays out
+    assert hits[0].confidence < recaller.config.min_confidence  # kept by coverage, not by its cosine
+    strict = Recaller(use, hot_files=files, l2=l2, config=RecallConfig(min_coverage=1.01))
+    assert not [h for h in strict.recall("restic 备份的保留策略改成了什么？", k=3, all_layers=True) if h.layer == "L1"]
+
+
+def test_peak_weighting_gives_a_flat_retriever_less_say() -> None:
+    dense = [("a", 0.80), ("b", 0.50), ("c", 0.45), ("d", 0.44), ("e", 0.43)]
+    lexical = [("b", 5.0), ("c", 4.9), ("d", 4.8), ("e", 2.0), ("a", 1.0)]  # no clear winner: b, c, d alike
+    assert fuse(dense, lexical, RecallConfig(peak_weighting=True))[0].id == "a"
+    assert fuse(dense, lexical, RecallConfig(peak_weighting=False))[0].id == "b"
+    ranked = fuse([("a", 0.5)], [("b", 3.0)], RecallConfig())  # nothing stands out: equal weights
+    assert {r.id for r in ranked} == {"a", "b"}

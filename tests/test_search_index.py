@@ -21,7 +21,7 @@ from memory.config import EmbedderConfig, StoreConfig
 from memory.embedders import USEEmbedder
 from memory.snapshot import Memory
 from memory.store import Store
-from memory.tokens import tokens
+from memory.tokens import fts_text, tokens
 from plugins.builders import search
 from plugins.pages import BuildContext
 
@@ -77,7 +77,7 @@ globalThis.MemwikiUSE.load("", {bytes: new Uint8Array(bytes)}).then(use => {
     };
   }
   const tok = globalThis.MemwikiSearch.tokens;
-  out.__tokens = req.texts.map(t => [tok(t, index.stop), tok(t, null)]);
+  out.__tokens = req.texts.map(t => [tok(t, index.stop), tok(t, null), tok(t, null, true)]);
   process.stdout.write(JSON.stringify(out));
 });
 """
@@ -162,9 +162,10 @@ def test_js_lexical_scores_are_fts5_bm25(exported) -> None:
 
 
 def test_js_tokens_mirror_memory_tokens(exported) -> None:
-    for text, (with_stop, without) in zip(exported["texts"], exported["js"]["__tokens"], strict=True):
-        assert with_stop == tokens(text), text
-        assert without == tokens(text, stop_words=False), text
+    for text, (query, plain, index) in zip(exported["texts"], exported["js"]["__tokens"], strict=True):
+        assert query == tokens(text), text
+        assert plain == tokens(text, stop_words=False), text
+        assert " ".join(index) == fts_text(text), text
 
 
 def test_exported_files(exported) -> None:

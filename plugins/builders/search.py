@@ -27,7 +27,7 @@ from memory.embedders import USE_NAME
 from memory.recall import RecallConfig
 from memory.snapshot import Memory
 from memory.textio import atomic_write_text, read_text
-from memory.tokens import STOP_WORDS
+from memory.tokens import STOP_CHARS, STOP_WORDS
 from plugins.concepts import slugify
 from plugins.graphviz import script_json
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
@@ -104,6 +104,7 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
             if k in ("fusion", "rrf_k", "dense_weight", "lexical_weight", "depth")
         },
         "stop_words": sorted(STOP_WORDS),
+        "stop_chars": sorted(STOP_CHARS),
         "fields": ["id", "title", "url", "text", "category", "where"],
         "docs": [
             [m.id, _title(m), memory_url(m), m.text, m.category, " / ".join(x for x in (m.wing, m.room) if x)]

@@ -41,8 +41,10 @@
     return ch.join("");
   }
 
-  /* Lexical tokens of `text` in order, as memory.tokens.tokens(text, stop_words=...) makes them. */
-  function tokens(text, stopWords) {
+  /* Lexical tokens of `text` in order, as memory.tokens.tokens(text, stop_words=..., unigrams=...) makes
+   * them. `stop` is null (keep everything) or {words: Set, chars: Set}: English stop words and CJK grams
+   * holding a stop character are dropped. `unigrams` also gives each character of a CJK run (index side). */
+  function tokens(text, stop, unigrams) {
     var out = [];
     var re = new RegExp(TOKEN_SRC, "gu");
     var s = String(text).normalize("NFKC").toLowerCase();
@@ -50,10 +52,15 @@
     while ((m = re.exec(s)) !== null) {
       var run = m[0];
       if (CJK_RE.test(run)) {
-        var chars = Array.from(run);
-        if (chars.length === 1) out.push(run);
-        else for (var i = 0; i + 1 < chars.length; i++) out.push(chars[i] + chars[i + 1]);
-      } else if (!(stopWords && stopWords.has(run))) {
+        var chars = Array.from(run), grams = [];
+        if (chars.length === 1) grams.push(run);
+        else for (var i = 0; i + 1 < chars.length; i++) grams.push(chars[i] + chars[i + 1]);
+        if (unigrams && chars.length > 1) grams = grams.concat(chars);
+        for (var g = 0; g < grams.length; g++) {
+          if (stop && Array.from(grams[g]).some(function (c) { return stop.chars.has(c); })) continue;
+          out.push(grams[g]);
+        }
+      } else if (!(stop && stop.words.has(run))) {
         out.push(stem(run.replace(/\u2019/g, "'").split("'")[0]));
       }
     }
@@ -76,15 +83,15 @@
     this.data = data;
     this.docs = data.docs;
     this.n = data.docs.length;
-    this.stop = new Set(data.stop_words);
+    this.stop = {words: new Set(data.stop_words), chars: new Set(data.stop_chars)};
     this.fusion = data.fusion;
     var textAt = data.fields.indexOf("text");
-    // lexical: postings token -> [[doc, tf], ...], doc lengths in tokens (stop words kept, as in fts_text)
+    // lexical: postings token -> [doc, tf, ...], doc lengths in tokens (as memory.tokens.fts_text indexes)
     this.postings = new Map();
     this.docLen = new Float64Array(this.n);
     var total = 0;
     for (var d = 0; d < this.n; d++) {
-      var toks = tokens(this.docs[d][textAt], null);
+      var toks = tokens(this.docs[d][textAt], null, true);
       this.docLen[d] = toks.length;
       total += toks.length;
       var tf = new Map();
