@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -161,18 +161,46 @@ def _move(
     return records
 
 
-def sink(hot: HotMemoryFile, l2: L2Writer, log: SinkLog, now: str | None = None) -> list[SinkRecord]:
+Guard = Callable[[Sequence[str]], list[bool]]  # second opinion: True keeps an entry hot (memory.core_guard)
+
+
+def _vetoed(entries: Sequence[str], plan: list[int], guard: Guard | None) -> set[int]:
+    """The planned entries that the guard says must stay hot."""
+    if guard is None or not plan:
+        return set()
+    return {i for i, keep in zip(plan, guard([entries[i] for i in plan]), strict=True) if keep}
+
+
+def _plan(entries: Sequence[str], cap: int, threshold: float, keep: set[int], guard: Guard | None) -> list[int]:
+    """plan_sink, re-planned without the entries the guard keeps (they may be replaced by later ones)."""
+    while True:
+        plan = plan_sink(entries, cap, threshold, keep=keep)
+        vetoed = _vetoed(entries, plan, guard)
+        if not vetoed:
+            return plan
+        keep = keep | vetoed
+
+
+def sink(
+    hot: HotMemoryFile, l2: L2Writer, log: SinkLog, now: str | None = None, guard: Guard | None = None
+) -> list[SinkRecord]:
     """Sink non-core entries of `hot` into L2 until it is at or below its threshold; returns what sank."""
     with hot.locked():
         entries = hot.load_checked()
-        plan = plan_sink(entries, hot.cap, hot.threshold)
+        plan = _plan(entries, hot.cap, hot.threshold, set(), guard)
         if not plan:
             return []
         return _move(hot, l2, log, entries, plan, now)
 
 
 def remember(
-    hot: HotMemoryFile, l2: L2Writer, log: SinkLog, text: str, category: str | None = None, now: str | None = None
+    hot: HotMemoryFile,
+    l2: L2Writer,
+    log: SinkLog,
+    text: str,
+    category: str | None = None,
+    now: str | None = None,
+    guard: Guard | None = None,
 ) -> list[SinkRecord]:
     """Add an entry to `hot`, sinking older non-core entries when the file passes its threshold.
 
@@ -185,8 +213,14 @@ def remember(
         if entry in entries:
             raise DuplicateEntryError("Entry already exists (no duplicate added).")
         candidate = [*entries, entry]
-        plan = plan_sink(candidate, hot.cap, hot.threshold, keep={len(candidate) - 1})
-        if len(join_entries([e for i, e in enumerate(candidate) if i not in set(plan)])) > hot.cap:
+
+        def fits(plan: list[int]) -> bool:
+            return len(join_entries([e for i, e in enumerate(candidate) if i not in set(plan)])) <= hot.cap
+
+        plan = _plan(candidate, hot.cap, hot.threshold, {len(candidate) - 1}, guard)
+        if not fits(plan):  # the guard's second opinion is advice: it never makes an add fail
+            plan = plan_sink(candidate, hot.cap, hot.threshold, keep={len(candidate) - 1})
+        if not fits(plan):
             raise CapacityError(hot.over_limit_message(entries, entry))
         return _move(hot, l2, log, candidate, plan, now)
 

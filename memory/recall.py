@@ -44,7 +44,8 @@ class RecallConfig:
     Calibration of the two cosine thresholds (`python scripts/bench_recall.py --calibrate`, USE multilingual
     v3, dev sets of ../shared/bench): run against a corpus that does NOT hold their answer (zh_recall questions
     against the MADial memories, MADial dialogues against a LoCoMo conversation, LoCoMo questions against the
-    zh memories), queries get a best cosine of p50 0.16, p95 0.445; answerable queries get p50 0.49.
+    zh memories), queries get a best cosine of p50 0.16, p95 0.445 (p50 0.32, p95 0.454 when LoCoMo questions
+    against another conversation are added); answerable queries get p50 0.49.
     `min_confidence` = 0.45 ≈ that p95: a hit below it is as close as an unrelated one, so L1 / L4 / file
     hits under it are not returned. `stop_threshold` = 0.55: only 0.4% of unanswerable queries reach it (27%
     of answerable ones do), so a layer whose best hit reaches it has the answer, and recall stops there.

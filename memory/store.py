@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memory.config import STORE_FILE, StoreConfig, load_config, save_config
 from memory.context import FrozenContext
+from memory.core_guard import CoreGuard
 from memory.embedders import USE_NAME, Embedder, check_embedder, make_embedder
 from memory.errors import MemwikiError, NotAStoreError
 from memory.graph import KnowledgeGraph
@@ -147,6 +148,10 @@ class Store:
         return SessionHistory(self.root / LAYER_PATHS["sessions"])
 
     @cached_property
+    def core_guard(self) -> CoreGuard:
+        return CoreGuard(self.embedder)
+
+    @cached_property
     def sink_log(self) -> SinkLog:
         return SinkLog(self.root / LAYER_PATHS["sinks"])
 
@@ -188,12 +193,14 @@ class Store:
     def remember(self, text: str, target: str = "memory", category: str | None = None) -> list[SinkRecord]:
         """Add a hot-memory entry; non-core entries sink into L2 when the file passes its threshold."""
         self._warm_if_sinking(target, len(text))
-        return remember(self.hot(target), self.semantic, self.sink_log, text, category)
+        return remember(
+            self.hot(target), self.semantic, self.sink_log, text, category, guard=self.core_guard.looks_core
+        )
 
     def replace(self, old_text: str, new_text: str, target: str = "memory") -> list[SinkRecord]:
         self._warm_if_sinking(target, len(new_text))
         self.hot(target).replace(old_text, new_text)
-        return sink(self.hot(target), self.semantic, self.sink_log)
+        return sink(self.hot(target), self.semantic, self.sink_log, guard=self.core_guard.looks_core)
 
     def forget(self, old_text: str, target: str = "memory") -> None:
         self.hot(target).remove(old_text)
@@ -203,7 +210,7 @@ class Store:
         records: list[SinkRecord] = []
         for target in targets:
             self._warm_if_sinking(target, 0)
-            records += sink(self.hot(target), self.semantic, self.sink_log)
+            records += sink(self.hot(target), self.semantic, self.sink_log, guard=self.core_guard.looks_core)
         return records
 
     # ---- recall and reading --------------------------------------------------------------------

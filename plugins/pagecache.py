@@ -100,7 +100,7 @@ class PageCache:
         return File.generated(self.config, dest, content=html_path.read_bytes())
 
     def begin(self, page: Page) -> None:
-        """Remember where this page's search entries start (called before the page is rendered)."""
+        """Remember where this page's search entries start (called in on_page_context, before the search plugin)."""
         index = _search_index(self.config)
         self._marks[page.file.src_uri] = len(index.entries) if index is not None else 0
 

@@ -28,6 +28,7 @@ from plugins.builders.audit import KINDS, TITLES, findings
 from plugins.pagecache import PageCache
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.privacy import PrivacyFilter, PrivacyRules
+from plugins.rawblocks import join, new_nonce, split
 from plugins.render import page_url
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -81,6 +82,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.ctx: BuildContext | None = None
         self.cache: PageCache | None = None
         self.generated: dict[str, GeneratedPage] = {}
+        self.blocks: dict[str, list[str]] = {}  # src_uri -> raw HTML blocks taken out of its Markdown
+        self.nonce = new_nonce()
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         # generated pages are left out of the navigation on purpose: do not list each one at INFO level
@@ -130,6 +133,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             config.nav = self._nav(pages, files)
         self.cache = PageCache(Path(ctx.options["cache_dir"]) / "pages", config) if self.config.page_cache else None
         self.generated = {}
+        self.blocks = {}
         for name in ("memwiki.css", "memwiki.js"):
             files.append(File.generated(config, f"assets/memwiki/{name}", content=(ASSETS / name).read_bytes()))
         for asset in assets:
@@ -143,7 +147,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             if cached is not None:
                 files.append(cached)  # the HTML of the last build, copied as it is
             else:
-                files.append(File.generated(config, page.src_uri, content=page.markdown))
+                stub, self.blocks[page.src_uri] = split(page.markdown, self.nonce)
+                files.append(File.generated(config, page.src_uri, content=stub))
                 self.generated[page.src_uri] = page
         if self.cache is not None:
             log.info("memwiki: %d generated pages, %d reused from the cache", len(pages), len(self.cache.hits))
@@ -169,10 +174,21 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
                 log.warning("memwiki audit (%s): %s", TITLES[f.kind], f.message)
         log.info("memwiki audit: %s", ", ".join(f"{k} {n}" for k, n in counts.items()) or "nothing found")
 
-    def on_pre_page(self, page: Page, /, *, config: MkDocsConfig, files: Files) -> Page:
+    def on_page_markdown(self, markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+        generated = self.generated.get(page.file.src_uri)
+        if generated is not None and generated.meta.get("lexical") is False:
+            page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}  # Material's search skips it
+        return markdown
+
+    def on_page_content(self, html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+        blocks = self.blocks.pop(page.file.src_uri, None)
+        return join(html, self.nonce, blocks) if blocks else html
+
+    @event_priority(100)  # before the search plugin adds this page's entries (MkDocs renders pages one by one here)
+    def on_page_context(self, context: Any, /, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:  # noqa: ANN401
         if self.cache is not None and page.file.src_uri in self.generated:
             self.cache.begin(page)
-        return page
+        return context
 
     def on_post_page(self, output: str, /, *, page: Page, config: MkDocsConfig) -> str:
         generated = self.generated.get(page.file.src_uri)

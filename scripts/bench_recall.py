@@ -247,7 +247,7 @@ def print_table(results: dict) -> None:
                 row = res[name][group]
                 print(f"{group:<8} {name:<9} {row['n']:>5} " + " ".join(f"{row[m]:>9.3f}" for m in metrics))
     if "calibration" in results:
-        print("\n== calibration (top-1 cosine)")
+        print("\n== calibration (top-1 cosine; cov*: lexical coverage of the query)")
         for key, value in results["calibration"].items():
             print(f"{key:<14} {value}")
 

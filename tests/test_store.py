@@ -145,3 +145,21 @@ def test_reader_offers_every_layer(store: Store, tmp_path: Path) -> None:
     before = reader.fingerprint()
     store.remember("[pref] 回答用中文。", target="user")
     assert reader.fingerprint() != before
+
+
+def test_an_entry_the_rules_miss_but_that_reads_core_stays_hot(tmp_path: Path) -> None:
+    """The rules see no core word in it; its meaning (nearest labelled examples) keeps it from sinking."""
+    from memory.categories import category_of
+
+    unmarked = "Address the user as Professor Li in every email."
+    assert category_of(unmarked)[0] == "other", "precondition: the rules alone would sink it"
+    config = StoreConfig()
+    config.caps.memory = 240
+    with Store.init(tmp_path / "s", config) as store:
+        store.remember(unmarked)
+        store.remember("[env] Build box: Debian 12, Python 3.11, repo in ~/src/memwiki.")
+        store.remember("[network] Embedding server embed-01 at 10.0.3.17, port 11434.")
+        sunk = [r.text for r in store.sink_log.records()]
+        hot = [e.text for e in store.hot("memory").view().entries]
+        assert unmarked in hot and unmarked not in sunk
+        assert sunk, "a non-core entry went down instead"
