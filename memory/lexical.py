@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from memory.errors import MemwikiError
-from memory.tokens import fts_text, tokens
+from memory.tokens import TOKENIZER_VERSION, fts_text, tokens
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS lex_ids (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE);
@@ -39,6 +39,8 @@ class LexicalIndex:
             self._db.executescript(_SCHEMA)
             if self._db.execute("SELECT count(*) FROM lex_df").fetchone()[0] == 0 and self.count():
                 self._rebuild_df()
+            if not self.count():
+                self.mark_current()
         except sqlite3.OperationalError as exc:
             if "fts5" in str(exc).lower():
                 raise MemwikiError(f"{self.path}: this SQLite has no FTS5 module ({exc})") from None
@@ -46,6 +48,13 @@ class LexicalIndex:
 
     def close(self) -> None:
         self._db.close()
+
+    def current(self) -> bool:
+        """Whether the index was built by this version of the tokenizer (else its owner re-indexes it)."""
+        return self._db.execute("PRAGMA user_version").fetchone()[0] == TOKENIZER_VERSION
+
+    def mark_current(self) -> None:
+        self._db.execute(f"PRAGMA user_version = {TOKENIZER_VERSION}")
 
     def upsert(self, items: Iterable[tuple[str, str]]) -> None:
         """Index (id, text) pairs, replacing what those ids held; one transaction for the whole batch."""

@@ -81,7 +81,7 @@ class SemanticMemory:
         )
         self._check_embedder()
         self.lexical = LexicalIndex(self.path / LEXICAL_FILE)
-        if self.lexical.count() != self.count():
+        if self.lexical.count() != self.count() or not self.lexical.current():
             self.rebuild_lexical()
 
     def _check_embedder(self) -> None:
@@ -95,7 +95,8 @@ class SemanticMemory:
             )
 
     def rebuild_lexical(self) -> None:
-        """Re-index every memory lexically (after a crash between the Chroma and the lexical write)."""
+        """Re-index every memory lexically (after a crash between the Chroma and the lexical write, or when
+        the index was built by another tokenizer version)."""
         self.lexical.delete(list(self.lexical.ids()))
         batch: list[tuple[str, str]] = []
         for memory in self.all():
@@ -104,6 +105,7 @@ class SemanticMemory:
                 self.lexical.upsert(batch)
                 batch = []
         self.lexical.upsert(batch)
+        self.lexical.mark_current()
 
     # -- writes ---------------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from memory.jsonl import count_lines, iter_jsonl
 from memory.snapshot import Message, Session, SessionHit
 from memory.sqlitedb import DEFAULT_BUSY_TIMEOUT, connect, sqlite_error, write_transaction
 from memory.times import parse_time, utc_now
-from memory.tokens import fts_query, fts_text, is_cjk, tokens
+from memory.tokens import TOKENIZER_VERSION, fts_query, fts_text, is_cjk, tokens
 
 ROLES = ("user", "assistant", "system", "tool")
 SNIPPET_WIDTH = 30
@@ -93,6 +93,7 @@ class SessionHistory:
         except sqlite3.Error as exc:
             raise sqlite_error(exc, self.path) from None
         if set(_TABLES) <= have:
+            self._reindex_if_stale()
             return
         with write_transaction(self._conn, self.path) as conn:
             have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -101,6 +102,19 @@ class SessionHistory:
                     conn.execute(sql)
             for sql in _INDEXES:
                 conn.execute(sql)
+            conn.execute(f"PRAGMA user_version = {TOKENIZER_VERSION}")
+
+    def _reindex_if_stale(self) -> None:
+        """Re-index every message when the index was built by another tokenizer version (one transaction)."""
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] == TOKENIZER_VERSION:
+            return
+        with write_transaction(self._conn, self.path) as conn:
+            conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')")
+            rows = conn.execute("SELECT id, content FROM messages").fetchall()
+            conn.executemany(
+                "INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", ((i, fts_text(c)) for i, c in rows)
+            )
+            conn.execute(f"PRAGMA user_version = {TOKENIZER_VERSION}")
 
     def close(self) -> None:
         self._conn.close()

@@ -14,6 +14,10 @@ import functools
 import re
 import unicodedata
 
+# Bump whenever `fts_text` would index a text differently: lexical indexes and session history built by
+# another version re-index themselves when opened (they keep it in SQLite's `user_version`).
+TOKENIZER_VERSION = 2
+
 _CJK = (
     r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
     r"\U00020000-\U0002ebef"

@@ -20,7 +20,7 @@ class GeneratedPage:
     markdown: str
     section: str = ""  # section index it is listed on ("concepts", "sessions", ...); "" = top level
     in_nav: bool = False  # only a few pages go into the navigation; the rest hang off section indexes
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)  # "lexical": False keeps it out of the theme's text search
 
     @property
     def fingerprint(self) -> str:

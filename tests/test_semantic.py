@@ -144,3 +144,21 @@ def test_lexical_index_is_rebuilt_when_out_of_step(tmp_path: Path, use: USEEmbed
     again = SemanticMemory(tmp_path / "l2", use)
     assert again.lexical.count() == 3
     assert again.lexical_search("群晖", 3)[0][0] == "nas"
+
+
+def test_lexical_index_from_another_tokenizer_version_is_rebuilt(tmp_path: Path, use: USEEmbedder) -> None:
+    import sqlite3
+
+    from memory.tokens import TOKENIZER_VERSION
+
+    l2 = SemanticMemory(tmp_path / "l2", use)
+    l2.upsert(MEMORIES)
+    l2.lexical.close()
+    db = sqlite3.connect(tmp_path / "l2" / "lexical.sqlite3")
+    db.execute("UPDATE lex_fts SET body = 'stale'")  # what an older tokenizer might have left
+    db.execute(f"PRAGMA user_version = {TOKENIZER_VERSION - 1}")
+    db.commit()
+    db.close()
+    again = SemanticMemory(tmp_path / "l2", use)
+    assert again.lexical.current()
+    assert again.lexical_search("群晖", 3)[0][0] == "nas"

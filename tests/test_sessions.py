@@ -281,3 +281,23 @@ def test_a_session_that_fills_the_top_matches_does_not_hide_the_others(tmp_path:
         hits = h.search("migration", limit=2)
         assert [hit.session.id for hit in hits] == ["big", "small"]
         assert len(hits[0].snippets) == 3 and hits[0].session.message_count == 300
+
+
+def test_an_index_from_another_tokenizer_version_is_rebuilt_on_open(tmp_path: Path) -> None:
+    """A history indexed by an older `fts_text` (here: bigrams only, no single characters) re-indexes itself."""
+    import sqlite3
+
+    from memory.tokens import TOKENIZER_VERSION
+
+    db = tmp_path / "s.sqlite3"
+    with SessionHistory(db) as h:
+        h.add_session("s1", "猫")
+        h.add_message("s1", "user", "我家的猫很可爱", "2026-11-01T10:00:00Z")
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')")
+    conn.execute("INSERT INTO messages_fts (rowid, text) SELECT id, '我家 家的 的猫 猫很 很可 可爱' FROM messages")
+    conn.execute(f"PRAGMA user_version = {TOKENIZER_VERSION - 1}")
+    conn.commit()
+    conn.close()
+    with SessionHistory(db) as h:
+        assert [hit.session.id for hit in h.search("猫")] == ["s1"]

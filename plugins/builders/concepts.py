@@ -59,7 +59,8 @@ def backlinks(s: Site, concept: Concept, *, heading: str = "Backlinks") -> str:
             f'<li><a href="{esc(url)}">{esc(b.title)}</a>'
             f'<blockquote class="mw-context">{s.renderer.inline(b.sentence, here)}</blockquote></li>'
         )
-    return f"\n## {heading}\n" + block(f"<ul>{''.join(items)}</ul>", cls="mw-backlinks")
+    # other pages' sentences: indexed where they are written, not again here
+    return f"\n## {heading}\n" + block(f"<ul>{''.join(items)}</ul>", cls="mw-backlinks", attrs=' data-search-exclude="backlinks"')
 
 
 def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: Callable | None) -> GeneratedPage:
@@ -152,7 +153,7 @@ def _index(s: Site, listed: list[Concept]) -> list[GeneratedPage]:
                 + f"# {head}\n"
                 + block(f"<ul class='mw-columns'>{''.join(_item(s, uri, c) for c in chunk)}</ul>", cls="mw-index")
             )
-            pages.append(GeneratedPage(uri, head, body, section="concepts"))
+            pages.append(GeneratedPage(uri, head, body, section="concepts", meta={"lexical": False}))  # titles only
     return pages
 
 

@@ -84,7 +84,7 @@ def _listing(
         md += _pager(base, n, pages, uri, s.directory_urls)
         md += block("".join(card(s, m, uri, with_room=with_room) for m in chunk), cls="mw-memories")
         md += _pager(base, n, pages, uri, s.directory_urls)
-        out.append(GeneratedPage(uri, head, md, section=section))
+        out.append(GeneratedPage(uri, head, md, section=section, meta={"lexical": False}))  # the search page has them
     return out
 
 
