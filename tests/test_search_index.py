@@ -59,13 +59,13 @@ const fs = require("fs"), path = require("path");
 globalThis.window = globalThis;  // the files are browser scripts
 const site = process.argv[1], req = JSON.parse(fs.readFileSync(0, "utf8"));
 for (const f of ["assets/memwiki/search/search-data.js", "assets/memwiki/search/search-vectors.js",
-                 "assets/memwiki/use/use.js", "assets/memwiki/search/search-core.js"]) {
+                 "assets/memwiki/use/use-model.js", "assets/memwiki/use/use.js",
+                 "assets/memwiki/search/search-core.js"]) {
   (0, eval)(fs.readFileSync(path.join(site, f), "utf8"));  // as <script> files: they assign globals
 }
 const data = globalThis.MemwikiSearchData;
 const index = new globalThis.MemwikiSearch.Index(data, globalThis.MemwikiSearchVectors);
-const bytes = fs.readFileSync(path.join(site, "assets/memwiki/use/use-model.bin"));
-globalThis.MemwikiUSE.load("", {bytes: new Uint8Array(bytes)}).then(use => {
+globalThis.MemwikiUSE.load("", {}).then(use => {  // the weights use-model.js put in a global
   const out = {};
   for (const q of req.queries) {
     const v = use.embed(q);
@@ -186,7 +186,8 @@ def test_exported_files(exported) -> None:
     assert page.src_uri == "search/index.md"
     for src in re.findall(r'(?:src|href)="([^"]+)"', page.markdown):
         assert src.startswith("../") and src[3:] in assets, src  # every script/stylesheet is shipped
-    assert "use-model.js" in {Path(u).name for u in assets} and "use.js" in {Path(u).name for u in assets}
+    names = {Path(u).name for u in assets}
+    assert "use-model.js" in names and "use.js" in names and "use-model.bin" not in names  # the model ships once
 
 
 def test_lexical_only_when_the_browser_cannot_embed(tmp_path: Path) -> None:

@@ -175,7 +175,8 @@ def _use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
         for old in folder.parent.iterdir():  # exports of older code or models
             if old != folder and (old / ".complete").is_file():
                 shutil.rmtree(old, ignore_errors=True)
-    names = read_text(done).split()
+    # use-model.js alone works over http(s) and file:// (use.js falls back to it): the .bin would double the site
+    names = [name for name in read_text(done).split() if not name.endswith(".bin")]
     assets = [GeneratedAsset(f"{USE_DIR}/use.js", USE_JS.read_bytes())]
     return assets + [GeneratedAsset(f"{USE_DIR}/{name}", (folder / name).read_bytes()) for name in names]
 
