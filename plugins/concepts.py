@@ -11,14 +11,15 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from markdown_it.token import Token
 
 from memory.snapshot import Entity, WikiPage
-from plugins.wikilinks import TokenCache, WikiLink, find_links, scanner
+from plugins.textcache import TextCache
+from plugins.wikilinks import WikiLink, find_links, scanner
 
 CONCEPTS_DIR = "concepts"
 WANTED_DIR = "concepts/wanted"
@@ -46,11 +47,16 @@ def slugify(text: str, fallback: str = "") -> str:
     return "c-" + hashlib.sha1(seed.encode()).hexdigest()[:10]
 
 
-def heading_anchors(markdown: str, parse: Callable[[str], list[Token]] | None = None) -> dict[str, str]:
+def heading_anchors(markdown: str, texts: TextCache | None = None) -> dict[str, str]:
     """norm(heading text) -> anchor id for each heading of a Markdown body, deduplicated as rendered."""
+    if texts is not None:
+        return texts.derived(markdown, "anchors", lambda: _anchors(texts.parse(markdown)))
+    return _anchors(scanner().parse(markdown))
+
+
+def _anchors(tokens: list[Token]) -> dict[str, str]:
     anchors: dict[str, str] = {}
     used: dict[str, int] = {}
-    tokens = (parse or scanner().parse)(markdown)
     for i, token in enumerate(tokens):
         if token.type != "heading_open":
             continue
@@ -111,12 +117,12 @@ class TextSource:
 class ConceptIndex:
     """Resolves wikilink targets to concepts and collects backlinks."""
 
-    def __init__(self) -> None:
+    def __init__(self, texts: TextCache | None = None) -> None:
         self.concepts: list[Concept] = []
         self._by_key: dict[str, Concept] = {}
         self._by_entity: dict[str, Concept] = {}
         self._uris: set[str] = set()
-        self.tokens = TokenCache()  # memory texts parsed once, shared with the renderer
+        self.texts = texts or TextCache()  # what is derived from memory texts, shared with the renderer
 
     # -- building ---------------------------------------------------------------------------------
     def _uri(self, folder: str, name: str, fallback: str) -> str:
@@ -151,7 +157,7 @@ class ConceptIndex:
             tags=page.tags,
             wiki=page,
         )
-        concept.anchors = heading_anchors(page.body, self.tokens)
+        concept.anchors = heading_anchors(page.body, self.texts)
         self.concepts.append(concept)
         self._claim(concept, [page.title, *page.aliases, stem, concept.slug, slugify(page.title)])
         return concept
@@ -196,7 +202,7 @@ class ConceptIndex:
     def scan(self, sources: Iterable[TextSource]) -> None:
         """Find every wikilink in these texts; record a backlink on each concept they reach."""
         for source in sources:
-            for found in find_links(source.text, self.tokens):
+            for found in find_links(source.text, self.texts):
                 concept = self.link_target(found.link)
                 if concept is None or concept.src_uri == source.src_uri:
                     continue

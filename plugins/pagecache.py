@@ -2,8 +2,9 @@
 
 Rendering Markdown and the theme template is most of a build's time. A generated page outside the
 navigation depends only on its own Markdown and on the site's layout (mkdocs.yml, the navigation, the
-plugin's code, the MkDocs / Material versions); when both fingerprints match the last build, the cached
-HTML is added as a plain file instead of a page, and its search-index entries are put back into the
+plugin's code, the MkDocs / Material versions); when both fingerprints match the last build, the page is
+not given to MkDocs at all: after the build its cached HTML is put into site_dir (hard-linked when that is
+safe) and its search-index entries (recorded per page, from on_page_context on) are put back into the
 search plugin's index before that plugin writes it.
 """
 
@@ -11,19 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.structure.files import File
 from mkdocs.structure.pages import Page
 
-from memory.textio import atomic_write_text
 from plugins.pages import GeneratedPage
 from plugins.render import page_url
 
 MANIFEST = "manifest.json"
+ASSETS = "assets"  # builders' asset files, named by the hash of their content
 _CODE = Path(__file__).resolve().parent
 
 
@@ -65,6 +68,14 @@ def _dest(src_uri: str, directory_urls: bool) -> str:
     return url + "index.html" if url.endswith("/") or not url else url
 
 
+def _write(path: Path, data: str | bytes) -> None:
+    """Replace a cache file in one step (no fsync: a cache lost to a power cut is only rebuilt)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
 class PageCache:
     """The cache folder of one site: `manifest.json` plus one HTML file per cached page."""
 
@@ -82,22 +93,33 @@ class PageCache:
         self.seen: set[str] = set()
         self.hits: list[str] = []
         self._marks: dict[str, int] = {}
+        self._stored = False
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-pagecache")
+        self._pending: list[Future[None]] = []
+        self.assets: dict[str, Path] = {}  # dest_uri -> cache file, see put_asset
+        self._asset_paths: set[Path] = set()
 
     def _html_path(self, src_uri: str) -> Path:
         return self.folder / (hashlib.sha1(src_uri.encode()).hexdigest() + ".html")
 
-    def lookup(self, page: GeneratedPage) -> File | None:
-        """A file holding last build's HTML for this page when nothing it depends on changed."""
+    def lookup(self, page: GeneratedPage) -> bool:
+        """True when last build's HTML for this page can be reused (nothing it depends on changed)."""
         self.seen.add(page.src_uri)
         entry = self.manifest.get(page.src_uri)
-        html_path = self._html_path(page.src_uri)
         if not entry or entry.get("fp") != page.fingerprint or entry.get("layout") != self.layout:
-            return None
-        if not html_path.is_file():
-            return None
+            return False
+        if not self._html_path(page.src_uri).is_file():
+            return False
         self.hits.append(page.src_uri)
-        dest = _dest(page.src_uri, self.config.use_directory_urls)
-        return File.generated(self.config, dest, content=html_path.read_bytes())
+        return True
+
+    def put_asset(self, dest_uri: str, content: bytes) -> None:
+        """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
+        path = self.folder / ASSETS / hashlib.sha1(content).hexdigest()
+        if path not in self._asset_paths and not path.is_file():
+            self._pending.append(self._writer.submit(_write, path, content))
+        self.assets[dest_uri] = path
+        self._asset_paths.add(path)
 
     def begin(self, page: Page) -> None:
         """Remember where this page's search entries start (called in on_page_context, before the search plugin)."""
@@ -108,19 +130,60 @@ class PageCache:
         index = _search_index(self.config)
         start = self._marks.pop(page.file.src_uri, None)
         entries = index.entries[start:] if index is not None and start is not None else []
-        self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self._html_path(generated.src_uri), html)
+        # file I/O off the build's thread; finish() waits and raises what failed
+        self._pending.append(self._writer.submit(_write, self._html_path(generated.src_uri), html))
+        self._stored = True
         self.manifest[generated.src_uri] = {"fp": generated.fingerprint, "layout": self.layout, "search": entries}
 
+    def restore(self, site_dir: Path, link: bool) -> None:
+        """Put the reused pages and the builders' assets into the site (MkDocs never sees them: no render, no copy).
+
+        `link`: hard-link them from the cache (one metadata write per page) instead of copying. Only safe when
+        nothing writes into site_dir in place afterwards (a plain `mkdocs build`, not `--dirty` or `serve`):
+        the cache itself never rewrites a file in place (see `_write`)."""
+        self._drain()
+        made: set[Path] = set()
+        wanted = [(_dest(u, self.config.use_directory_urls), self._html_path(u)) for u in self.hits]
+        for rel, source in wanted + list(self.assets.items()):
+            dest = site_dir / rel
+            if dest.parent not in made:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                made.add(dest.parent)
+            if link:
+                try:
+                    os.link(source, dest)
+                    continue
+                except FileExistsError:
+                    dest.unlink()
+                    os.link(source, dest)
+                    continue
+                except OSError:
+                    link = False  # another file system, or no hard links there: copy from now on
+            shutil.copyfile(source, dest)
+
+    def _drain(self) -> None:
+        """Wait for the cache writes of this build; raise the first that failed."""
+        self._writer.shutdown(wait=True)
+        pending, self._pending = self._pending, []
+        for done in pending:
+            done.result()
+
     def finish(self) -> None:
-        """Put cached pages' search entries back, drop pages that are gone, save the manifest."""
+        """Put cached pages' search entries back, drop pages that are gone, save the manifest if it changed."""
         index = _search_index(self.config)
         if index is not None:
             for src_uri in self.hits:
                 index.entries.extend(self.manifest[src_uri].get("search", []))
+        self._drain()
+        changed = self._stored
         for src_uri in list(self.manifest):
             if src_uri not in self.seen:
                 self.manifest.pop(src_uri)
                 self._html_path(src_uri).unlink(missing_ok=True)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.folder / MANIFEST, json.dumps(self.manifest, ensure_ascii=False))
+                changed = True
+        if (self.folder / ASSETS).is_dir():
+            for path in (self.folder / ASSETS).iterdir():  # assets no page uses any more
+                if path not in self._asset_paths:
+                    path.unlink(missing_ok=True)
+        if changed or not (self.folder / MANIFEST).is_file():
+            _write(self.folder / MANIFEST, json.dumps(self.manifest, ensure_ascii=False))

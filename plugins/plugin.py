@@ -2,8 +2,11 @@
 
 - on_config: resolve the plugin's paths, add the CSS / JS;
 - on_files: open the memory source (through the privacy filter), run every builder, add their pages and
-  assets as generated files, reuse cached HTML for pages that did not change, and build the navigation
-  from the few pages that belong in it (section indexes; the rest hang off them);
+  assets as generated files, and build the navigation from the few pages that belong in it (section
+  indexes; the rest hang off them). A page whose HTML did not change since the last build is not given
+  to MkDocs at all: on_post_build puts the cached HTML (and its search entries) into the site;
+- a generated page reaches Python-Markdown as a stub: its raw HTML blocks are set aside and put back in
+  on_page_content (plugins.rawblocks), so Markdown only reads the headings and short text;
 - the audit kinds listed in `audit_errors` become build warnings, so `mkdocs build --strict` fails on them.
 """
 
@@ -84,6 +87,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.generated: dict[str, GeneratedPage] = {}
         self.blocks: dict[str, list[str]] = {}  # src_uri -> raw HTML blocks taken out of its Markdown
         self.nonce = new_nonce()
+        self.link_pages = False
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         # generated pages are left out of the navigation on purpose: do not list each one at INFO level
@@ -137,19 +141,21 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         for name in ("memwiki.css", "memwiki.js"):
             files.append(File.generated(config, f"assets/memwiki/{name}", content=(ASSETS / name).read_bytes()))
         for asset in assets:
-            if files.get_file_from_path(asset.dest_uri) is None:
+            if files.get_file_from_path(asset.dest_uri) is not None:
+                continue
+            if self.cache is not None:
+                self.cache.put_asset(asset.dest_uri, asset.content)  # into the site with the reused pages
+            else:
                 files.append(File.generated(config, asset.dest_uri, content=asset.content))
         for page in pages:
             if files.get_file_from_path(page.src_uri) is not None:
                 log.info("memwiki: %s is hand-written in docs_dir; the generated page is skipped", page.src_uri)
                 continue
-            cached = self.cache.lookup(page) if self.cache and not page.in_nav else None
-            if cached is not None:
-                files.append(cached)  # the HTML of the last build, copied as it is
-            else:
-                stub, self.blocks[page.src_uri] = split(page.markdown, self.nonce)
-                files.append(File.generated(config, page.src_uri, content=stub))
-                self.generated[page.src_uri] = page
+            if self.cache is not None and not page.in_nav and self.cache.lookup(page):
+                continue  # last build's HTML is put into the site in on_post_build
+            stub, self.blocks[page.src_uri] = split(page.markdown, self.nonce)  # see plugins.rawblocks
+            files.append(File.generated(config, page.src_uri, content=stub))
+            self.generated[page.src_uri] = page
         if self.cache is not None:
             log.info("memwiki: %d generated pages, %d reused from the cache", len(pages), len(self.cache.hits))
         self._report_audit(ctx)
@@ -196,7 +202,11 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.cache.store(generated, page, output)
         return output
 
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        self.link_pages = command == "build" and not dirty  # see PageCache.restore
+
     @event_priority(50)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if self.cache is not None:
+            self.cache.restore(Path(config.site_dir), self.link_pages)
             self.cache.finish()

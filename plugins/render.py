@@ -25,6 +25,7 @@ from plugins.wikilinks import WikiLink, make_parser
 
 _MD_SPECIAL = re.compile(r"[\\`*_{}\[\]()<>#+!|~^:&\"'$=-]")
 _WS = re.compile(r"\s+")
+_SLOT = re.compile("\0(\\d+)\0")
 
 
 def esc(text: object) -> str:
@@ -130,7 +131,21 @@ class TextRenderer:
         return f'<a class="{cls}" href="{esc(url)}"{note}>{label}</a>'
 
     def _render_wikilink(self, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-        return self.link(env.get("from", ""), tokens[idx].meta["link"])
+        link = tokens[idx].meta["link"]
+        slots = env.get("slots")
+        if slots is None:
+            return self.link(env.get("from", ""), link)
+        slots.append([link.target, link.heading, link.label])  # filled per page by _fill
+        return f"\0{len(slots) - 1}\0"
+
+    def _fill(self, cached: list, from_src: str) -> str:
+        """A cached [html with a NUL-marked slot per wikilink, the links] as seen from page `from_src`.
+
+        markdown-it turns NUL in the text into U+FFFD, so only slots can hold one."""
+        template, links = cached
+        if not links:
+            return template
+        return _SLOT.sub(lambda m: self.link(from_src, WikiLink(*links[int(m.group(1))])), template)
 
     def _heading_open(self, tokens: Sequence[Token], idx: int, env: dict) -> str:
         anchor = slugify(tokens[idx + 1].content)
@@ -143,15 +158,27 @@ class TextRenderer:
         return f'<h{_level(tokens[idx], env)} id="{esc(anchor)}">'
 
     def html(self, text: str, from_src: str, *, shift: int = 0, skip_title: str = "") -> str:
-        """Block-level HTML for a memory text shown on page `from_src` (tokens parsed once per build).
+        """Block-level HTML for a memory text shown on page `from_src` (rendered once per text, see TextCache).
 
         `skip_title`: leave out a leading `# heading` that repeats this title (the page shows it already)."""
-        tokens = self.index.tokens(text)
-        if skip_title and _repeats_title(tokens, skip_title):
-            tokens = tokens[3:]
-        env = {"from": from_src, "shift": shift}
-        return _guard_blank_lines(self.md.renderer.render(tokens, self.md.options, env))
+        texts = self.index.texts
+
+        def compute() -> list:
+            tokens = texts.parse(text)
+            if skip_title and _repeats_title(tokens, skip_title):
+                tokens = tokens[3:]
+            env: dict = {"shift": shift, "slots": []}
+            return [_guard_blank_lines(self.md.renderer.render(tokens, self.md.options, env)), env["slots"]]
+
+        kind = f"html:{shift}:{norm(skip_title)}" if skip_title else f"html:{shift}"
+        return self._fill(texts.derived(text, kind, compute, last=True), from_src)
 
     def inline(self, text: str, from_src: str) -> str:
         """Inline HTML (no paragraph) for a short text such as a backlink sentence."""
-        return self.md.renderInline(_WS.sub(" ", text), {"from": from_src})
+        flat = _WS.sub(" ", text)
+
+        def compute() -> list:
+            env: dict = {"slots": []}
+            return [self.md.renderInline(flat, env), env["slots"]]
+
+        return self._fill(self.index.texts.derived(flat, "inline", compute), from_src)

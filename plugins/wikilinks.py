@@ -7,13 +7,17 @@ Forms: `[[name]]`, `[[name|label]]`, `[[name#heading]]`, `[[name#heading|label]]
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
+
+if TYPE_CHECKING:
+    from plugins.textcache import TextCache
 
 _MAX_TARGET = 200
 MIN_SENTENCE = 40  # characters: a shorter linking sentence is shown with the one before it
@@ -85,21 +89,6 @@ def scanner() -> MarkdownIt:
     return make_parser()
 
 
-class TokenCache:
-    """Each memory text parsed once per build: scanning for links, heading anchors and rendering share it.
-
-    Token streams are shared: whoever renders them must not change them."""
-
-    def __init__(self) -> None:
-        self._tokens: dict[str, list[Token]] = {}
-
-    def __call__(self, text: str) -> list[Token]:
-        tokens = self._tokens.get(text)
-        if tokens is None:
-            tokens = self._tokens[text] = scanner().parse(text)
-        return tokens
-
-
 @dataclass(frozen=True)
 class Found:
     """A wikilink found in a text, with the sentence around it (raw Markdown of that sentence)."""
@@ -134,12 +123,22 @@ def iter_wikilink_tokens(tokens: list[Token]) -> Iterator[tuple[Token, Token]]:
                     yield token, child
 
 
-def find_links(text: str, parse: Callable[[str], list[Token]] | None = None) -> list[Found]:
-    """Every wikilink of a Markdown text outside code, each with its sentence (`parse`: e.g. a TokenCache)."""
-    if "[[" not in text:
-        return []
-    tokens = (parse or scanner().parse)(text)
+def links_in(tokens: list[Token]) -> list[Found]:
+    """Every wikilink of a token stream, each with its sentence."""
     return [
         Found(child.meta["link"], _sentence(inline.content, child.content))
         for inline, child in iter_wikilink_tokens(tokens)
     ]
+
+
+def find_links(text: str, texts: TextCache | None = None) -> list[Found]:
+    """Every wikilink of a Markdown text outside code, each with its sentence (`texts`: memoised there)."""
+    if "[[" not in text:
+        return []
+    if texts is None:
+        return links_in(scanner().parse(text))
+
+    def compute() -> list[list[str]]:
+        return [[f.link.target, f.link.heading, f.link.label, f.sentence] for f in links_in(texts.parse(text))]
+
+    return [Found(WikiLink(t, h, lab), sentence) for t, h, lab, sentence in texts.derived(text, "links", compute)]

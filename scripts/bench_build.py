@@ -4,7 +4,7 @@ For each size N (concepts), a store is generated through the real store API (`me
 wiki concept pages (Markdown with frontmatter and [[wikilinks]], a few to concepts that have no page),
 N/2 graph entities with ~1.5 facts each (some ended, some superseded), N/10 L2 memories (embedded with
 the store's USE embedder) and N/100 sessions of 8 messages. It is built with `mkdocs build` and Material
-(navigation.prune), cold (no page cache) `--runs` times, then rebuilt after one memory changed (warm page
+(navigation.prune), cold (no page or text cache) `--runs` times, then rebuilt after one memory changed (warm page
 cache), `--runs` times. The baseline is a plain `mkdocs build` of N ordinary Markdown pages with the same
 theme, features and search plugin, in the same script.
 
@@ -284,7 +284,9 @@ def _row(label: str, n_pages: int, builds: list[Build], stats: dict[str, float])
     }
 
 
-def bench_size(n: int, runs: int, profile: bool, page_cache: bool = True) -> list[dict[str, object]]:
+def bench_size(
+    n: int, runs: int, profile: bool, page_cache: bool = True, baseline: bool = True
+) -> list[dict[str, object]]:
     base = WORK / str(n)
     t0 = time.perf_counter()
     store = generate_store(n, base / "gen")
@@ -296,6 +298,7 @@ def bench_size(n: int, runs: int, profile: bool, page_cache: bool = True) -> lis
     for r in range(runs):
         shutil.rmtree(site, ignore_errors=True)
         shutil.rmtree(base / "memwiki" / "cache" / "pages", ignore_errors=True)
+        (base / "memwiki" / "cache" / "texts.json").unlink(missing_ok=True)
         cold.append(run_build(project, site))
         print(f"[{n}] memwiki cold build {r + 1}: {cold[-1].seconds:.1f}s, {cold[-1].peak_mb:.0f} MB", file=sys.stderr)
     stats = site_stats(site)
@@ -312,19 +315,21 @@ def bench_size(n: int, runs: int, profile: bool, page_cache: bool = True) -> lis
             file=sys.stderr,
         )
     rows.append(_row("memwiki rebuild, 1 memory changed", int(stats["pages"]), warm, site_stats(site)))
-    plain = write_plain_project(n, base / "plain")
-    plain_site = base / "plain" / "site"
-    plain_builds = []
-    for r in range(runs):
-        shutil.rmtree(plain_site, ignore_errors=True)
-        plain_builds.append(run_build(plain, plain_site))
-        print(f"[{n}] plain build {r + 1}: {plain_builds[-1].seconds:.1f}s", file=sys.stderr)
-    pstats = site_stats(plain_site)
-    rows.append(_row("plain mkdocs + material (baseline)", int(pstats["pages"]), plain_builds, pstats))
+    if baseline:
+        plain = write_plain_project(n, base / "plain")
+        plain_site = base / "plain" / "site"
+        plain_builds = []
+        for r in range(runs):
+            shutil.rmtree(plain_site, ignore_errors=True)
+            plain_builds.append(run_build(plain, plain_site))
+            print(f"[{n}] plain build {r + 1}: {plain_builds[-1].seconds:.1f}s", file=sys.stderr)
+        pstats = site_stats(plain_site)
+        rows.append(_row("plain mkdocs + material (baseline)", int(pstats["pages"]), plain_builds, pstats))
     if profile:
         out = base / "build.prof"
         shutil.rmtree(site, ignore_errors=True)
         shutil.rmtree(base / "memwiki" / "cache" / "pages", ignore_errors=True)
+        (base / "memwiki" / "cache" / "texts.json").unlink(missing_ok=True)
         run_build(project, site, profile=out)
         print_profile(out)
     return rows
@@ -340,6 +345,11 @@ def print_profile(path: Path, limit: int = 30) -> None:
     stats.sort_stats("tottime").print_stats(limit)
 
 
+def _load() -> str:
+    """The machine's load average (it is shared: figures are only comparable at similar load)."""
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated concept counts")
@@ -347,21 +357,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="also profile one cold build of each size")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--no-page-cache", action="store_true", help="build with the plugin's page_cache off")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the plain mkdocs build")
     parser.add_argument("--generate-only", action="store_true", help="only generate the stores")
     args = parser.parse_args(argv)
     results: dict[str, list[dict[str, object]]] = {}
+    loads: dict[str, str] = {}
     for n in [int(x) for x in args.sizes.split(",") if x.strip()]:
         if args.generate_only:
             print(generate_store(n, WORK / str(n) / "gen"))
             continue
-        results[str(n)] = bench_size(n, max(1, args.runs), args.profile, not args.no_page_cache)
+        before = _load()
+        results[str(n)] = bench_size(n, max(1, args.runs), args.profile, not args.no_page_cache, not args.no_baseline)
+        loads[str(n)] = f"{before} before, {_load()} after"
     cols = ("build", "pages", "median_s", "pages_per_s", "KB_per_page", "site_MB", "site_KB_per_page", "peak_MB")
     print(f"{'size':>6}  " + "  ".join(f"{c:>14}" if c != "build" else f"{c:<36}" for c in cols))
     for n, rows in results.items():
         for row in rows:
             print(f"{n:>6}  " + "  ".join(f"{row[c]!s:>14}" if c != "build" else f"{row[c]!s:<36}" for c in cols))
+    for n, load in loads.items():
+        print(f"{n:>6}  load average (1, 5, 15 min): {load}; {os.cpu_count()} CPUs")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps({"results": results, "load_average": loads}, indent=1))
     return 0
 
 

@@ -51,9 +51,18 @@ def main() -> int:
         export_s = time.perf_counter() - t0
 
         proc = subprocess.run(
-            ["node", str(ROOT / "tests/js/use_harness.js"), str(ROOT / "plugins/assets/use/use.js"),
-             str(out), "bytes", str(args.runs)],
-            input=json.dumps(QUERIES), capture_output=True, text=True, check=True,
+            [
+                "node",
+                str(ROOT / "tests/js/use_harness.js"),
+                str(ROOT / "plugins/assets/use/use.js"),
+                str(out),
+                "bytes",
+                str(args.runs),
+            ],
+            input=json.dumps(QUERIES),
+            capture_output=True,
+            text=True,
+            check=True,
         )
         js = json.loads(proc.stdout)
         sizes = {name: (out / name).stat().st_size for name in (BIN_NAME, JS_NAME)}
@@ -80,8 +89,10 @@ def main() -> int:
     for q, ids, jm, pm, c in zip(QUERIES, js["tokens"], js["embed_ms"], py_ms, cos, strict=True):
         label = q if len(q) <= 50 else q[:47] + "..."
         print(f"{len(ids):6d} {jm:8.2f} {pm:8.2f} {c:8.5f}  {label}")
-    print(f"median per query: js {statistics.median(js['embed_ms']):.2f} ms, "
-          f"python {statistics.median(py_ms):.2f} ms; min cosine {cos.min():.5f}")
+    print(
+        f"median per query: js {statistics.median(js['embed_ms']):.2f} ms, "
+        f"python {statistics.median(py_ms):.2f} ms; min cosine {cos.min():.5f}"
+    )
     return 0
 
 

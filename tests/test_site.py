@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 from pathlib import Path
@@ -230,3 +231,36 @@ def test_rebuild_renders_only_what_changed(rebuilt: tuple[Path, Any, Abort | Non
     assert "Rebuild check: embed-01" in (site / "memory" / "category" / "technical.html").read_text(encoding="utf-8")
     juniper = (site / "concepts" / "juniper.html").read_text(encoding="utf-8")
     assert 'id="backlinks"' in juniper and "md-nav__link" in juniper  # a reused page is a whole page
+
+
+def test_page_cache_keeps_each_pages_own_search_entries(demo_build: Path) -> None:
+    """Each cached page holds the search entries of that page only (not those of every page before it)."""
+    manifest = json.loads((demo_build / "cache" / "pages" / "manifest.json").read_text(encoding="utf-8"))
+    assert len(manifest) > 40
+    with_entries = 0
+    for src_uri, entry in manifest.items():
+        url = src_uri.removesuffix(".md") + ".html"
+        assert all(unquote(e["location"].split("#")[0]) == url for e in entry["search"]), src_uri
+        with_entries += bool(entry["search"])
+    assert with_entries > 20
+    assert not manifest["memory/category/technical.md"]["search"]  # L2 listings: the memory search page has them
+
+
+def test_rebuild_search_index_has_every_page_once(rebuilt: tuple[Path, Any, Abort | None]) -> None:
+    site, plugin, _ = rebuilt
+    docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    locations = [d["location"] for d in docs]
+    assert len(locations) == len(set(locations))
+    pages = {loc.split("#")[0] for loc in locations}
+    assert {"concepts/juniper.html", "sessions/s-1015-kb.html", "concepts/memory-store.html"} <= pages
+    assert not any(p.startswith("memory/category/") for p in pages)
+    backlinks = [d for d in docs if d["location"] == "concepts/juniper.html#backlinks"]
+    assert backlinks and not backlinks[0]["text"]  # other pages' sentences are not indexed again here
+    assert plugin.ctx is not None
+    assert site_texts(plugin).misses <= 5  # memory text was parsed again only where it changed
+
+
+def site_texts(plugin: Any) -> Any:
+    from plugins.builders import site as shared
+
+    return shared(plugin.ctx).index.texts

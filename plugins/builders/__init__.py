@@ -12,12 +12,14 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from memory.snapshot import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
 from plugins.concepts import ConceptIndex, TextSource, slugify
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
 from plugins.render import TextRenderer
+from plugins.textcache import TextCache
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 
@@ -30,6 +32,7 @@ AUDIT = "audit.md"
 GRAPH = "graph/index.md"
 SEARCH = "search/index.md"
 PER_PAGE = 40
+TEXT_CACHE = "texts.json"  # in cache_dir: what was derived from each memory text (see plugins.textcache)
 
 BuildResult = tuple[list[GeneratedPage], list[GeneratedAsset]]
 
@@ -126,7 +129,9 @@ class Site:
 def _read(ctx: BuildContext) -> Site:
     source = ctx.source
     sessions = sorted(source.sessions(), key=lambda s: (s.started, s.id), reverse=True)
-    index = ConceptIndex()
+    cache_dir = ctx.options.get("cache_dir")
+    keep = bool(cache_dir) and ctx.options.get("page_cache", True)
+    index = ConceptIndex(TextCache(Path(cache_dir) / TEXT_CACHE if keep else None))
     index.add_page("Audit", AUDIT, ["审计", "audit page"])
     index.add_page("Persona and hot memory", PERSONA, ["persona", "hot memory", "热记忆", "人格"])
     directory_urls = bool(ctx.options.get("use_directory_urls", False))
@@ -199,6 +204,7 @@ def build_all(ctx: BuildContext) -> BuildResult:
         p, a = build(ctx)
         pages += p
         assets += a
+    site(ctx).index.texts.save()
     return pages, assets
 
 

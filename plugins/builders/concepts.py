@@ -60,7 +60,8 @@ def backlinks(s: Site, concept: Concept, *, heading: str = "Backlinks") -> str:
             f'<blockquote class="mw-context">{s.renderer.inline(b.sentence, here)}</blockquote></li>'
         )
     # other pages' sentences: indexed where they are written, not again here
-    return f"\n## {heading}\n" + block(f"<ul>{''.join(items)}</ul>", cls="mw-backlinks", attrs=' data-search-exclude="backlinks"')
+    links = block(f"<ul>{''.join(items)}</ul>", cls="mw-backlinks", attrs=' data-search-exclude="backlinks"')
+    return f"\n## {heading}\n" + links
 
 
 def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: Callable | None) -> GeneratedPage:

@@ -131,7 +131,7 @@ def _touched(s: Site, session: Session, messages: list[Message], uri: str) -> tu
     """HTML lists of the concepts linked or named in a session, and the facts that cite it."""
     seen: dict[str, str] = {}
     for message in messages:
-        for found in find_links(message.content, s.index.tokens):
+        for found in find_links(message.content, s.index.texts):
             concept = s.index.link_target(found.link)
             if concept is not None and concept.src_uri not in seen:
                 url = href(uri, concept.src_uri, directory_urls=s.directory_urls)

@@ -1,0 +1,96 @@
+"""The build's fast paths give the same output as the slow ones: raw blocks kept from Python-Markdown,
+string-only relative links, and memory text rendered once and reused across builds."""
+
+from __future__ import annotations
+
+import itertools
+import posixpath
+from pathlib import Path
+
+import markdown
+
+from memory.snapshot import WikiPage
+from plugins.concepts import ConceptIndex
+from plugins.rawblocks import join, split
+from plugins.render import TextRenderer, block, href, page_url
+from plugins.textcache import TextCache
+
+
+def _md(text: str) -> str:
+    return markdown.markdown(text, extensions=["toc", "tables", "md_in_html", "attr_list"])
+
+
+def test_raw_blocks_skip_markdown_and_come_back_unchanged() -> None:
+    page = (
+        "# Title\n\nSome *text*.\n"
+        + block("<ul><li>one</li><li>*two*</li></ul>", cls="mw-list")
+        + "\n## Section\n"
+        + block("<table><tr><td>a</td></tr></table>", cls="mw-t", tag="div")
+        + '<p class="mw-muted">12 memories · <a href="x.html">all</a></p>\n'
+    )
+    stub, blocks = split(page, "n0nce")
+    assert len(blocks) == 2 and "<ul>" not in stub and "<table>" not in stub and "# Title" in stub
+    assert join(_md(stub), "n0nce", blocks).replace("\n", "") == _md(page).replace("\n", "")
+
+
+def test_blocks_markdown_would_read_differently_stay_markdown() -> None:
+    assert split("<div>\nopen only\n\nstill</div>\n", "n")[1] == []
+    assert split('<a href="x.html">inline</a> text\n', "n")[1] == []  # not a block-level tag
+    assert split("<div>one</div>\ntext after it\n", "n")[1] == []  # ends in Markdown text
+
+
+def test_placeholders_need_this_builds_nonce() -> None:
+    stub, blocks = split("<div>x</div>\n", "abc")
+    assert join("<p>mwrawzzzx0</p>", "abc", blocks) == "<p>mwrawzzzx0</p>"  # memory text cannot spell one
+    assert join(_md(stub), "abc", blocks).strip() == "<div>x</div>"
+
+
+def test_href_matches_relpath() -> None:
+    srcs = ["index.md", "audit.md", "concepts/a.md", "concepts/wanted/b.md", "memory/wing/w/r-2.md", "x/index.md"]
+    for (a, b), du in itertools.product(itertools.product(srcs, srcs + ["assets/memwiki/use/use.js"]), (False, True)):
+        here = page_url(a, du)
+        there = page_url(b, du) if b.endswith(".md") else b
+        base = posixpath.dirname(here) if not here.endswith("/") else here.rstrip("/")
+        want = posixpath.relpath(there or ".", base or ".")
+        if there.endswith("/") and not want.endswith("/"):
+            want += "/"
+        assert href(a, b, directory_urls=du) == want, (a, b, du)
+    assert href("concepts/a.md", "concepts/b.md", "h-1") == "b.html#h-1"
+
+
+def _index(texts: TextCache) -> ConceptIndex:
+    index = ConceptIndex(texts)
+    index.add_wiki(WikiPage(path="alpha.md", title="Alpha", aliases=("阿尔法",), tags=(), body="# Alpha\n\n## Use\n"))
+    return index
+
+
+def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
+    text = "# Alpha\n\nSee [[阿尔法#use|the use]] and [[Nowhere]]; `[[code]]` stays.\n\n## Notes\n"
+    path = tmp_path / "texts.json"
+    first = TextCache(path)
+    renderer = TextRenderer(_index(first))
+    out1 = [renderer.html(text, p) for p in ("concepts/x.md", "memory/wing/a/b.md")]
+    out1.append(renderer.html(text, "concepts/x.md", skip_title="alpha"))
+    out1.append(renderer.inline("A [[alpha]] sentence.", "index.md"))
+    first.save()
+    assert first.misses > 0 and path.is_file()
+    second = TextCache(path)
+    renderer2 = TextRenderer(_index(second))
+    out2 = [renderer2.html(text, p) for p in ("concepts/x.md", "memory/wing/a/b.md")]
+    out2.append(renderer2.html(text, "concepts/x.md", skip_title="alpha"))
+    out2.append(renderer2.inline("A [[alpha]] sentence.", "index.md"))
+    assert second.misses == 0 and out1 == out2  # nothing parsed again, same HTML
+    assert 'href="alpha.html#use"' in out2[0] and 'href="../../../concepts/alpha.html#use"' in out2[1]
+    assert "mw-wanted" in out2[0] and "<code>[[code]]</code>" in out2[0]
+    assert '<h1 id="alpha">' in out2[0] and "<h1" not in out2[2]  # the repeated title left out
+    fresh = TextRenderer(_index(TextCache()))  # no cache at all: the same HTML
+    assert fresh.html(text, "concepts/x.md") == out2[0]
+
+
+def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "texts.json"
+    path.write_text('{"version": "old", "texts": {"k": {"links": []}}}', encoding="utf-8")
+    cache = TextCache(path)
+    assert cache.derived("x", "kind", lambda: 1) == 1 and cache.misses == 1
+    path.write_text("not json", encoding="utf-8")
+    assert TextCache(path).derived("x", "kind", lambda: 2) == 2
