@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 
 from memory.snapshot import Triple
@@ -49,3 +52,23 @@ def test_mmr_picks_central_yet_diverse_turns_in_order() -> None:
     assert chosen == sorted(chosen) and 1 not in chosen
     assert not {0, 2} <= set(chosen)  # two near-identical turns are not both chosen
     assert mmr(vectors[:0], 3) == [] and len(mmr(vectors, 10)) == len(texts)
+
+
+def test_a_session_digest_lists_only_the_facts_that_cite_that_session(tmp_path: Path) -> None:
+    """`session s-1` must not claim the facts of `session s-10`."""
+    from memory.store import Store
+    from plugins.builders import sessions as session_pages
+    from plugins.pages import BuildContext
+
+    with Store.init(tmp_path / "s") as store:
+        store.graph.add_triple("Juniper", "uses", "Chroma", valid_from="2026-01-01", source_file="session s-1")
+        store.graph.add_triple("Juniper", "uses", "SQLite", valid_from="2026-01-01", source_file="session s-10")
+        rows = [
+            {"session_id": sid, "role": "user", "content": f"hello from {sid}", "time": "2026-11-01T10:00:00Z"}
+            for sid in ("s-1", "s-10")
+        ]
+        (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        store.sessions.import_jsonl(tmp_path / "s.jsonl")
+        pages, _ = session_pages.build(BuildContext(store.reader(), {"cache_dir": str(tmp_path / "cache")}))
+        digest = next(p for p in pages if p.src_uri.endswith("s-1.md"))
+        assert "Chroma" in digest.markdown and "SQLite" not in digest.markdown

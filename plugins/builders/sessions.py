@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -146,8 +147,9 @@ def _touched(s: Site, session: Session, messages: list[Message], uri: str) -> tu
             seen.setdefault(concept.src_uri, f'<a class="mw-wikilink" href="{esc(url)}">{esc(concept.title)}</a>')
     concepts = " · ".join(seen.values())
     facts = []
+    cites = re.compile(rf"(?<![\w-]){re.escape(session.id)}(?![\w-])") if session.id else None
     for t in s.triples:
-        if session.id and session.id in t.source:
+        if cites is not None and cites.search(t.source):  # `session-1` must not match `session-10`
             state = "current" if t.current else f"ended {esc(t.valid_to)}"
             facts.append(
                 f"<li>{esc(t.subject_name or t.subject)} <em>{esc(t.predicate)}</em> {esc(t.object_name or t.object)} "
