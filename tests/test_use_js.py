@@ -76,7 +76,10 @@ def run_js(asset_dir: Path, sentences: list[str], mode: str = "bytes", repeat: i
     repeat=0 only tokenizes."""
     proc = subprocess.run(
         ["node", str(HARNESS), str(USE_JS), str(asset_dir), mode, str(repeat)],
-        input=json.dumps(sentences), capture_output=True, text=True, timeout=600,
+        input=json.dumps(sentences),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"node harness failed ({mode}): {proc.stderr.strip()}")
@@ -124,9 +127,23 @@ def test_tokens_and_vectors_match_python(assets: Path, reference: np.ndarray, py
 def random_texts(n: int, seed: int = 7) -> list[str]:
     """Random strings over scripts, symbols, whitespace and controls (for the tokenizer)."""
     rng = random.Random(seed)
-    ranges = [(0x00, 0x7F), (0x80, 0x24F), (0x370, 0x52F), (0x590, 0x6FF), (0x900, 0x97F), (0xE00, 0xE7F),
-              (0x2000, 0x206F), (0x2100, 0x23FF), (0x3000, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
-              (0xAC00, 0xD7A3), (0xFF00, 0xFFEF), (0x1D400, 0x1D7FF), (0x1F300, 0x1FAFF)]
+    ranges = [
+        (0x00, 0x7F),
+        (0x80, 0x24F),
+        (0x370, 0x52F),
+        (0x590, 0x6FF),
+        (0x900, 0x97F),
+        (0xE00, 0xE7F),
+        (0x2000, 0x206F),
+        (0x2100, 0x23FF),
+        (0x3000, 0x30FF),
+        (0x3400, 0x4DBF),
+        (0x4E00, 0x9FFF),
+        (0xAC00, 0xD7A3),
+        (0xFF00, 0xFFEF),
+        (0x1D400, 0x1D7FF),
+        (0x1F300, 0x1FAFF),
+    ]
     texts = []
     for _ in range(n):
         chars = []
