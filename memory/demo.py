@@ -21,10 +21,13 @@ STAMP = ".demo-sources.sha1"
 
 
 def sources_hash(src: Path) -> str:
-    """A hash over every file of the demo sources (names and bytes)."""
+    """A hash over every file of the demo sources and of the code that turns them into a store (a change
+    to how entries sink, say, must rebuild the demo store too)."""
     digest = hashlib.sha1()
-    for path in sorted(p for p in src.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(src).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    code = Path(__file__).resolve().parent
+    for root in (src, code):
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

@@ -165,10 +165,11 @@ Guard = Callable[[Sequence[str]], list[bool]]  # second opinion: True keeps an e
 
 
 def _vetoed(entries: Sequence[str], plan: list[int], guard: Guard | None) -> set[int]:
-    """The planned entries that the guard says must stay hot."""
-    if guard is None or not plan:
+    """The planned, untagged entries that the guard says must stay hot."""
+    asked = [i for i in plan if not category_of(entries[i])[1]]  # an explicit tag is the writer's word: no veto
+    if guard is None or not asked:
         return set()
-    return {i for i, keep in zip(plan, guard([entries[i] for i in plan]), strict=True) if keep}
+    return {i for i, keep in zip(asked, guard([entries[i] for i in asked]), strict=True) if keep}
 
 
 def _plan(entries: Sequence[str], cap: int, threshold: float, keep: set[int], guard: Guard | None) -> list[int]:

@@ -308,3 +308,13 @@ def test_the_store_semantic_memory_is_an_l2_writer(tmp_path: Path, home: tuple[H
     assert [(m.text, m.category, m.source, m.meta) for m in back] == [
         (parse_tag(r.text)[1], r.category, "L1", {"target": "memory"}) for r in records
     ]
+
+
+def test_the_guard_never_overrules_an_explicit_tag(tmp_path: Path) -> None:
+    """A second opinion may keep an untagged entry hot, never one its writer tagged non-core."""
+    from memory.overflow import _plan
+
+    entries = ["[env] dev box: Ubuntu 24.04, Python 3.11", "Address the user as Professor Li.", "x" * 60]
+    always_core = lambda texts: [True] * len(texts)  # noqa: E731 - the strictest possible guard
+    plan = _plan(entries, cap=100, threshold=0.7, keep={2}, guard=always_core)
+    assert plan == [0], "the tagged [env] entry sinks; the untagged one is kept by the guard"
