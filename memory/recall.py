@@ -89,6 +89,7 @@ class Hit:
     provenance: dict[str, Any]
     why: str
     confidence: float = 0.0  # cosine similarity of the hit to the query
+    first_by_both: bool = False  # ranked first by meaning and by words in its layer
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -229,13 +230,19 @@ class Recaller:
         return out if all_layers else out[:k]
 
     def _keep_small(self, query: str, hit: Hit) -> bool:
-        """A small-layer hit is kept when it is as close as an answer (cosine) or matches most of the query's
-        informative words (lexical coverage); `why` says which."""
+        """A small-layer hit is kept when it is as close as an answer (cosine), or is the hot-memory entry both
+        retrievers rank first, or matches most of the query's informative words (lexical coverage); `why` says
+        which."""
         if hit.confidence >= self.config.min_confidence:
             return True
         share = coverage(query, hit.text)
         if share >= self.config.min_coverage:
             hit.why += f"; covers {share:.0%} of the query's words"
+            return True
+        if hit.layer == "L1" and hit.first_by_both:
+            # Hot memory is in the agent's context every turn anyway: pointing at the entry that both meaning
+            # and words rank first costs little, and a short entry rarely reaches the cosine floor.
+            hit.why += "; first by meaning and by words in hot memory"
             return True
         return False
 
@@ -312,7 +319,9 @@ class Recaller:
         for r in ranked:
             f, e = entries[int(r.id)]
             prov = {"file": f.path, "target": f.target, "index": e.index, "category": e.category}
-            hits.append(Hit("L1", f"{f.target}:{e.index}", e.text, r.score, prov, r.why(self.config.fusion), r.cosine))
+            why = r.why(self.config.fusion)
+            both = r.dense_rank == 0 and r.lexical_rank == 0
+            hits.append(Hit("L1", f"{f.target}:{e.index}", e.text, r.score, prov, why, r.cosine, both))
         return hits
 
     def _recall_sessions(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:

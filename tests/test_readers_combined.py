@@ -12,8 +12,8 @@ from memory.embedders import USEEmbedder
 from memory.errors import SourceError
 from memory.readers import CombinedSource, HermesHome, MemPalace, open_sources
 from memory.readers.locate import hermes_home_path, palace_path
-from memory.recall import RecallConfig, Recaller
 from memory.snapshot import MemorySource
+from memory.source_recall import recaller_for
 
 EMBEDDER = USEEmbedder()
 
@@ -56,14 +56,7 @@ def test_layers_come_from_the_right_source(combined: CombinedSource, fx: Path) -
 
 def test_recall_over_the_combination_answers_from_each_layer(combined: CombinedSource, fx: Path) -> None:
     before = checksums(fx)
-    # Ranking only: the recall confidence floor (a calibration of the lead's Recaller) is switched off here.
-    recaller = Recaller(
-        EMBEDDER,
-        hot_files=combined.hot_files,
-        l2=combined.l2_index(),
-        sessions=combined.search_sessions,
-        config=RecallConfig(min_confidence=-1.0),
-    )
+    recaller = recaller_for(combined, EMBEDDER)  # the recall `memwiki --hermes-home --palace recall` runs
     cases = [
         ("L1", "家里的网络怎么连的，VLAN 怎么分？", "VLAN10"),
         ("L1", "What editor and terminal does he use?", "Neovim"),
