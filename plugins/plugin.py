@@ -106,7 +106,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         options = dict(self.config)
         options["cache_dir"] = str(base_dir / self.config.cache_dir)
         try:
-            source = PrivacyFilter(make_source(options, base_dir), PrivacyRules.from_options(self.config.privacy))
+            rules = PrivacyRules.from_options(self.config.privacy)
+            source = PrivacyFilter(make_source(options, base_dir), rules, base_dir)
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
         options["use_directory_urls"] = config.use_directory_urls

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -96,10 +97,21 @@ class PrivacyRules:
 class PrivacyFilter:
     """A `MemorySource` that shows another one minus what the rules remove."""
 
-    def __init__(self, source: MemorySource, rules: PrivacyRules | None = None) -> None:
+    def __init__(self, source: MemorySource, rules: PrivacyRules | None = None, base_dir: Path | None = None) -> None:
         self.source = source
         self.rules = rules or PrivacyRules()
         self._hidden_entities: set[str] | None = None
+        # Local paths say who built the site and where: shown relative to the site's folder, or from ~.
+        prefixes = {str(Path.home()): "~"}
+        if base_dir is not None:
+            prefixes[str(Path(base_dir).resolve())] = "."
+        self._prefixes = sorted(prefixes.items(), key=lambda kv: -len(kv[0]))
+
+    def local(self, text: str) -> str:
+        """`text` with the build machine's folders shortened (`/home/lin/site/x` → `./x`, `/home/lin` → `~`)."""
+        for prefix, short in self._prefixes:
+            text = text.replace(prefix + "/", short + "/").replace(prefix, short)
+        return text
 
     def _keep_memory(self, memory: Memory) -> bool:
         r = self.rules
@@ -109,11 +121,12 @@ class PrivacyFilter:
         return replace(memory, text=self.rules.clean(memory.text))
 
     def info(self) -> SourceInfo:
-        return self.source.info()
+        info = self.source.info()
+        return replace(info, location=self.local(info.location), notes=tuple(self.local(n) for n in info.notes))
 
     def persona(self) -> Persona | None:
         persona = self.source.persona()
-        return replace(persona, text=self.rules.clean(persona.text)) if persona else None
+        return replace(persona, text=self.rules.clean(persona.text), path=self.local(persona.path)) if persona else None
 
     def hot_files(self) -> Sequence[HotFile]:
         r = self.rules
@@ -124,7 +137,7 @@ class PrivacyFilter:
                 for e in hot.entries
                 if not r.private(e.text) and e.category not in r.exclude_categories
             )
-            out.append(replace(hot, entries=entries))
+            out.append(replace(hot, entries=entries, path=self.local(hot.path)))
         return out
 
     def sinks(self) -> Sequence[SinkRecord]:

@@ -79,3 +79,14 @@ def test_bad_redact_pattern_is_a_clear_error() -> None:
 
     with pytest.raises(MemwikiError, match="privacy.redact"):
         PrivacyRules.from_options({"redact": ["("]})
+
+
+def test_local_paths_are_shortened(store_dir: Path) -> None:
+    """The published site does not say where on the build machine the store lives."""
+    with Store.open(store_dir) as store:
+        source = PrivacyFilter(store.reader(), PrivacyRules(), base_dir=store_dir.parent)
+        assert source.info().location == "./store"
+        assert [h.path for h in source.hot_files()] == ["./store/MEMORY.md", "./store/USER.md"]
+        assert source.persona().path == "./store/SOUL.md"
+        home = PrivacyFilter(store.reader(), PrivacyRules())
+        assert home.local(str(Path.home() / "x")) == "~/x" and home.local(str(Path.home())) == "~"
