@@ -11,18 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory.hot import join_entries
+from memory.hot import join_entries, usage_text
+from memory.persona import head_tail
 from memory.snapshot import HotFile, Persona
 from memory.times import utc_now
 
 RULE = "═" * 46
 HEADERS = {"memory": "MEMORY (your personal notes)", "user": "USER PROFILE (who the user is)"}
-
-
-def _usage(chars: int, cap: int) -> str:
-    pct = min(100, int(chars / cap * 100)) if cap > 0 else 0
-    over = " ⚠ OVER BUDGET" if chars > cap else ""
-    return f"{pct}% — {chars:,}/{cap:,} chars{over}"
 
 
 def render_hot_file(hot: HotFile) -> str:
@@ -33,13 +28,13 @@ def render_hot_file(hot: HotFile) -> str:
     current = len(content)
     render_cap = max(hot.cap * 2, 4000)
     if current > render_cap:
-        head, tail = int(render_cap * 0.7), int(render_cap * 0.2)
+        head, tail = head_tail(content, render_cap)
         content = (
-            content[:head]
-            + f"\n\n[... {current - head - tail:,} chars truncated — memory over budget ({current:,}/{hot.cap:,}); "
-            f"consolidate via memory(action=remove/replace) ...]\n\n" + content[-tail:]
+            head + f"\n\n[... {current - len(head) - len(tail):,} chars truncated — memory over budget "
+            f"({current:,}/{hot.cap:,}); consolidate via memory(action=remove/replace) ...]\n\n" + tail
         )
-    header = f"{HEADERS.get(hot.target, hot.target.upper())} [{_usage(current, hot.cap)}]"
+    over = " ⚠ OVER BUDGET" if current > hot.cap else ""
+    header = f"{HEADERS.get(hot.target, hot.target.upper())} [{usage_text(current, hot.cap)}{over}]"
     return f"{RULE}\n{header}\n{RULE}\n{content}"
 
 
@@ -60,6 +55,3 @@ class FrozenContext:
     @classmethod
     def freeze(cls, persona: Persona | None, hot_files: Sequence[HotFile]) -> FrozenContext:
         return cls(render_context(persona, hot_files), utc_now())
-
-
-freeze = FrozenContext.freeze

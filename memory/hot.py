@@ -29,11 +29,10 @@ from memory.errors import (
     InputFormatError,
     MemwikiError,
 )
-from memory.snapshot import CATEGORIES, HotEntry, HotFile
+from memory.snapshot import CATEGORIES, DELIMITER, HotEntry, HotFile
 from memory.textio import atomic_write_text, file_lock, read_text
 from memory.times import mtime_iso
 
-DELIMITER = "\n§\n"
 FILE_NAMES = {"memory": "MEMORY.md", "user": "USER.md"}
 PREVIEW_WIDTH = 80
 OVERSIZED = "longer than the cap"
@@ -44,6 +43,12 @@ def parse_entries(text: str) -> list[str]:
     if not text.strip():
         return []
     return [e.strip() for e in text.split(DELIMITER) if e.strip()]
+
+
+def usage_text(chars: int, cap: int) -> str:
+    """hermes's usage string, e.g. `96% — 2,133/2,200 chars`."""
+    pct = min(100, int(chars / cap * 100)) if cap > 0 else 0
+    return f"{pct}% — {chars:,}/{cap:,} chars"
 
 
 def join_entries(entries: Sequence[str]) -> str:
@@ -128,12 +133,6 @@ class HotMemoryFile:
 
     def chars(self, entries: Sequence[str]) -> int:
         return len(join_entries(entries))
-
-    def usage_text(self, entries: Sequence[str]) -> str:
-        """hermes's usage string, e.g. `96% — 2,133/2,200 chars`."""
-        current = self.chars(entries)
-        pct = min(100, int(current / self.cap * 100)) if self.cap > 0 else 0
-        return f"{pct}% — {current:,}/{self.cap:,} chars"
 
     # -- locked primitives ---------------------------------------------------------------------------
 

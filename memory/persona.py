@@ -22,15 +22,22 @@ class PersonaTruncatedWarning(UserWarning):
     """SOUL.md is over its cap; the injected text was cut."""
 
 
+def head_tail(text: str, cap: int) -> tuple[str, str]:
+    """hermes's cut of an over-long text: its first 70% and last 20% of `cap` characters."""
+    head, tail = int(cap * HEAD_RATIO), int(cap * TAIL_RATIO)
+    return text[:head], text[-tail:] if tail else ""
+
+
 def truncate(text: str, cap: int, name: str = "SOUL.md") -> str:
     """hermes's head/tail cut: the text unchanged if it fits, else head + marker + tail."""
     if len(text) <= cap:
         return text
-    head, tail = int(cap * HEAD_RATIO), int(cap * TAIL_RATIO)
+    head, tail = head_tail(text, cap)
     marker = (
-        f"\n\n[...truncated {name}: kept {head}+{tail} of {len(text)} chars. Use file tools to read the full file.]\n\n"
+        f"\n\n[...truncated {name}: kept {len(head)}+{len(tail)} of {len(text)} chars. "
+        "Use file tools to read the full file.]\n\n"
     )
-    return text[:head] + marker + (text[-tail:] if tail else "")
+    return head + marker + tail
 
 
 def read_persona(path: Path, cap: int) -> Persona:

@@ -18,6 +18,7 @@ import numpy as np
 CORE_CATEGORIES = ("preference", "pitfall", "rule", "authorisation")
 NON_CORE_CATEGORIES = ("network", "environment", "project", "technical", "other")
 CATEGORIES = CORE_CATEGORIES + NON_CORE_CATEGORIES
+DELIMITER = "\n§\n"  # between hot-memory entries, as hermes-agent writes them
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class HotFile:
     @property
     def chars(self) -> int:
         """Characters used, counted over the joined text as hermes-agent counts them."""
-        return len("\n§\n".join(e.text for e in self.entries))
+        return len(DELIMITER.join(e.text for e in self.entries))
 
     @property
     def usage(self) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from memory.context import FrozenContext, freeze, render_context
+from memory.context import FrozenContext, render_context
 from memory.hot import HotMemoryFile
 from memory.persona import read_persona
 
@@ -57,5 +57,5 @@ def test_frozen_block_ignores_later_writes(tmp_path: Path) -> None:
     user.add("New fact written mid-session.")
     assert frozen.text == before
     assert "Behaviour rule" in frozen.text and "mid-session" not in frozen.text
-    fresh = freeze(read_persona(soul, 3000), [mem.view(), user.view()])
+    fresh = FrozenContext.freeze(read_persona(soul, 3000), [mem.view(), user.view()])
     assert "mid-session" in fresh.text and "Behaviour rule" not in fresh.text

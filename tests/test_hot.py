@@ -18,7 +18,7 @@ from memory.errors import (
     InputFormatError,
     MemwikiError,
 )
-from memory.hot import HotMemoryFile, join_entries, parse_entries
+from memory.hot import HotMemoryFile, join_entries, parse_entries, usage_text
 
 HERMES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home"
 
@@ -52,7 +52,7 @@ def test_view_counts_as_hermes(mem: HotMemoryFile) -> None:
     view = mem.view()
     assert view.target == "memory" and len(view.entries) == 12
     assert view.chars == 2133 and view.cap == 2200
-    assert mem.usage_text(mem.entries()) == "96% — 2,133/2,200 chars"
+    assert usage_text(mem.view().chars, mem.cap) == "96% — 2,133/2,200 chars"
     assert view.modified.endswith("Z")
 
 
@@ -72,7 +72,7 @@ def test_replay_the_real_tool_call(mem: HotMemoryFile) -> None:
     assert mem.path.read_bytes() != original
     mem.replace(args["old_text"], args["content"])
     assert mem.path.read_bytes() == original
-    assert mem.usage_text(mem.entries()) == json.loads(result)["usage"]
+    assert usage_text(mem.view().chars, mem.cap) == json.loads(result)["usage"]
 
 
 def test_add_appends_in_hermes_format(small: HotMemoryFile) -> None:
