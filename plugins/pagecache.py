@@ -55,7 +55,8 @@ def layout_fingerprint(config: MkDocsConfig) -> str:
     return digest.hexdigest()
 
 
-def _search_index(config: MkDocsConfig) -> Any:  # noqa: ANN401 - material's SearchIndex
+def search_index(config: MkDocsConfig) -> Any:  # noqa: ANN401 - material's SearchIndex
+    """The search plugin's index (its `entries` list), or None when there is no such plugin."""
     for plugin in config.plugins.values():
         index = getattr(plugin, "search_index", None)
         if index is not None and hasattr(index, "entries"):
@@ -63,7 +64,8 @@ def _search_index(config: MkDocsConfig) -> Any:  # noqa: ANN401 - material's Sea
     return None
 
 
-def _dest(src_uri: str, directory_urls: bool) -> str:
+def output_path(src_uri: str, directory_urls: bool) -> str:
+    """The page's HTML file, relative to site_dir."""
     url = page_url(src_uri, directory_urls)
     return url + "index.html" if url.endswith("/") or not url else url
 
@@ -123,13 +125,17 @@ class PageCache:
 
     def begin(self, page: Page) -> None:
         """Remember where this page's search entries start (called in on_page_context, before the search plugin)."""
-        index = _search_index(self.config)
+        index = search_index(self.config)
         self._marks[page.file.src_uri] = len(index.entries) if index is not None else 0
 
     def store(self, generated: GeneratedPage, page: Page, html: str) -> None:
-        index = _search_index(self.config)
+        """Keep a page MkDocs rendered, with the search entries the search plugin added since `begin`."""
+        index = search_index(self.config)
         start = self._marks.pop(page.file.src_uri, None)
-        entries = index.entries[start:] if index is not None and start is not None else []
+        self.put(generated, html, index.entries[start:] if index is not None and start is not None else [])
+
+    def put(self, generated: GeneratedPage, html: str, entries: list[dict[str, Any]]) -> None:
+        """Keep a page's final HTML and its search entries for the next build."""
         # file I/O off the build's thread; finish() waits and raises what failed
         self._pending.append(self._writer.submit(_write, self._html_path(generated.src_uri), html))
         self._stored = True
@@ -143,7 +149,7 @@ class PageCache:
         the cache itself never rewrites a file in place (see `_write`)."""
         self._drain()
         made: set[Path] = set()
-        wanted = [(_dest(u, self.config.use_directory_urls), self._html_path(u)) for u in self.hits]
+        wanted = [(output_path(u, self.config.use_directory_urls), self._html_path(u)) for u in self.hits]
         for rel, source in wanted + list(self.assets.items()):
             dest = site_dir / rel
             if dest.parent not in made:
@@ -170,7 +176,7 @@ class PageCache:
 
     def finish(self) -> None:
         """Put cached pages' search entries back, drop pages that are gone, save the manifest if it changed."""
-        index = _search_index(self.config)
+        index = search_index(self.config)
         if index is not None:
             for src_uri in self.hits:
                 index.entries.extend(self.manifest[src_uri].get("search", []))

@@ -5,16 +5,23 @@
   assets as generated files, and build the navigation from the few pages that belong in it (section
   indexes; the rest hang off them). A page whose HTML did not change since the last build is not given
   to MkDocs at all: on_post_build puts the cached HTML (and its search entries) into the site;
-- a generated page reaches Python-Markdown as a stub: its raw HTML blocks are set aside and put back in
-  on_page_content (plugins.rawblocks), so Markdown only reads the headings and short text;
+- with Material (`fast_pages`, on by default) the other generated pages outside the navigation are not
+  given to MkDocs either: one probe page per folder is, and on_post_build fills the theme's HTML of that
+  probe with each page's own title, TOC and content (plugins.pageshell) and adds its search entries
+  (plugins.searchentries). Other plugins' page events do not run for those pages;
+- a generated page reaches Python-Markdown as a stub: its raw HTML blocks are set aside and put back
+  after (plugins.rawblocks), so Markdown only reads the headings and short text;
 - the audit kinds listed in `audit_errors` become build warnings, so `mkdocs build --strict` fails on them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import posixpath
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from mkdocs.config import base
 from mkdocs.config import config_options as c
@@ -28,11 +35,13 @@ from memory.errors import MemwikiError
 from memory.snapshot import Memory, MemorySource
 from plugins.builders import build_all, site
 from plugins.builders.audit import KINDS, TITLES, findings
-from plugins.pagecache import PageCache
+from plugins.pagecache import PageCache, output_path, search_index
 from plugins.pages import BuildContext, GeneratedPage
+from plugins.pageshell import FastPages, PageShell, fast_path_ok, probe_markdown, probe_name, shell_folder
 from plugins.privacy import PrivacyFilter, PrivacyRules
 from plugins.rawblocks import join, new_nonce, split
 from plugins.render import page_url
+from plugins.searchentries import EntryMaker, strip_search_attrs
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -50,6 +59,7 @@ class MemwikiConfig(base.Config):
     privacy = c.Type(dict, default={})
     today = c.Optional(c.Type(str))  # fixes "today" for the expired-facts check (reproducible builds)
     page_cache = c.Type(bool, default=True)
+    fast_pages = c.Type(bool, default=True)  # see plugins.pageshell (Material only)
     graph_max_nodes = c.Type(int, default=300)
 
 
@@ -86,6 +96,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.cache: PageCache | None = None
         self.generated: dict[str, GeneratedPage] = {}
         self.blocks: dict[str, list[str]] = {}  # src_uri -> raw HTML blocks taken out of its Markdown
+        self.fast: list[GeneratedPage] = []  # pages made from a folder's shell in on_post_build
+        self.probes: dict[str, str] = {}  # probe src_uri -> the folder it stands for
+        self.shells: dict[str, PageShell] = {}  # folder -> the theme's page for it
         self.nonce = new_nonce()
         self.link_pages = False
 
@@ -139,6 +152,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.cache = PageCache(Path(ctx.options["cache_dir"]) / "pages", config) if self.config.page_cache else None
         self.generated = {}
         self.blocks = {}
+        self.fast, self.probes, self.shells = [], {}, {}
+        fast = self.config.fast_pages and config.theme.name == "material"
         for name in ("memwiki.css", "memwiki.js"):
             files.append(File.generated(config, f"assets/memwiki/{name}", content=(ASSETS / name).read_bytes()))
         for asset in assets:
@@ -154,9 +169,16 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
                 continue
             if self.cache is not None and not page.in_nav and self.cache.lookup(page):
                 continue  # last build's HTML is put into the site in on_post_build
+            if fast and not page.in_nav and fast_path_ok(page.src_uri):
+                self.fast.append(page)
+                self.probes.setdefault(posixpath.join(shell_folder(page.src_uri), f"{probe_name(self.nonce)}.md"), "")
+                continue
             stub, self.blocks[page.src_uri] = split(page.markdown, self.nonce)  # see plugins.rawblocks
             files.append(File.generated(config, page.src_uri, content=stub))
             self.generated[page.src_uri] = page
+        for probe in self.probes:
+            self.probes[probe] = posixpath.dirname(probe)
+            files.append(File.generated(config, probe, content=probe_markdown(self.nonce)))
         if self.cache is not None:
             log.info("memwiki: %d generated pages, %d reused from the cache", len(pages), len(self.cache.hits))
         self._report_audit(ctx)
@@ -198,6 +220,13 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         return context
 
     def on_post_page(self, output: str, /, *, page: Page, config: MkDocsConfig) -> str:
+        folder = self.probes.get(page.file.src_uri)
+        if folder is not None:
+            try:
+                self.shells[folder] = PageShell.parse(output, self.nonce)
+            except MemwikiError as exc:
+                raise PluginError(f"memwiki: {exc}") from None
+            return output
         generated = self.generated.get(page.file.src_uri)
         if generated is not None and self.cache is not None and not generated.in_nav:
             self.cache.store(generated, page, output)
@@ -208,6 +237,40 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(50)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
+        self._write_fast_pages(config)
         if self.cache is not None:
             self.cache.restore(Path(config.site_dir), self.link_pages)
             self.cache.finish()
+
+    def _write_fast_pages(self, config: MkDocsConfig) -> None:
+        """Write the pages left to on_post_build (see plugins.pageshell), then drop the probe pages."""
+        site_dir = Path(config.site_dir)
+        du = config.use_directory_urls
+        index = search_index(config)
+        maker = EntryMaker(segment=index is not None and "zh" in (index.config.get("lang") or []))
+        converter = FastPages(config, self.nonce)
+        made: set[Path] = set()
+        for page in self.fast:
+            shell = self.shells[shell_folder(page.src_uri)]
+            done = converter.convert(page.markdown)
+            content, entries = done.content, []
+            if index is not None:  # what Material's search plugin does in on_page_context
+                if page.meta.get("lexical") is not False:
+                    url = quote(page_url(page.src_uri, du))
+                    entries = maker.entries(content, done.toc, url, page.title, done.meta)
+                    index.entries.extend(entries)
+                content = strip_search_attrs(content)
+            stem = posixpath.splitext(posixpath.basename(page.src_uri))[0]
+            output = shell.fill(title=page.title, content=content, toc=done.toc, name=quote(stem))
+            path = site_dir / output_path(page.src_uri, du)
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made.add(path.parent)
+            path.write_text(output, encoding="utf-8")
+            if self.cache is not None:
+                self.cache.put(page, output, entries)
+        for probe in self.probes:
+            (site_dir / output_path(probe, du)).unlink(missing_ok=True)
+            if du:
+                with contextlib.suppress(OSError):  # its own folder, empty now
+                    (site_dir / output_path(probe, du)).parent.rmdir()

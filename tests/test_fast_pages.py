@@ -1,0 +1,100 @@
+"""The fast page path (plugins.pageshell + plugins.searchentries) against MkDocs' own rendering.
+
+The demo wiki is built twice with real MkDocs + Material, the page cache off: once with `fast_pages: false`
+(every generated page rendered by MkDocs, its search entries made by Material's search plugin) and once with
+`fast_pages: true`. Every page must come out the same (up to the whitespace Jinja leaves between tags), and so
+must the search index. Hostile text and Chinese are in the demo, so both paths see them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from mkdocs.structure.toc import get_toc
+
+from plugins.pageshell import PageShell, probe_name
+from plugins.searchentries import EntryMaker, sections
+from tests.test_site import build_site
+
+_BETWEEN_TAGS = re.compile(r">\s+<")
+_SPACES = re.compile(r"\s+")
+
+
+def _normal(page: str) -> str:
+    """HTML with the whitespace between tags dropped and other runs of whitespace made one space."""
+    return _SPACES.sub(" ", _BETWEEN_TAGS.sub("><", page)).strip()
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+    root = tmp_path_factory.mktemp("fast-pages")
+    _, error = build_site(root / "slow", root / "cache-slow", page_cache=False, fast_pages=False)
+    assert error is None, error
+    plugin, error = build_site(root / "fast", root / "cache-fast", page_cache=False, fast_pages=True)
+    assert error is None, error
+    return root / "slow", root / "fast", plugin
+
+
+def test_fast_pages_are_the_pages_mkdocs_renders(both: tuple[Path, Path, object]) -> None:
+    slow, fast, plugin = both
+    assert len(plugin.fast) > 20, "the demo's generated pages should take the fast path"  # type: ignore[attr-defined]
+    slow_pages = {p.relative_to(slow).as_posix() for p in slow.rglob("*.html")}
+    fast_pages = {p.relative_to(fast).as_posix() for p in fast.rglob("*.html")}
+    assert slow_pages == fast_pages  # no page missing, no probe page left behind
+    assert not any(probe_name("") in name for name in fast_pages)
+    differing = [
+        rel
+        for rel in sorted(slow_pages)
+        if _normal((slow / rel).read_text(encoding="utf-8")) != _normal((fast / rel).read_text(encoding="utf-8"))
+    ]
+    assert not differing, f"{len(differing)} pages differ, e.g. {differing[:3]}"
+
+
+def test_fast_search_entries_are_materials(both: tuple[Path, Path, object]) -> None:
+    slow, fast, _ = both
+
+    def docs(site: Path) -> list[dict]:
+        index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+        return sorted(index["docs"], key=lambda d: json.dumps(d, sort_keys=True, ensure_ascii=False))
+
+    slow_docs, fast_docs = docs(slow), docs(fast)
+    assert any("\u200b" in d["text"] for d in fast_docs), "Chinese should be segmented with jieba"
+    assert slow_docs == fast_docs
+
+
+def test_sections_follow_materials_parser_on_hostile_and_odd_html() -> None:
+    from material.plugins.search.plugin import Parser
+
+    samples = [
+        '<h1 id="t">T<a class="headerlink" href="#t">¶</a></h1><p>a &lt;script&gt; &amp; b</p>',
+        '<p>before</p><h2 id="x">X &amp; <code>y</code></h2><ul><li>one</li><li> </li></ul><pre>a\n\n b</pre>',
+        '<div data-search-exclude><p>hidden</p></div><p>shown</p><script>var x = "<p>";</script><p>after</p>',
+        '<h3 id="a">A</h3><div><h4 id="b">B</h4><p>in b</p></div><p>back in a?</p><!-- c --><br/><img src=x>',
+        "<p>中文 text 混合</p><sub>2</sub><sup></sup><ol><li><p>nested</p></li></ol>",
+    ]
+    for sample in samples:
+        parser = Parser()
+        parser.feed(sample)
+        parser.close()
+        expected = [(s.id, "".join(s.title), "".join(s.text), s.is_excluded()) for s in parser.data]
+        got = [(s.id, "".join(s.title), "".join(s.text), "data-search-exclude" in s.el.attrs) for s in sections(sample)]
+        assert got == expected, sample
+
+
+def test_shell_refuses_a_page_layout_it_does_not_know() -> None:
+    from memory.errors import MemwikiError
+
+    with pytest.raises(MemwikiError, match="fast_pages: false"):
+        PageShell.parse("<html><body><p>no markers</p></body></html>", "abc")
+
+
+def test_entry_maker_segments_each_run_once() -> None:
+    maker = EntryMaker(segment=True)
+    toc = get_toc([{"level": 1, "id": "t", "name": "记忆", "children": []}])
+    html = '<h1 id="t">记忆</h1><p>长期记忆库在嵌入服务器上</p><p>长期记忆库在嵌入服务器上</p>'
+    entries = maker.entries(html, toc, "x.html", "记忆", {})
+    assert entries[0]["location"] == "x.html"
+    assert "\u200b" in entries[0]["text"] and len(maker._runs) == 2
