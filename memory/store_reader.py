@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memory.embedders import embedder_label
+from memory.readers.chroma_file import DOCUMENT_KEY, read_collection, read_queued_vectors
+from memory.semantic import COLLECTION, memory_from_record
 from memory.snapshot import (
     Entity,
     HotFile,
@@ -27,6 +30,23 @@ from memory.wiki import iter_wiki_pages
 
 if TYPE_CHECKING:
     from memory.store import Store
+
+
+def _layer_files() -> dict[str, tuple[str, ...]]:
+    """The files (top-level names in the store) each layer is read from; the settings file goes with all
+    that it sets (caps, the embedder)."""
+    from memory.config import STORE_FILE
+    from memory.hot import FILE_NAMES
+    from memory.store import LAYER_PATHS as P
+
+    return {
+        "persona": (P["persona"], STORE_FILE),
+        "hot": (*FILE_NAMES.values(), P["sinks"], STORE_FILE),
+        "memories": (P["l2"], STORE_FILE),
+        "graph": (P["graph"],),
+        "sessions": (P["sessions"],),
+        "wiki": (P["wiki"],),
+    }
 
 
 class StoreReader:
@@ -50,13 +70,28 @@ class StoreReader:
         return self.store.sink_log.records()
 
     def memories(self) -> Iterator[Memory]:
-        return self.store.semantic.all()
+        """Read from Chroma's file when it is there (read-only; opening a Chroma client writes to it)."""
+        records = read_collection(self._chroma_file, COLLECTION) if self._chroma_file.is_file() else None
+        if records is None:
+            return self.store.semantic.all()
+        return (memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta) for i, meta in records)
 
     def memory_count(self) -> int:
         return self.store.semantic.count()
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
-        return self.store.semantic.vectors(list(ids))
+        """Vectors of recent writes come from Chroma's queue in its file; the others from Chroma itself."""
+        found = read_queued_vectors(self._chroma_file, COLLECTION, ids) if self._chroma_file.is_file() else {}
+        if len(found) < len(ids):
+            missing = [i for i in ids if i not in found]
+            found.update(zip(missing, self.store.semantic.vectors(missing), strict=True))
+        return np.stack([found[i] for i in ids]) if ids else self.store.semantic.vectors([])
+
+    @property
+    def _chroma_file(self) -> Path:
+        from memory.store import LAYER_PATHS
+
+        return self.store.root / LAYER_PATHS["l2"] / "chroma.sqlite3"
 
     def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         return self.store.semantic.search(vector, k)
@@ -86,11 +121,29 @@ class StoreReader:
     def wiki_pages(self) -> Sequence[WikiPage]:
         return list(iter_wiki_pages(self.store.wiki_dir))
 
-    def fingerprint(self) -> str:
-        """A hash over the mtimes and sizes of every file of the store (cheap; changes on any write)."""
-        digest = hashlib.sha1()
-        for path in sorted(self.store.root.rglob("*")):
-            if path.is_file() and not path.name.endswith(".lock"):
+    def layer_fingerprints(self) -> dict[str, str]:
+        """Per layer, a hash over the sizes and mtimes of its files (cheap; changes on any write to the layer)."""
+        root = self.store.root
+        layers = _layer_files()
+        files: dict[str, list[Path]] = {layer: [] for layer in layers}
+        for path in root.rglob("*"):
+            if not path.is_file() or path.name.endswith((".lock", "-shm")):
+                continue  # lock files, SQLite's shared-memory index: opening a database touches them
+            if path.name.endswith("-wal") and path.stat().st_size == 0:
+                continue  # an empty write-ahead log holds nothing (SQLite makes one when a database is opened)
+            top = path.relative_to(root).parts[0]
+            for layer, prefixes in layers.items():
+                if any(top == p or top.startswith(p + "-") for p in prefixes):  # `-wal` / `-shm` with their db
+                    files[layer].append(path)
+        out = {}
+        for layer, paths in files.items():
+            digest = hashlib.sha1(layer.encode())
+            for path in sorted(paths):
                 stat = path.stat()
-                digest.update(f"{path.relative_to(self.store.root)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-        return digest.hexdigest()
+                digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+            out[layer] = digest.hexdigest()
+        return out
+
+    def fingerprint(self) -> str:
+        """Changes on any write to the store."""
+        return hashlib.sha1(repr(sorted(self.layer_fingerprints().items())).encode()).hexdigest()

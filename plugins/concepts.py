@@ -210,6 +210,16 @@ class ConceptIndex:
                     continue
                 concept.backlinks.append(Backlink(source.src_uri, source.anchor, source.title, found.sentence))
 
+    def digest(self) -> str:
+        """A hash of how names resolve: every name and entity to its page, and each page's heading anchors
+        (what a rendered link depends on besides its own text)."""
+        digest = hashlib.sha1()
+        for key, c in sorted(self._by_key.items()):
+            digest.update(f"{key}\0{c.src_uri}\0{c.kind}\0{sorted(c.anchors.items())}\n".encode())
+        for entity_id, c in sorted(self._by_entity.items()):
+            digest.update(f"{entity_id}\0{c.src_uri}\n".encode())
+        return digest.hexdigest()
+
     @property
     def wanted(self) -> list[Concept]:
         return [c for c in self.concepts if c.wanted]

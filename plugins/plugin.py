@@ -7,8 +7,9 @@
   to MkDocs at all: on_post_build puts the cached HTML (and its search entries) into the site;
 - with Material (`fast_pages`, on by default) the other generated pages outside the navigation are not
   given to MkDocs either: one probe page per folder is, and on_post_build fills the theme's HTML of that
-  probe with each page's own title, TOC and content (plugins.pageshell) and adds its search entries
-  (plugins.searchentries). Other plugins' page events do not run for those pages;
+  probe with each page's own title, TOC and content (plugins.pageshell). The search entries of every
+  generated page are made by plugins.searchentries (Material's rules, Chinese segmentation kept across
+  builds). Other plugins' page events do not run for the pages made from a shell;
 - a generated page reaches Python-Markdown as a stub: its raw HTML blocks are set aside and put back
   after (plugins.rawblocks), so Markdown only reads the headings and short text;
 - the audit kinds listed in `audit_errors` become build warnings, so `mkdocs build --strict` fails on them.
@@ -35,6 +36,7 @@ from memory.errors import MemwikiError
 from memory.snapshot import Memory, MemorySource
 from plugins.builders import build_all, site
 from plugins.builders.audit import KINDS, TITLES, findings
+from plugins.layercache import CachedSource
 from plugins.pagecache import PageCache, output_path, search_index
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.pageshell import FastPages, PageShell, fast_path_ok, probe_markdown, probe_name, shell_folder
@@ -45,6 +47,8 @@ from plugins.searchentries import EntryMaker, strip_search_attrs
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 ASSETS = Path(__file__).resolve().parent / "assets"
+LAYERS = "layers"  # in cache_dir: each layer's records, see plugins.layercache
+SEGMENTS = "segments.json"  # Chinese runs segmented for the search index, see plugins.searchentries
 CSS = "assets/memwiki/memwiki.css"
 JS = "assets/memwiki/memwiki.js"
 
@@ -59,7 +63,9 @@ class MemwikiConfig(base.Config):
     privacy = c.Type(dict, default={})
     today = c.Optional(c.Type(str))  # fixes "today" for the expired-facts check (reproducible builds)
     page_cache = c.Type(bool, default=True)
-    fast_pages = c.Type(bool, default=True)  # see plugins.pageshell (Material only)
+    # Material only: pages outside the nav from one rendered page per folder (plugins.pageshell), and search
+    # entries of generated pages made by plugins.searchentries; off: MkDocs and the theme do every page
+    fast_pages = c.Type(bool, default=True)
     graph_max_nodes = c.Type(int, default=300)
 
 
@@ -99,6 +105,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.fast: list[GeneratedPage] = []  # pages made from a folder's shell in on_post_build
         self.probes: dict[str, str] = {}  # probe src_uri -> the folder it stands for
         self.shells: dict[str, PageShell] = {}  # folder -> the theme's page for it
+        self.entries: EntryMaker | None = None  # search entries of generated pages (instead of the search plugin's)
         self.nonce = new_nonce()
         self.link_pages = False
 
@@ -120,9 +127,11 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         options["cache_dir"] = str(base_dir / self.config.cache_dir)
         try:
             rules = PrivacyRules.from_options(self.config.privacy)
-            source = PrivacyFilter(make_source(options, base_dir), rules, base_dir)
+            source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir)
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
+        if self.config.page_cache:
+            source = CachedSource(source, Path(options["cache_dir"]) / LAYERS)
         options["use_directory_urls"] = config.use_directory_urls
         ctx = BuildContext(source, options)
         s = site(ctx)
@@ -147,6 +156,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             pages, assets = build_all(ctx)
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
+        if isinstance(ctx.source, CachedSource):
+            ctx.source.save()
+            log.info("memwiki: layers read from the source: %s", ", ".join(ctx.source.reads) or "none")
         if not config.nav:
             config.nav = self._nav(pages, files)
         self.cache = PageCache(Path(ctx.options["cache_dir"]) / "pages", config) if self.config.page_cache else None
@@ -154,6 +166,11 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.blocks = {}
         self.fast, self.probes, self.shells = [], {}, {}
         fast = self.config.fast_pages and config.theme.name == "material"
+        index = search_index(config)
+        self.entries = None
+        if index is not None and fast:  # with fast_pages off, MkDocs and the theme do all of it
+            segments = Path(ctx.options["cache_dir"]) / SEGMENTS if self.config.page_cache else None
+            self.entries = EntryMaker("zh" in (index.config.get("lang") or []), segments)
         for name in ("memwiki.css", "memwiki.js"):
             files.append(File.generated(config, f"assets/memwiki/{name}", content=(ASSETS / name).read_bytes()))
         for asset in assets:
@@ -215,8 +232,18 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(100)  # before the search plugin adds this page's entries (MkDocs renders pages one by one here)
     def on_page_context(self, context: Any, /, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:  # noqa: ANN401
-        if self.cache is not None and page.file.src_uri in self.generated:
+        generated = self.generated.get(page.file.src_uri)
+        if generated is None:
+            return context
+        if self.cache is not None:
             self.cache.begin(page)
+        index = search_index(config)
+        if self.entries is not None and index is not None:  # the entries Material's search plugin would make
+            if generated.meta.get("lexical") is not False:
+                made = self.entries.entries(page.content, page.toc, page.url, page.title, page.meta, remember=True)
+                index.entries.extend(made)
+            page.content = strip_search_attrs(page.content)
+            page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}  # so it does not again
         return context
 
     def on_post_page(self, output: str, /, *, page: Page, config: MkDocsConfig) -> str:
@@ -238,6 +265,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     @event_priority(50)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         self._write_fast_pages(config)
+        if self.entries is not None:
+            self.entries.save()
         if self.cache is not None:
             self.cache.restore(Path(config.site_dir), self.link_pages)
             self.cache.finish()
@@ -247,17 +276,16 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         site_dir = Path(config.site_dir)
         du = config.use_directory_urls
         index = search_index(config)
-        maker = EntryMaker(segment=index is not None and "zh" in (index.config.get("lang") or []))
         converter = FastPages(config, self.nonce)
         made: set[Path] = set()
         for page in self.fast:
             shell = self.shells[shell_folder(page.src_uri)]
             done = converter.convert(page.markdown)
             content, entries = done.content, []
-            if index is not None:  # what Material's search plugin does in on_page_context
+            if self.entries is not None and index is not None:  # what Material's search plugin does
                 if page.meta.get("lexical") is not False:
                     url = quote(page_url(page.src_uri, du))
-                    entries = maker.entries(content, done.toc, url, page.title, done.meta)
+                    entries = self.entries.entries(content, done.toc, url, page.title, done.meta)
                     index.entries.extend(entries)
                 content = strip_search_attrs(content)
             stem = posixpath.splitext(posixpath.basename(page.src_uri))[0]

@@ -213,3 +213,9 @@ class PrivacyFilter:
 
     def fingerprint(self) -> str:
         return hashlib.sha1(f"{self.source.fingerprint()}:{self.rules.fingerprint()}".encode()).hexdigest()
+
+    def layer_fingerprints(self) -> dict[str, str]:
+        """The source's per-layer fingerprints with the rules folded in ({} when the source has none)."""
+        get = getattr(self.source, "layer_fingerprints", None)
+        rules = self.rules.fingerprint()
+        return {k: hashlib.sha1(f"{v}:{rules}".encode()).hexdigest() for k, v in (get() if get else {}).items()}

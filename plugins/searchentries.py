@@ -12,9 +12,13 @@ tests/test_fast_pages.py checks that the entries equal Material's own for every 
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from backrefs import bre
@@ -173,10 +177,21 @@ def _find(toc: list[AnchorLink], anchor: str | None) -> AnchorLink | None:
     return None
 
 
-class EntryMaker:
-    """Search entries in Material's format; `segment`: split Chinese with jieba (Material does when it is installed)."""
+MAX_RUNS = 500_000  # segmented Chinese runs kept across builds
+FORMAT = 2
 
-    def __init__(self, segment: bool) -> None:
+
+def _flat(toc: list[AnchorLink]) -> list[AnchorLink]:
+    return [x for item in toc for x in (item, *_flat(item.children))]
+
+
+class EntryMaker:
+    """Search entries in Material's format; `segment`: split Chinese with jieba (Material does when it is installed).
+
+    `cache`: a JSON file keeping each segmented run across builds, so a rebuild that meets no new Chinese text
+    does not load jieba's dictionary (about a second)."""
+
+    def __init__(self, segment: bool, cache: Path | None = None) -> None:
         self.jieba: Any = None
         if segment:
             try:
@@ -185,7 +200,34 @@ class EntryMaker:
                 self.jieba = jieba
             except ImportError:
                 self.jieba = None
-        self._runs: dict[str, str] = {}
+        self.cache = cache
+        self._old: dict[str, str] = {}
+        self._old_pages: dict[str, list[dict[str, Any]]] = {}
+        if cache is not None and cache.is_file():
+            try:
+                saved = json.loads(cache.read_text(encoding="utf-8"))
+                if saved.get("format") == FORMAT:
+                    self._old, self._old_pages = dict(saved["runs"]), dict(saved["pages"])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                self._old, self._old_pages = {}, {}
+        self._runs: dict[str, str] = {}  # the runs this build used
+        self._pages: dict[str, list[dict[str, Any]]] = {}  # entries of the pages asked to be remembered
+        self._added = False
+
+    def save(self) -> None:
+        """Write the runs this build used (and older ones, up to MAX_RUNS) when some were new."""
+        if self.cache is None or not (self._added or self._pages.keys() != self._old_pages.keys()):
+            return
+        keep = dict(self._runs)
+        for run, done in self._old.items():
+            if len(keep) >= MAX_RUNS:
+                break
+            keep.setdefault(run, done)
+        self.cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.cache.with_name(f".{self.cache.name}.{os.getpid()}.tmp")
+        saved = {"format": FORMAT, "runs": keep, "pages": self._pages}
+        tmp.write_text(json.dumps(saved, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, self.cache)  # no fsync: a lost cache is only recomputed
 
     def _segment(self, text: str) -> str:
         if self.jieba is None:
@@ -195,12 +237,31 @@ class EntryMaker:
             value = m.group(0)
             done = self._runs.get(value)
             if done is None:
-                done = self._runs[value] = "\u200b" + "\u200b".join(self.jieba.cut(value.encode("utf-8"))) + "\u200b"
+                done = self._old.get(value)
+                if done is None:
+                    done = "\u200b" + "\u200b".join(self.jieba.cut(value.encode("utf-8"))) + "\u200b"
+                    self._added = True
+                self._runs[value] = done
             return done
 
         return _HAN.sub(run, text).strip("\u200b")
 
-    def entries(self, content: str, toc: TableOfContents, url: str, title: str, meta: dict) -> list[dict[str, Any]]:
+    def entries(
+        self, content: str, toc: TableOfContents, url: str, title: str, meta: dict, *, remember: bool = False
+    ) -> list[dict[str, Any]]:
+        """The page's entries. `remember`: keep them for the next build, by a hash of all they are made from
+        (for pages made again on every build, such as section indexes)."""
+        if not remember:
+            return self._entries(content, toc, url, title, meta)
+        anchors = [(item.id, item.url) for item in _flat(list(toc))]
+        key = hashlib.sha1(repr((content, anchors, url, title, sorted(meta.items()))).encode()).hexdigest()
+        found = self._old_pages.get(key)
+        if found is None:
+            found = self._entries(content, toc, url, title, meta)
+        self._pages[key] = found
+        return found
+
+    def _entries(self, content: str, toc: TableOfContents, url: str, title: str, meta: dict) -> list[dict[str, Any]]:
         search = meta.get("search") or {}
         if search.get("exclude"):
             return []

@@ -98,3 +98,20 @@ def test_entry_maker_segments_each_run_once() -> None:
     entries = maker.entries(html, toc, "x.html", "记忆", {})
     assert entries[0]["location"] == "x.html"
     assert "\u200b" in entries[0]["text"] and len(maker._runs) == 2
+
+
+def test_segmented_runs_are_kept_across_builds(tmp_path: Path) -> None:
+    cache = tmp_path / "segments.json"
+    toc = get_toc([{"level": 1, "id": "t", "name": "t", "children": []}])
+    page = '<h1 id="t">t</h1><p>嵌入服务器上的长期记忆库</p>'
+    first = EntryMaker(segment=True, cache=cache)
+    entries = first.entries(page, toc, "x.html", "t", {})
+    remembered = first.entries(page, toc, "y.html", "t", {}, remember=True)
+    first.save()
+    saved = json.loads(cache.read_text(encoding="utf-8"))
+    assert "嵌入服务器上的长期记忆库" in saved["runs"] and len(saved["pages"]) == 1
+    second = EntryMaker(segment=True, cache=cache)
+    assert second.entries(page, toc, "x.html", "t", {}) == entries
+    assert not second._added  # nothing new to segment: jieba was not asked
+    assert second.entries(page, toc, "y.html", "t", {}, remember=True) == remembered
+    assert second.entries(page + "<p>more</p>", toc, "y.html", "t", {}, remember=True) != remembered

@@ -17,6 +17,7 @@ from mkdocs.exceptions import Abort
 
 from memory.snapshot import Memory
 from memory.store import Store
+from plugins.pagecache import load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 HREF = re.compile(r'<a class="mw-wikilink( mw-wanted)?" href="([^"]+)"')
@@ -193,7 +194,7 @@ def test_no_generated_page_in_nav_but_section_indexes(site: Path) -> None:
 
 
 # -- a rebuild after one memory changed, in strict mode with `audit_errors: [conflicts]` ------------------
-NEW_TEXT = "Rebuild check: embed-01 now also serves [[Rebuild probe]] for the page-cache test."
+NEW_TEXT = "Rebuild check: [[embed-01]] now also serves [[Rebuild probe]] for the page-cache test."
 
 
 @pytest.fixture(scope="session")
@@ -229,14 +230,37 @@ def test_rebuild_renders_only_what_changed(rebuilt: tuple[Path, Any, Abort | Non
     assert "concepts/wanted/rebuild-probe.md" in rendered  # the new stub it links to
     assert "concepts/juniper.md" in reused and "sessions/s-1015-kb.md" in reused
     assert len(rendered) <= 5 and len(reused) > 40, rendered
-    assert "Rebuild check: embed-01" in (site / "memory" / "category" / "technical.html").read_text(encoding="utf-8")
+    assert "Rebuild check: <a" in (site / "memory" / "category" / "technical.html").read_text(encoding="utf-8")
+    assert "concepts/embed-01.md" in rendered  # it has a new backlink (made again, not taken from the memo)
+    embed = (site / "concepts" / "embed-01.html").read_text(encoding="utf-8")
+    assert "#mem-m-900" in embed and "now also serves" in embed
     juniper = (site / "concepts" / "juniper.html").read_text(encoding="utf-8")
     assert 'id="backlinks"' in juniper and "md-nav__link" in juniper  # a reused page is a whole page
 
 
+def test_rebuild_reads_only_the_layer_that_changed(rebuilt: tuple[Path, Any, Abort | None]) -> None:
+    _, plugin, _ = rebuilt
+    assert plugin.ctx.source.reads == ["memories"]  # graph, sessions and wiki came from the layer cache
+
+
+def test_rebuild_after_a_wiki_edit_shows_it(demo_build: Path, tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    shutil.copytree(ROOT / ".cache" / "demo-store", store_dir)
+    page = next(p for p in sorted((store_dir / "wiki").rglob("*.md")) if "Chroma" in p.read_text(encoding="utf-8"))
+    page.write_text(page.read_text(encoding="utf-8") + "\nEdited by hand: wiki-edit-probe.\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    shutil.copytree(demo_build / "cache", cache, symlinks=True)
+    plugin, error = build_site(tmp_path / "site", cache, store=str(store_dir), demo_src=None)
+    assert error is None, error
+    reads = set(plugin.ctx.source.reads)  # (L2 too when another test's build left its own L2 in the cache)
+    assert "wiki" in reads and not reads & {"graph", "sessions"}
+    pages = [p for p in (tmp_path / "site" / "concepts").rglob("*.html") if "wiki-edit-probe" in p.read_text("utf-8")]
+    assert pages
+
+
 def test_page_cache_keeps_each_pages_own_search_entries(demo_build: Path) -> None:
     """Each cached page holds the search entries of that page only (not those of every page before it)."""
-    manifest = json.loads((demo_build / "cache" / "pages" / "manifest.json").read_text(encoding="utf-8"))
+    manifest = load_manifest(demo_build / "cache" / "pages")
     assert len(manifest) > 40
     with_entries = 0
     for src_uri, entry in manifest.items():

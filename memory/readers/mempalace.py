@@ -28,6 +28,7 @@ from memory.categories import category_of
 from memory.embedders import Embedder, label_of
 from memory.errors import EmbedderMismatchError, MemwikiError, SourceError
 from memory.graph import KnowledgeGraph
+from memory.readers.chroma_file import DOCUMENT_KEY, collection_records
 from memory.readers.locate import find_knowledge_graph, mempalace_config_dir, palace_cache_dir
 from memory.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
 from memory.snapshot import (
@@ -53,8 +54,6 @@ log = logging.getLogger(__name__)
 DRAWERS = "mempalace_drawers"
 CLOSETS = "mempalace_closets"
 DEFAULT_MODEL = "minilm"  # MemPalace's default embedder (all-MiniLM-L6-v2)
-DOCUMENT_KEY = "chroma:document"
-_ADD, _UPDATE, _UPSERT, _DELETE = 0, 1, 2, 3  # chromadb Operation codes in embeddings_queue
 _DIARY_ID = re.compile(r"^diary_(wing_[^_]+)_")
 _CLOSET_TARGETS = re.compile(r"→([^\n]+)")
 
@@ -293,7 +292,7 @@ def _read_chroma(db: ReadOnlyDB, note: Any) -> tuple[dict[str, list[Memory]], di
     dims: dict[str, int] = {}
     for cid, name, dim in db.conn.execute(f"SELECT id, name, {dim_col} FROM collections ORDER BY name"):
         dims[name] = int(dim or 0)
-        records, applied = _collection_records(db, cid)
+        records, applied = collection_records(db, cid)
         if applied:
             note(f"{db.path}: {applied} write(s) to {name} still waiting in Chroma's queue were read too")
         out[name] = [_memory(rid, meta, name) for rid, meta in records.items()]
@@ -303,96 +302,6 @@ def _read_chroma(db: ReadOnlyDB, note: Any) -> tuple[dict[str, list[Memory]], di
                 f"its {len(out[name])} records were read generically"
             )
     return out, dims
-
-
-def _metadata_segment(db: ReadOnlyDB, cid: str) -> str | None:
-    cols = set(db.columns("segments"))
-    if "scope" in cols:
-        row = db.conn.execute("SELECT id FROM segments WHERE collection = ? AND scope = 'METADATA'", (cid,)).fetchone()
-    else:
-        row = db.conn.execute(
-            "SELECT id FROM segments WHERE collection = ? AND type LIKE '%metadata%'", (cid,)
-        ).fetchone()
-    return row[0] if row else None
-
-
-def _value(row: Any, has_bool: bool) -> Any:
-    if row["string_value"] is not None:
-        return row["string_value"]
-    if row["int_value"] is not None:
-        return row["int_value"]
-    if row["float_value"] is not None:
-        return row["float_value"]
-    if has_bool and row["bool_value"] is not None:
-        return bool(row["bool_value"])
-    return None
-
-
-def _collection_records(db: ReadOnlyDB, cid: str) -> tuple[dict[str, dict[str, Any]], int]:
-    """id → metadata (document under `chroma:document`) for one collection, and how many queued writes applied."""
-    records: dict[str, dict[str, Any]] = {}
-    segment = _metadata_segment(db, cid)
-    max_seq = 0
-    if segment is not None:
-        has_bool = "bool_value" in db.columns("embedding_metadata")
-        bool_col = "m.bool_value" if has_bool else "NULL AS bool_value"
-        rows = db.conn.execute(
-            "SELECT e.id AS rid, e.embedding_id, m.key, m.string_value, m.int_value, m.float_value, "
-            f"{bool_col} FROM embeddings e LEFT JOIN embedding_metadata m ON m.id = e.id "
-            "WHERE e.segment_id = ? ORDER BY e.id",
-            (segment,),
-        )
-        rid_to_id: dict[int, str] = {}
-        for r in rows:
-            meta = records.setdefault(r["embedding_id"], {})
-            rid_to_id[r["rid"]] = r["embedding_id"]
-            if r["key"] is not None:
-                meta[r["key"]] = _value(r, has_bool)
-        if "embedding_metadata_array" in db.tables():
-            for r in db.conn.execute(
-                "SELECT a.id AS rid, a.key, a.string_value, a.int_value, a.float_value, a.bool_value "
-                "FROM embedding_metadata_array a JOIN embeddings e ON e.id = a.id WHERE e.segment_id = ? "
-                "ORDER BY a.rowid",
-                (segment,),
-            ):
-                value = records[rid_to_id[r["rid"]]].setdefault(r["key"], [])
-                if isinstance(value, list):
-                    value.append(_value(r, True))
-        if "max_seq_id" in db.tables():
-            row = db.conn.execute("SELECT seq_id FROM max_seq_id WHERE segment_id = ?", (segment,)).fetchone()
-            if row and row[0] is not None:
-                max_seq = int.from_bytes(row[0], "big") if isinstance(row[0], bytes) else int(row[0])
-    return records, _replay_queue(db, cid, max_seq, records)
-
-
-def _replay_queue(db: ReadOnlyDB, cid: str, after: int, records: dict[str, dict[str, Any]]) -> int:
-    """Apply writes Chroma logged in `embeddings_queue` but has not yet applied to the metadata segment."""
-    if not {"seq_id", "operation", "topic", "id", "metadata"} <= set(db.columns("embeddings_queue")):
-        return 0
-    applied = 0
-    for r in db.conn.execute(
-        "SELECT operation, id, metadata FROM embeddings_queue WHERE seq_id > ? AND topic LIKE ? ORDER BY seq_id",
-        (after, f"%{cid}"),
-    ):
-        try:
-            meta = json.loads(r["metadata"]) if r["metadata"] else {}
-        except ValueError:
-            meta = {}
-        op, rid = r["operation"], r["id"]
-        if op == _DELETE:
-            records.pop(rid, None)
-        elif op == _ADD and rid not in records or op == _UPSERT and rid not in records:
-            records[rid] = {k: v for k, v in meta.items() if v is not None}
-        elif op in (_UPDATE, _UPSERT) and rid in records:
-            for k, v in meta.items():
-                if v is None:
-                    records[rid].pop(k, None)
-                else:
-                    records[rid][k] = v
-        else:
-            continue
-        applied += 1
-    return applied
 
 
 def _kind(rid: str, meta: dict[str, Any], collection: str) -> str:

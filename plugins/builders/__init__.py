@@ -17,6 +17,7 @@ from typing import Any
 
 from memory.snapshot import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
 from plugins.concepts import ConceptIndex, TextSource, slugify
+from plugins.pagememo import key_of
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
 from plugins.render import TextRenderer
 from plugins.textcache import TextCache
@@ -165,6 +166,22 @@ def _read(ctx: BuildContext) -> Site:
             )
     index.scan(site.texts())
     return site
+
+
+def layer_version(ctx: BuildContext, layer: str, records: object) -> str:
+    """The state of one layer: the source's fingerprint of it when it has one (see plugins.layercache), else a
+    digest of its records."""
+    fingerprints = getattr(ctx.source, "fingerprints", None)
+    if isinstance(fingerprints, dict) and layer in fingerprints:
+        return f"fp:{fingerprints[layer]}"
+    return key_of(records)
+
+
+def memo_path(ctx: BuildContext, name: str) -> Path | None:
+    """Where a builder keeps its pages across builds (see plugins.pagememo); None when caches are off."""
+    cache_dir = ctx.options.get("cache_dir")
+    keep = bool(cache_dir) and ctx.options.get("page_cache", True)
+    return Path(cache_dir) / "memo" / f"{name}.pickle" if keep else None
 
 
 def site(ctx: BuildContext) -> Site:

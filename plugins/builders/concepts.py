@@ -6,8 +6,19 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from plugins.builders import AUDIT, CONCEPTS, BuildResult, Site, frontmatter, safe_title, site
+from plugins.builders import (
+    AUDIT,
+    CONCEPTS,
+    BuildResult,
+    Site,
+    frontmatter,
+    layer_version,
+    memo_path,
+    safe_title,
+    site,
+)
 from plugins.concepts import Concept, norm
+from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
 
@@ -158,9 +169,30 @@ def _index(s: Site, listed: list[Concept]) -> list[GeneratedPage]:
     return pages
 
 
+def _inputs(c: Concept) -> tuple:
+    """What a concept page is made from, besides what every concept page depends on (see build)."""
+    wiki = (c.wiki.path, c.wiki.title, c.wiki.body) if c.wiki is not None else None
+    entity = (c.entity.id, c.entity.name, c.entity.type) if c.entity is not None else None
+    backlinks = sorted((b.src_uri, b.anchor, b.title, b.sentence) for b in c.backlinks)
+    return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks)
+
+
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     entity_section = _entity_section()
     listed = sorted((c for c in s.index.concepts if c.kind != "page"), key=lambda c: norm(c.title))
-    pages = [concept_page(ctx, s, c, entity_section) for c in listed]
+    # every concept page also depends on how links resolve, on the graph (facts, neighbours) and on URL style
+    world = key_of(
+        s.index.digest(),
+        layer_version(ctx, "graph", (s.entities, s.triples)),
+        s.directory_urls,
+        entity_section is not None,
+        ctx.options.get("graph_max_nodes"),
+    )
+    memo = PageMemo(memo_path(ctx, "concepts"))
+    pages = [
+        memo.page(c.src_uri, key_of(world, _inputs(c)), lambda c=c: concept_page(ctx, s, c, entity_section))
+        for c in listed
+    ]
+    memo.save()
     return _index(s, listed) + pages, []

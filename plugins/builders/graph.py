@@ -24,6 +24,7 @@ from pathlib import Path
 from memory.errors import MemwikiError
 from memory.snapshot import Entity, Triple
 from memory.textio import atomic_write_text, read_text
+from plugins.builders import site
 from plugins.concepts import slugify
 from plugins.graphviz import (
     ENDED_COLOR,
@@ -136,7 +137,7 @@ def graph_index(ctx: BuildContext) -> GraphIndex:
     once per entity)."""
     index = ctx.__dict__.get("_memwiki_graph")
     if index is None:
-        index = ctx.__dict__["_memwiki_graph"] = GraphIndex.build(ctx.source.entities(), ctx.source.triples())
+        index = ctx.__dict__["_memwiki_graph"] = GraphIndex.build(site(ctx).entities, site(ctx).triples)
     return index
 
 

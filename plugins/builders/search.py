@@ -28,6 +28,7 @@ from memory.recall import RecallConfig
 from memory.snapshot import Memory
 from memory.textio import atomic_write_text, read_text
 from memory.tokens import STOP_CHARS, STOP_WORDS
+from plugins.builders import site
 from plugins.concepts import slugify
 from plugins.graphviz import script_json
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
@@ -80,7 +81,7 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
     """What the page's JS needs (JSON-able) and the quantised vectors (None: lexical only, `why` says)."""
     memory_url = memory_url or ctx.options.get("memory_url") or default_memory_url
     info = ctx.source.info()
-    memories = list(ctx.source.memories())
+    memories = list(site(ctx).memories)
     why = ""
     vectors = None
     if info.embedder != USE_NAME:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from memory.errors import MemwikiError
-from memory.snapshot import Message, Session
+from memory.snapshot import Entity, Message, Session, Triple
 from memory.textio import atomic_write_text
 from memory.tokens import tokens
 from plugins.builders import (
@@ -128,7 +128,36 @@ def _when(value: str) -> str:
     return value[:16].replace("T", " ") if value else "—"
 
 
-def _touched(s: Site, session: Session, messages: list[Message], uri: str) -> tuple[str, str]:
+_ID_RUN = re.compile(r"[\w-]+")
+
+
+class _Mentions:
+    """What sessions touch, indexed once per build: the facts whose source cites a session, and entity names."""
+
+    def __init__(self, s: Site) -> None:
+        self.s = s
+        simple = {sid for sid in s.session_by_id if _ID_RUN.fullmatch(sid)}
+        self.facts: dict[str, list[Triple]] = {}
+        for t in s.triples:  # `session-1` must not match `session-10`: whole runs of word characters and dashes
+            for run in dict.fromkeys(_ID_RUN.findall(t.source or "")):
+                if run in simple:
+                    self.facts.setdefault(run, []).append(t)
+        for sid in s.session_by_id.keys() - simple:
+            cites = re.compile(rf"(?<![\w-]){re.escape(sid)}(?![\w-])")
+            self.facts[sid] = [t for t in s.triples if cites.search(t.source or "")]
+        self.names: list[tuple[str, str, Entity]] = []  # (casefolded name, its last three characters, entity)
+        for entity in s.entities:
+            name = (entity.name or entity.id).casefold()
+            if len(name) >= 2:
+                self.names.append((name, name[-3:], entity))
+
+    def entities_in(self, text: str) -> list[Entity]:
+        """Entities whose name (2+ characters) occurs in `text` (casefolded), in the source's order."""
+        grams = {text[i : i + 3] for i in range(len(text) - 2)}  # a name's last 3 characters must be in the text
+        return [e for name, tail, e in self.names if (tail in grams or len(name) < 3) and name in text]
+
+
+def _touched(s: Site, mentions: _Mentions, session: Session, messages: list[Message], uri: str) -> tuple[str, str]:
     """HTML lists of the concepts linked or named in a session, and the facts that cite it."""
     seen: dict[str, str] = {}
     for message in messages:
@@ -138,27 +167,23 @@ def _touched(s: Site, session: Session, messages: list[Message], uri: str) -> tu
                 url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
                 cls = "mw-wikilink mw-wanted" if concept.wanted else "mw-wikilink"
                 seen[concept.src_uri] = f'<a class="{cls}" href="{esc(url)}">{esc(concept.title)}</a>'
-    text = "\n".join(m.content for m in messages).casefold()
-    for entity in s.entities:
-        name = entity.name or entity.id
+    for entity in mentions.entities_in("\n".join(m.content for m in messages).casefold()):
         concept = s.index.for_entity(entity.id)
-        if concept is not None and len(name) >= 2 and name.casefold() in text:
+        if concept is not None:
             url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
             seen.setdefault(concept.src_uri, f'<a class="mw-wikilink" href="{esc(url)}">{esc(concept.title)}</a>')
     concepts = " · ".join(seen.values())
     facts = []
-    cites = re.compile(rf"(?<![\w-]){re.escape(session.id)}(?![\w-])") if session.id else None
-    for t in s.triples:
-        if cites is not None and cites.search(t.source):  # `session-1` must not match `session-10`
-            state = "current" if t.current else f"ended {esc(t.valid_to)}"
-            facts.append(
-                f"<li>{esc(t.subject_name or t.subject)} <em>{esc(t.predicate)}</em> {esc(t.object_name or t.object)} "
-                f"<span class='mw-muted'>({state})</span></li>"
-            )
+    for t in mentions.facts.get(session.id, []) if session.id else []:
+        state = "current" if t.current else f"ended {esc(t.valid_to)}"
+        facts.append(
+            f"<li>{esc(t.subject_name or t.subject)} <em>{esc(t.predicate)}</em> {esc(t.object_name or t.object)} "
+            f"<span class='mw-muted'>({state})</span></li>"
+        )
     return concepts, "".join(facts)
 
 
-def _digest_page(s: Site, digester: Digester, session: Session) -> GeneratedPage:
+def _digest_page(s: Site, digester: Digester, mentions: _Mentions, session: Session) -> GeneratedPage:
     uri = session_uri(session.id)
     messages = s.messages.get(session.id, [])
     title = session.title or session.id
@@ -183,7 +208,7 @@ def _digest_page(s: Site, digester: Digester, session: Session) -> GeneratedPage
         md += block(items, cls="mw-digest")
     else:
         md += "\nNothing to summarise.\n"
-    concepts, facts = _touched(s, session, messages, uri)
+    concepts, facts = _touched(s, mentions, session, messages, uri)
     md += "\n## Concepts and facts\n"
     md += block(f"<p>{concepts or 'No concept named.'}</p>" + (f"<ul>{facts}</ul>" if facts else ""), cls="mw-touched")
     md += "\n## Transcript\n"
@@ -241,7 +266,8 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     digester = Digester(ctx, s)
-    pages = [_digest_page(s, digester, session) for session in s.sessions]
+    mentions = _Mentions(s)
+    pages = [_digest_page(s, digester, mentions, session) for session in s.sessions]
     pages = _timeline(s, digester) + pages
     digester.save()
     ctx.notes.append(f"Session digests chosen with {digester.method}.")

@@ -1,0 +1,148 @@
+"""A MemorySource that keeps each layer's records across site builds, read again only when the layer changed.
+
+A rebuild after one memory changed used to read all of a large store again: every wiki file parsed, every
+fact and message read and passed through the privacy filter. The source tells what each layer's state is
+(`layer_fingerprints()`: e.g. sizes and modification times of the layer's files, with the privacy rules
+folded in by the filter); a layer whose fingerprint is the one saved with its records is loaded from the
+cache folder (one pickle file per layer) instead of from the source. L2 vectors are kept by memory id and a
+hash of what was embedded, so a changed L2 layer only asks the source for the vectors of changed memories.
+
+The cache folder is the plugin's own (like the page cache); a damaged or foreign file is ignored and rebuilt.
+A source without `layer_fingerprints()` is read in full every time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory.semantic import index_text
+from memory.snapshot import Entity, Memory, MemorySource, Message, Session, Triple, WikiPage
+
+FORMAT = 1  # bump when what a layer file holds changes
+
+
+VECTORS = "vectors"  # the vectors file is not tied to one state of the source: its keys say what they are of
+
+
+def _vector_key(embedder: str, memory: Memory) -> str:
+    return hashlib.sha1(f"{embedder}\0{memory.id}\0{index_text(memory)}".encode()).hexdigest()
+
+
+class CachedSource:
+    """`source` with its layers' records kept in `folder` (see the module's docstring); everything else passes on."""
+
+    def __init__(self, source: MemorySource, folder: Path) -> None:
+        self.source = source
+        self.folder = folder
+        get = getattr(source, "layer_fingerprints", None)
+        self.fingerprints: dict[str, str] = dict(get()) if get is not None else {}
+        self._loaded: dict[str, Any] = {}
+        self.reads: list[str] = []  # layers read from the source in this build (the others came from the cache)
+        self._vectors: dict[str, np.ndarray] | None = None
+        self._vectors_changed = False
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - whatever the source offers beyond the layers
+        return getattr(self.source, name)
+
+    # ── one file per layer ──
+
+    def _path(self, layer: str) -> Path:
+        return self.folder / f"{layer}.pickle"
+
+    def _layer(self, layer: str, read: Callable[[], Any]) -> Any:  # noqa: ANN401
+        if layer in self._loaded:
+            return self._loaded[layer]
+        fp = self.fingerprints.get(layer)
+        value = self._load(layer, fp) if fp else None
+        if value is None:
+            value = read()
+            self.reads.append(layer)
+            if fp:
+                self._save(layer, fp, value)
+        self._loaded[layer] = value
+        return value
+
+    def _load(self, layer: str, fp: str) -> Any:  # noqa: ANN401
+        try:
+            with self._path(layer).open("rb") as f:
+                saved = pickle.load(f)  # noqa: S301 - the plugin's own cache folder, written by _save
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        if isinstance(saved, dict) and saved.get("format") == FORMAT and saved.get("fp") == fp:
+            return saved.get("value")
+        return None
+
+    def _save(self, layer: str, fp: str, value: Any) -> None:  # noqa: ANN401
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(layer)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with tmp.open("wb") as f:
+            pickle.dump({"format": FORMAT, "fp": fp, "value": value}, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)  # no fsync: a lost cache is only read again
+
+    # ── the layers ──
+
+    def memories(self) -> Iterator[Memory]:
+        return iter(self._layer("memories", lambda: list(self.source.memories())))
+
+    def memory_count(self) -> int:
+        return len(self._layer("memories", lambda: list(self.source.memories())))
+
+    def _graph(self) -> tuple[list[Entity], list[Triple]]:
+        return self._layer("graph", lambda: (list(self.source.entities()), list(self.source.triples())))
+
+    def entities(self) -> Sequence[Entity]:
+        return self._graph()[0]
+
+    def triples(self) -> Sequence[Triple]:
+        return self._graph()[1]
+
+    def _sessions(self) -> tuple[list[Session], dict[str, list[Message]]]:
+        def read() -> tuple[list[Session], dict[str, list[Message]]]:
+            sessions = list(self.source.sessions())
+            return sessions, {s.id: list(self.source.messages(s.id)) for s in sessions}
+
+        return self._layer("sessions", read)
+
+    def sessions(self) -> Sequence[Session]:
+        return self._sessions()[0]
+
+    def messages(self, session_id: str) -> Sequence[Message]:
+        found = self._sessions()[1].get(session_id)
+        return found if found is not None else list(self.source.messages(session_id))
+
+    def wiki_pages(self) -> Sequence[WikiPage]:
+        return self._layer("wiki", lambda: list(self.source.wiki_pages()))
+
+    def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
+        """The source's vectors, kept by (embedder, id, embedded text): only new or changed memories are asked for."""
+        by_id = {m.id: m for m in self.memories()} if "memories" in self.fingerprints else {}
+        if not ids or not by_id or any(i not in by_id for i in ids):
+            return self.source.memory_vectors(ids)
+        if self._vectors is None:
+            self._vectors = self._load("vectors", VECTORS) or {}
+        info = self.source.info()
+        keys = [_vector_key(f"{info.embedder}:{info.dim}", by_id[i]) for i in ids]
+        missing = [(i, k) for i, k in zip(ids, keys, strict=True) if k not in self._vectors]
+        if missing:
+            got = self.source.memory_vectors([i for i, _ in missing])
+            if got is None:
+                return None
+            for (_, key), vector in zip(missing, np.asarray(got, dtype=np.float32), strict=True):
+                self._vectors[key] = vector
+            self._vectors_changed = True
+        return np.stack([self._vectors[k] for k in keys])
+
+    def save(self) -> None:
+        """Keep the vectors asked for in this build (those of memories that are gone are dropped)."""
+        if self._vectors is not None and self._vectors_changed:
+            info = self.source.info()
+            live = {_vector_key(f"{info.embedder}:{info.dim}", m) for m in self.memories()}
+            self._save("vectors", VECTORS, {k: v for k, v in self._vectors.items() if k in live})

@@ -1,0 +1,52 @@
+"""The store read from Chroma's file (memory.readers.chroma_file) against Chroma's own client, real Chroma."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory.snapshot import Memory
+from memory.store import Store
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _vectors(n: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, 512)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("n", [30, 1300])  # 1300: past Chroma's flush of 1000 writes, the queue is purged
+def test_file_reader_gives_what_the_client_gives(tmp_path: Path, n: int) -> None:
+    with Store.init(tmp_path / "s") as store:
+        memories = [
+            Memory(
+                id=f"m-{i}",
+                text=f"记忆 {i}: <b>html</b> [[Chroma]] text",
+                category=("network", "pitfall", "technical")[i % 3],
+                wing="infra" if i % 2 else "",
+                room=f"r{i % 4}",
+                session_id="s-1" if i % 5 == 0 else "",
+                created="2026-11-30T06:00:00Z",
+                meta={"context": "前一句"} if i % 7 == 0 else {},
+            )
+            for i in range(n)
+        ]
+        store.semantic.upsert(memories, vectors=_vectors(n, 1))
+        store.semantic.upsert([Memory(**{**memories[1].__dict__, "text": "changed text"})], vectors=_vectors(1, 2))
+        store.semantic.delete(["m-2"])
+        reader = store.reader()
+        chroma_file = store.root / "l2" / "chroma.sqlite3"
+        before = _digest(chroma_file)
+        from_file = sorted(reader.memories(), key=lambda m: m.id)
+        assert _digest(chroma_file) == before  # read-only: not a byte changed
+        from_client = sorted(store.semantic.all(), key=lambda m: m.id)
+        assert from_file == from_client
+        assert len(from_file) == n - 1 and next(m for m in from_file if m.id == "m-1").text == "changed text"
+        ids = [m.id for m in from_file][:50]
+        assert np.allclose(reader.memory_vectors(ids), store.semantic.vectors(ids), atol=1e-6)
