@@ -119,7 +119,8 @@ class PageCache:
         self.assets: dict[str, Path] = {}  # dest_uri -> cache file, see put_asset
         self._asset_paths: set[Path] = set()
 
-    def _html_path(self, src_uri: str) -> Path:
+    def html_path(self, src_uri: str) -> Path:
+        """Where the cache keeps this page's HTML."""
         return self.folder / _html_name(src_uri)
 
     def lookup(self, page: GeneratedPage) -> bool:
@@ -128,7 +129,7 @@ class PageCache:
         entry = self.manifest.get(page.src_uri)
         if not entry or entry.get("fp") != page.fingerprint or entry.get("layout") != self.layout:
             return False
-        if not self._html_path(page.src_uri).is_file():
+        if not self.html_path(page.src_uri).is_file():
             return False
         self.hits.append(page.src_uri)
         return True
@@ -155,7 +156,12 @@ class PageCache:
     def put(self, generated: GeneratedPage, html: str, entries: list[dict[str, Any]]) -> None:
         """Keep a page's final HTML and its search entries for the next build."""
         # file I/O off the build's thread; finish() waits and raises what failed
-        self._pending.append(self._writer.submit(_write, self._html_path(generated.src_uri), html))
+        self._pending.append(self._writer.submit(_write, self.html_path(generated.src_uri), html))
+        self._stored = True
+        self.manifest[generated.src_uri] = {"fp": generated.fingerprint, "layout": self.layout, "search": entries}
+
+    def record(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
+        """Note a page whose final HTML was written to `html_path` by someone else (plugins.fastwrite)."""
         self._stored = True
         self.manifest[generated.src_uri] = {"fp": generated.fingerprint, "layout": self.layout, "search": entries}
 
@@ -165,7 +171,7 @@ class PageCache:
         `link`: hard-link them from the cache (one metadata write per page) instead of copying. Only safe when
         nothing writes into site_dir in place afterwards (a plain `mkdocs build`, not `--dirty` or `serve`):
         the cache itself never rewrites a file in place (see `_write`)."""
-        self._drain()
+        self.drain()
         folder, site = str(self.folder), str(site_dir)
         pairs = [  # plain strings: pathlib's overhead was most of this for 10k pages
             (f"{site}/{output_path(u, self.config.use_directory_urls)}", f"{folder}/{_html_name(u)}") for u in self.hits
@@ -185,7 +191,7 @@ class PageCache:
                 os.unlink(dest)  # it may be a link to the cache file: never write through it
             shutil.copyfile(source, dest)
 
-    def _drain(self) -> None:
+    def drain(self) -> None:
         """Wait for the cache writes of this build; raise the first that failed."""
         self._writer.shutdown(wait=True)
         pending, self._pending = self._pending, []
@@ -198,12 +204,12 @@ class PageCache:
         if index is not None:
             for src_uri in self.hits:
                 index.entries.extend(self.manifest[src_uri].get("search", []))
-        self._drain()
+        self.drain()
         changed = self._stored
         for src_uri in list(self.manifest):
             if src_uri not in self.seen:
                 self.manifest.pop(src_uri)
-                self._html_path(src_uri).unlink(missing_ok=True)
+                self.html_path(src_uri).unlink(missing_ok=True)
                 changed = True
         if (self.folder / ASSETS).is_dir():
             for path in (self.folder / ASSETS).iterdir():  # assets no page uses any more

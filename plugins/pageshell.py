@@ -20,9 +20,9 @@ import html
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import markdown
-from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.toc import AnchorLink, TableOfContents, get_toc
 from mkdocs.utils import meta as frontmatter
 
@@ -132,9 +132,10 @@ class Converted:
 class FastPages:
     """Converts generated pages' Markdown with one reused Python-Markdown instance, set up as MkDocs does."""
 
-    def __init__(self, config: MkDocsConfig, nonce: str) -> None:
+    def __init__(self, extensions: list[Any], extension_configs: dict[str, Any] | None, nonce: str) -> None:
+        """`extensions`, `extension_configs`: MkDocs' `markdown_extensions` and `mdx_configs`."""
         self.nonce = nonce
-        self.md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs or {})
+        self.md = markdown.Markdown(extensions=extensions, extension_configs=extension_configs or {})
 
     def convert(self, page_markdown: str) -> Converted:
         body, meta = frontmatter.get_data(page_markdown)

@@ -22,7 +22,6 @@ import logging
 import posixpath
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from mkdocs.config import base
 from mkdocs.config import config_options as c
@@ -36,10 +35,11 @@ from memory.errors import MemwikiError
 from memory.snapshot import Memory, MemorySource
 from plugins.builders import build_all, site
 from plugins.builders.audit import KINDS, TITLES, findings
+from plugins.fastwrite import WriteJob, write_pages
 from plugins.layercache import CachedSource
 from plugins.pagecache import PageCache, output_path, search_index
 from plugins.pages import BuildContext, GeneratedPage
-from plugins.pageshell import FastPages, PageShell, fast_path_ok, probe_markdown, probe_name, shell_folder
+from plugins.pageshell import PageShell, fast_path_ok, probe_markdown, probe_name, shell_folder
 from plugins.privacy import PrivacyFilter, PrivacyRules
 from plugins.rawblocks import join, new_nonce, split
 from plugins.render import page_url
@@ -66,6 +66,7 @@ class MemwikiConfig(base.Config):
     # Material only: pages outside the nav from one rendered page per folder (plugins.pageshell), and search
     # entries of generated pages made by plugins.searchentries; off: MkDocs and the theme do every page
     fast_pages = c.Type(bool, default=True)
+    render_workers = c.Type(int, default=0)  # processes writing those pages: 0 = one per CPU on large sites
     graph_max_nodes = c.Type(int, default=300)
 
 
@@ -272,31 +273,30 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.cache.finish()
 
     def _write_fast_pages(self, config: MkDocsConfig) -> None:
-        """Write the pages left to on_post_build (see plugins.pageshell), then drop the probe pages."""
+        """Write the pages left to on_post_build (see plugins.pageshell, plugins.fastwrite), drop the probes."""
         site_dir = Path(config.site_dir)
         du = config.use_directory_urls
         index = search_index(config)
-        converter = FastPages(config, self.nonce)
-        made: set[Path] = set()
-        for page in self.fast:
-            shell = self.shells[shell_folder(page.src_uri)]
-            done = converter.convert(page.markdown)
-            content, entries = done.content, []
-            if self.entries is not None and index is not None:  # what Material's search plugin does
-                if page.meta.get("lexical") is not False:
-                    url = quote(page_url(page.src_uri, du))
-                    entries = self.entries.entries(content, done.toc, url, page.title, done.meta)
-                    index.entries.extend(entries)
-                content = strip_search_attrs(content)
-            stem = posixpath.splitext(posixpath.basename(page.src_uri))[0]
-            output = shell.fill(title=page.title, content=content, toc=done.toc, name=quote(stem))
-            path = site_dir / output_path(page.src_uri, du)
-            if path.parent not in made:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                made.add(path.parent)
-            path.write_text(output, encoding="utf-8")
+        job = WriteJob(
+            pages=self.fast,
+            shells=self.shells,
+            nonce=self.nonce,
+            markdown_extensions=config.markdown_extensions,
+            mdx_configs=config.mdx_configs,
+            site_dir=str(site_dir),
+            directory_urls=du,
+            entries=self.entries if index is not None else None,
+            cache_path=self.cache.html_path if self.cache is not None else None,
+            link=self.link_pages,
+        )
+        if self.cache is not None:
+            self.cache.drain()  # no writer thread running while workers fork
+        workers = self.config.render_workers if self.link_pages else 1  # no forking under `mkdocs serve`
+        for page, entries in zip(self.fast, write_pages(job, workers), strict=True):
+            if index is not None:
+                index.entries.extend(entries)
             if self.cache is not None:
-                self.cache.put(page, output, entries)
+                self.cache.record(page, entries)
         for probe in self.probes:
             (site_dir / output_path(probe, du)).unlink(missing_ok=True)
             if du:

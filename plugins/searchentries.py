@@ -212,7 +212,18 @@ class EntryMaker:
                 self._old, self._old_pages = {}, {}
         self._runs: dict[str, str] = {}  # the runs this build used
         self._pages: dict[str, list[dict[str, Any]]] = {}  # entries of the pages asked to be remembered
+        self._computed: dict[str, str] = {}  # runs segmented by this process
         self._added = False
+
+    def segmented(self) -> dict[str, str]:
+        """The runs this process segmented (a worker sends them back to the build, see plugins.fastwrite)."""
+        return dict(self._computed)
+
+    def learn(self, runs: dict[str, str]) -> None:
+        """Take runs segmented elsewhere (by a worker), to be saved with the others."""
+        if runs:
+            self._runs.update(runs)
+            self._added = True
 
     def save(self) -> None:
         """Write the runs this build used (and older ones, up to MAX_RUNS) when some were new."""
@@ -240,6 +251,7 @@ class EntryMaker:
                 done = self._old.get(value)
                 if done is None:
                     done = "\u200b" + "\u200b".join(self.jieba.cut(value.encode("utf-8"))) + "\u200b"
+                    self._computed[value] = done
                     self._added = True
                 self._runs[value] = done
             return done

@@ -4,7 +4,7 @@ For each size N (concepts), a store is generated through the real store API (`me
 wiki concept pages (Markdown with frontmatter and [[wikilinks]], a few to concepts that have no page),
 N/2 graph entities with ~1.5 facts each (some ended, some superseded), N/10 L2 memories (embedded with
 the store's USE embedder) and N/100 sessions of 8 messages. It is built with `mkdocs build` and Material
-(navigation.prune), cold (no page or text cache) `--runs` times, then rebuilt after one memory changed (warm page
+(navigation.prune), cold (none of the plugin's caches) `--runs` times, then rebuilt after one memory changed (warm page
 cache), `--runs` times. The baseline is a plain `mkdocs build` of N ordinary Markdown pages with the same
 theme, features and search plugin, in the same script.
 
@@ -262,6 +262,18 @@ def site_stats(site: Path) -> dict[str, float]:
     }
 
 
+def clear_caches(cache: Path) -> None:
+    """Everything the plugin keeps between builds (pages, texts, layers, memos...), but the browser model export
+    (made once per install, shared by every project)."""
+    for child in cache.iterdir() if cache.is_dir() else []:
+        if child.name == "use":
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
 def change_one_memory(store_path: Path, run: int) -> None:
     with Store.open(store_path) as store:
         memory = store.semantic.get(["bm-0"])[0]
@@ -297,8 +309,7 @@ def bench_size(
     cold = []
     for r in range(runs):
         shutil.rmtree(site, ignore_errors=True)
-        shutil.rmtree(base / "memwiki" / "cache" / "pages", ignore_errors=True)
-        (base / "memwiki" / "cache" / "texts.json").unlink(missing_ok=True)
+        clear_caches(base / "memwiki" / "cache")
         cold.append(run_build(project, site))
         print(f"[{n}] memwiki cold build {r + 1}: {cold[-1].seconds:.1f}s, {cold[-1].peak_mb:.0f} MB", file=sys.stderr)
     stats = site_stats(site)
@@ -328,8 +339,7 @@ def bench_size(
     if profile:
         out = base / "build.prof"
         shutil.rmtree(site, ignore_errors=True)
-        shutil.rmtree(base / "memwiki" / "cache" / "pages", ignore_errors=True)
-        (base / "memwiki" / "cache" / "texts.json").unlink(missing_ok=True)
+        clear_caches(base / "memwiki" / "cache")
         run_build(project, site, profile=out)
         print_profile(out)
     return rows

@@ -28,12 +28,15 @@ def _normal(page: str) -> str:
     return _SPACES.sub(" ", _BETWEEN_TAGS.sub("><", page)).strip()
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+@pytest.fixture(scope="module", params=["in-process", "two-workers"])
+def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+    """The demo built by MkDocs alone, and with fast pages: in the build's process without a page cache, or
+    by two forked workers writing into the page cache and linking into the site."""
     root = tmp_path_factory.mktemp("fast-pages")
     _, error = build_site(root / "slow", root / "cache-slow", page_cache=False, fast_pages=False)
     assert error is None, error
-    plugin, error = build_site(root / "fast", root / "cache-fast", page_cache=False, fast_pages=True)
+    workers = {"in-process": dict(page_cache=False, render_workers=1), "two-workers": dict(render_workers=2)}
+    plugin, error = build_site(root / "fast", root / "cache-fast", fast_pages=True, **workers[request.param])
     assert error is None, error
     return root / "slow", root / "fast", plugin
 
