@@ -112,3 +112,41 @@ def test_recall_over_a_palace_uses_the_store_s_ollama_embedder(ollama_host: str,
     hits = recaller_for(source).recall("QARTOD flag rules data quality", k=3, all_layers=True)
     assert any(h.layer == "L2" and "QARTOD" in h.text for h in hits)
     assert OllamaProtocol.requests, "the palace's texts and the query went through the Ollama client"
+
+
+def test_session_digests_embed_with_the_store_s_ollama_and_fall_back_when_it_is_down(
+    ollama_host: str, tmp_path: Path
+) -> None:
+    from plugins.builders import site
+    from plugins.builders.sessions import digester_of
+    from plugins.pages import BuildContext
+
+    config = StoreConfig(embedder=EmbedderConfig("ollama", 0, "qwen3-embedding:0.6b", ollama_host))
+    lines = [
+        json.dumps(
+            {
+                "session_id": "s1",
+                "role": ("user", "assistant")[i % 2],
+                "time": f"2026-01-01T10:0{i}:00Z",
+                "content": f"第 {i} 句：向量数据库 Chroma 的第 {i} 个配置项要改成 {i * 7}",
+            }
+        )
+        for i in range(6)
+    ]
+    (tmp_path / "s.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Store.init(tmp_path / "s", config) as store:
+        store.sessions.import_jsonl(tmp_path / "s.jsonl")
+        ctx = BuildContext(store.reader(), {})
+        s = site(ctx)  # reading the site starts embedding the sessions' messages in a thread
+        digests = digester_of(ctx, s)
+        turns = digests.key_turns(s.messages["s1"])
+        assert len(turns) == 2 and digests.method.startswith("embeddings")
+        texts = [m.content for m in s.messages["s1"]]
+        assert any(r["input"] == texts for r in OllamaProtocol.requests)  # the thread asked the server
+    dead = OllamaEmbedder("qwen3-embedding:0.6b", "http://127.0.0.1:9", dim=DIM)
+    with Store.open(tmp_path / "s", embedder=dead) as store:
+        ctx = BuildContext(store.reader(), {})
+        s = site(ctx)
+        digests = digester_of(ctx, s)
+        assert len(digests.key_turns(s.messages["s1"])) == 2
+        assert digests.method.startswith("TF-IDF (embedder failed")

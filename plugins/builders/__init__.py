@@ -153,6 +153,9 @@ def _read(ctx: BuildContext) -> Site:
         today=ctx.options.get("today") or datetime.now(UTC).strftime("%Y-%m-%d"),
     )
     site.session_by_id = {x.id: x for x in sessions}
+    from plugins.builders.sessions import digester_of  # session digests embed in a thread from here on
+
+    digester_of(ctx, site).prefetch([site.messages.get(x.id, []) for x in sessions])
     for page in site.wiki:
         index.add_wiki(page)
     for entity in site.entities:

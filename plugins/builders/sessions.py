@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import re
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -76,7 +77,11 @@ def tfidf_vectors(texts: list[str]) -> np.ndarray:
 
 
 class Digester:
-    """Chooses the key turns of sessions, with the source's embedder when it has one."""
+    """Chooses the key turns of sessions, with the source's embedder when it has one.
+
+    Embedding every session's messages is the one slow step of a first build; `prefetch` starts it in a
+    thread (the embedder spends its time in NumPy, which lets other Python run) while the rest of the site
+    is read and built, and `key_turns` takes the vectors from there."""
 
     def __init__(self, ctx: BuildContext, s: Site) -> None:
         self.ctx = ctx
@@ -94,24 +99,59 @@ class Digester:
             except (OSError, ValueError):
                 self.cache = {}
         self.dirty = False
+        self._vectors: dict[str, np.ndarray] = {}  # key -> the messages' vectors, from prefetch
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def _key(self, texts: list[str]) -> tuple[str, int]:
+        k = min(len(texts), max(2, min(4, round(len(texts) / 3))))
+        return hashlib.sha1(json.dumps([self.method, k, texts], ensure_ascii=False).encode()).hexdigest(), k
+
+    def prefetch(self, conversations: list[list[Message]]) -> None:
+        """Start embedding, in a thread, the messages of these sessions whose key turns are not cached."""
+        if self._embed is None or self._thread is not None:
+            return
+        todo = {}
+        for messages in conversations:
+            texts = [m.content for m in messages]
+            key = self._key(texts)[0] if texts else ""
+            if texts and key not in self.cache:
+                todo[key] = texts
+
+        def run() -> None:
+            try:
+                for key, texts in todo.items():
+                    raw = self._embed(texts)
+                    if raw is None:
+                        return
+                    self._vectors[key] = np.asarray(raw, dtype=np.float32)
+            except BaseException as exc:  # noqa: BLE001 - reported by key_turns, on the build's thread
+                self._failure = exc
+
+        if todo:
+            self._thread = threading.Thread(target=run, name="memwiki-digests", daemon=True)
+            self._thread.start()
 
     def key_turns(self, messages: list[Message]) -> list[int]:
         texts = [m.content for m in messages]
         if not texts:
             return []
-        k = min(len(texts), max(2, min(4, round(len(texts) / 3))))
-        key = hashlib.sha1(json.dumps([self.method, k, texts], ensure_ascii=False).encode()).hexdigest()
+        key, k = self._key(texts)
         if key in self.cache:
             return self.cache[key]
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
         weights = np.array([1.0 if len(t.strip()) >= MIN_CHARS else 0.3 for t in texts])
-        vectors = None
-        if self._embed is not None:
+        vectors = self._vectors.pop(key, None)
+        if self._failure is not None and self._embed is not None:
+            self._fall_back(self._failure)
+        if vectors is None and self._embed is not None:
             try:
                 raw = self._embed(texts)
                 vectors = None if raw is None else np.asarray(raw, dtype=np.float32)
             except (MemwikiError, AttributeError, OSError) as exc:
-                log.warning("memwiki: session digests fall back to TF-IDF: %s", exc)
-                self._embed, self.method = None, f"TF-IDF (embedder failed: {exc})"
+                self._fall_back(exc)
         if vectors is None:
             vectors = tfidf_vectors(texts)
         chosen = mmr(vectors, k, weights=weights)
@@ -122,6 +162,20 @@ class Digester:
     def save(self) -> None:
         if self.path and self.dirty:
             atomic_write_text(self.path, json.dumps(self.cache, ensure_ascii=False))
+
+    def _fall_back(self, exc: BaseException) -> None:
+        if not isinstance(exc, MemwikiError | AttributeError | OSError):
+            raise exc
+        log.warning("memwiki: session digests fall back to TF-IDF: %s", exc)
+        self._embed, self.method = None, f"TF-IDF (embedder failed: {exc})"
+
+
+def digester_of(ctx: BuildContext, s: Site) -> Digester:
+    """The build's digester (made on first use and kept on the context)."""
+    found = ctx.__dict__.get("_memwiki_digester")
+    if found is None:
+        found = ctx.__dict__["_memwiki_digester"] = Digester(ctx, s)
+    return found
 
 
 def _when(value: str) -> str:
@@ -265,7 +319,7 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
 
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
-    digester = Digester(ctx, s)
+    digester = digester_of(ctx, s)
     mentions = _Mentions(s)
     pages = [_digest_page(s, digester, mentions, session) for session in s.sessions]
     pages = _timeline(s, digester) + pages
