@@ -10,7 +10,8 @@ theme, features and search plugin, in the same script.
 
 Reported per build: pages, median wall time, pages/s, total site size, bytes per page (mean HTML page),
 peak RSS of the build process (its high-water mark, from wait4) and the peak PSS summed over the build and
-its worker processes (sampled every 0.25 s: `tree_MB`). Targets at 10k: >= 150 pages/s, <= 40 KB
+its worker processes (sampled every 0.25 s: `tree_MB`), and the CPU time of the build with its workers
+(`cpu_s`: the work done, whatever else the shared machine was doing). Targets at 10k: >= 150 pages/s, <= 40 KB
 per page, <= 1.5 GB peak, rebuild after one memory changed <= 5 s.
 
     python scripts/bench_build.py --sizes 1000,10000 --runs 3
@@ -221,6 +222,7 @@ class Build:
     peak_mb: float  # the build process's own high-water mark (wait4's ru_maxrss)
     log: str
     tree_mb: float = 0.0  # the largest sum of PSS over the process and its children seen while it ran
+    cpu_s: float = 0.0  # user + system CPU time of the build and its (waited-for) workers
 
 
 def _descendants(pid: int) -> list[int]:
@@ -275,7 +277,7 @@ def run_build(config: Path, site: Path, profile: Path | None = None) -> Build:
     text = log.read_text(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"mkdocs build failed ({config}):\n{text[-3000:]}")
-    return Build(seconds, usage.ru_maxrss / 1024, text, peak[0])
+    return Build(seconds, usage.ru_maxrss / 1024, text, peak[0], usage.ru_utime + usage.ru_stime)
 
 
 def site_stats(site: Path) -> dict[str, float]:
@@ -333,6 +335,7 @@ def _row(label: str, n_pages: int, builds: list[Build], stats: dict[str, float])
         "site_KB_per_page": round(stats["site_kb_per_page"], 1),
         "peak_MB": round(max(b.peak_mb for b in builds)),
         "tree_MB": round(max(b.tree_mb for b in builds)),
+        "cpu_s": round(statistics.median(b.cpu_s for b in builds), 1),
         "runs": [round(b.seconds, 2) for b in builds],
     }
 
@@ -352,7 +355,9 @@ def bench_size(
         shutil.rmtree(site, ignore_errors=True)
         clear_caches(base / "memwiki" / "cache")
         cold.append(run_build(project, site))
-        print(f"[{n}] memwiki cold build {r + 1}: {cold[-1].seconds:.1f}s, {cold[-1].peak_mb:.0f} MB", file=sys.stderr)
+        b = cold[-1]
+        line = f"[{n}] memwiki cold build {r + 1}: {b.seconds:.1f}s ({b.cpu_s:.0f}s CPU), {b.peak_mb:.0f} MB"
+        print(line, file=sys.stderr)
     stats = site_stats(site)
     rows.append(_row("memwiki (cold)", int(stats["pages"]), cold, stats))
     rows[-1]["graph_files"] = int(stats["graph_files"])
@@ -421,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         results[str(n)] = bench_size(n, max(1, args.runs), args.profile, not args.no_page_cache, not args.no_baseline)
         loads[str(n)] = f"{before} before, {_load()} after"
     cols = ("build", "pages", "median_s", "pages_per_s", "KB_per_page", "site_MB", "site_KB_per_page", "peak_MB")
-    cols += ("tree_MB",)
+    cols += ("tree_MB", "cpu_s")
     print(f"{'size':>6}  " + "  ".join(f"{c:>14}" if c != "build" else f"{c:<36}" for c in cols))
     for n, rows in results.items():
         for row in rows:
