@@ -70,6 +70,7 @@ class SemanticMemory:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder
+        self._own_client = client is None  # close() releases only a client made here
         self.client = client if client is not None else chromadb.PersistentClient(path=str(self.path))
         self._col = self.client.get_or_create_collection(
             collection,
@@ -83,6 +84,13 @@ class SemanticMemory:
         self.lexical = LexicalIndex(self.path / LEXICAL_FILE)
         if self.lexical.count() != self.count() or not self.lexical.current():
             self.rebuild_lexical()
+
+    def close(self) -> None:
+        """Release the lexical index and Chroma's shared system for this folder (Chroma keeps one per path in
+        the process: a folder removed and made again must not meet the old one)."""
+        self.lexical.close()
+        if self._own_client and hasattr(self.client, "close"):
+            self.client.close()
 
     def _check_embedder(self) -> None:
         made = self._col.metadata or {}
