@@ -77,7 +77,8 @@ class StoreReader:
         return (memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta) for i, meta in records)
 
     def memory_count(self) -> int:
-        return self.store.semantic.count()
+        records = read_collection(self._chroma_file, COLLECTION) if self._chroma_file.is_file() else None
+        return len(records) if records is not None else self.store.semantic.count()
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
         """Vectors of recent writes come from Chroma's queue in its file; the others from Chroma itself."""
@@ -85,7 +86,7 @@ class StoreReader:
         if len(found) < len(ids):
             missing = [i for i in ids if i not in found]
             found.update(zip(missing, self.store.semantic.vectors(missing), strict=True))
-        return np.stack([found[i] for i in ids]) if ids else self.store.semantic.vectors([])
+        return np.stack([found[i] for i in ids]) if ids else np.zeros((0, self.store.config.embedder.dim), np.float32)
 
     @property
     def _chroma_file(self) -> Path:

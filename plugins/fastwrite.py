@@ -14,11 +14,14 @@ import multiprocessing
 import os
 import posixpath
 import shutil
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from plugins.cachefile import replace_file
+from plugins.pagecache import link_file, output_path
 from plugins.pages import GeneratedPage
 from plugins.pageshell import FastPages, PageShell, shell_folder
 from plugins.render import page_url
@@ -47,34 +50,24 @@ class WriteJob:
 _JOB: WriteJob | None = None  # the job of this process (set before the workers fork)
 
 
-def _put(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def _place(job: WriteJob, page: GeneratedPage, html: str) -> None:
     """Write a page's HTML once: into the cache and linked into the site, or into the site."""
-    from plugins.pagecache import output_path
-
     dest = f"{job.site_dir}/{output_path(page.src_uri, job.directory_urls)}"
     data = html.encode("utf-8")
     if job.cache_path is None:
-        _put(dest, data)
+        replace_file(dest, data)
         return
     source = str(job.cache_path(page.src_uri))
-    _put(source, data)
+    replace_file(source, data)
     os.makedirs(os.path.dirname(dest), exist_ok=True)
-    if os.path.lexists(dest):
-        os.unlink(dest)
     if job.link:
         try:
-            os.link(source, dest)
+            link_file((dest, source))
             return
         except OSError:
-            pass
+            pass  # another file system: copy
+    if os.path.lexists(dest):
+        os.unlink(dest)  # never write through a link into the cache
     shutil.copyfile(source, dest)
 
 
@@ -100,13 +93,23 @@ def _write_slice(bounds: tuple[int, int]) -> tuple[list[list[dict[str, Any]]], d
     return out, (job.entries.segmented() if job.entries is not None else {})
 
 
+def _cpus() -> int:
+    """CPUs this process may run on (its affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def write_pages(job: WriteJob, workers: int = 0) -> list[list[dict[str, Any]]]:
     """Write every page of `job`; returns each page's search entries, in order. `workers`: 0 = as many as
     there are CPUs (when the pages are many), 1 = in this process."""
     global _JOB
     n = len(job.pages)
     if workers <= 0:
-        workers = min(os.cpu_count() or 1, max(1, n // MIN_PAGES_PER_WORKER))
+        workers = min(_cpus(), max(1, n // MIN_PAGES_PER_WORKER))
+    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+        workers = 1  # forking a build is only safe (and possible) on Linux; elsewhere, in this process
     slices = [(i, min(i + SLICE, n)) for i in range(0, n, SLICE)]
     _JOB = job
     try:

@@ -4,19 +4,19 @@ A rebuild after one memory changed used to read all of a large store again: ever
 fact and message read and passed through the privacy filter. The source tells what each layer's state is
 (`layer_fingerprints()`: e.g. sizes and modification times of the layer's files, with the privacy rules
 folded in by the filter); a layer whose fingerprint is the one saved with its records is loaded from the
-cache folder (one pickle file per layer) instead of from the source. L2 vectors are kept by memory id and a
+cache folder (one file per layer) instead of from the source. L2 vectors are kept by memory id and a
 hash of what was embedded, so a changed L2 layer only asks the source for the vectors of changed memories.
 
-The cache folder is the plugin's own (like the page cache); a damaged or foreign file is ignored and rebuilt.
-A source without `layer_fingerprints()` is read in full every time.
+Files hold plain data (plugins.cachefile: records as tuples of their fields) under a version key that also
+covers the code, so a damaged, foreign or older file is ignored and the layer read again. A source without
+`layer_fingerprints()` is read in full every time.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import pickle
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,38 @@ import numpy as np
 
 from memory.semantic import index_text
 from memory.snapshot import Entity, Memory, MemorySource, Message, Session, Triple, WikiPage
+from plugins import cachefile
 
-FORMAT = 1  # bump when what a layer file holds changes
+# how each layer's value is made plain and back: records become tuples of their fields
+_PLAIN: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
+
+
+def _rows(cls: type) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    names = [f.name for f in fields(cls)]
+    return (
+        lambda records: [tuple(getattr(r, n) for n in names) for r in records],
+        lambda rows: [cls(*row) for row in rows],
+    )
+
+
+def _register() -> None:
+    memories, wiki = _rows(Memory), _rows(WikiPage)
+    entities, triples = _rows(Entity), _rows(Triple)
+    sessions, messages = _rows(Session), _rows(Message)
+    _PLAIN["memories"] = memories
+    _PLAIN["wiki"] = wiki
+    _PLAIN["graph"] = (
+        lambda v: (entities[0](v[0]), triples[0](v[1])),
+        lambda v: (entities[1](v[0]), triples[1](v[1])),
+    )
+    _PLAIN["sessions"] = (
+        lambda v: (sessions[0](v[0]), {k: messages[0](m) for k, m in v[1].items()}),
+        lambda v: (sessions[1](v[0]), {k: messages[1](m) for k, m in v[1].items()}),
+    )
+    _PLAIN[VECTORS] = (
+        lambda v: {k: (a.shape[0], a.astype(np.float32).tobytes()) for k, a in v.items()},
+        lambda v: {k: np.frombuffer(b, dtype=np.float32, count=n).copy() for k, (n, b) in v.items()},
+    )
 
 
 VECTORS = "vectors"  # the vectors file is not tied to one state of the source: its keys say what they are of
@@ -33,6 +63,9 @@ VECTORS = "vectors"  # the vectors file is not tied to one state of the source: 
 
 def _vector_key(embedder: str, memory: Memory) -> str:
     return hashlib.sha1(f"{embedder}\0{memory.id}\0{index_text(memory)}".encode()).hexdigest()
+
+
+_register()
 
 
 class CachedSource:
@@ -54,7 +87,7 @@ class CachedSource:
     # ── one file per layer ──
 
     def _path(self, layer: str) -> Path:
-        return self.folder / f"{layer}.pickle"
+        return self.folder / f"{layer}.marshal"
 
     def _layer(self, layer: str, read: Callable[[], Any]) -> Any:  # noqa: ANN401
         if layer in self._loaded:
@@ -70,22 +103,16 @@ class CachedSource:
         return value
 
     def _load(self, layer: str, fp: str) -> Any:  # noqa: ANN401
-        try:
-            with self._path(layer).open("rb") as f:
-                saved = pickle.load(f)  # noqa: S301 - the plugin's own cache folder, written by _save
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+        plain = cachefile.load(self._path(layer), cachefile.version("layer", layer, fp))
+        if plain is None:
             return None
-        if isinstance(saved, dict) and saved.get("format") == FORMAT and saved.get("fp") == fp:
-            return saved.get("value")
-        return None
+        try:
+            return _PLAIN[layer][1](plain)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+            return None  # not what this code writes: read the layer again
 
     def _save(self, layer: str, fp: str, value: Any) -> None:  # noqa: ANN401
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self._path(layer)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as f:
-            pickle.dump({"format": FORMAT, "fp": fp, "value": value}, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)  # no fsync: a lost cache is only read again
+        cachefile.dump(self._path(layer), cachefile.version("layer", layer, fp), _PLAIN[layer][0](value))
 
     # ── the layers ──
 

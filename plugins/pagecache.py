@@ -23,6 +23,7 @@ from typing import Any
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.pages import Page
 
+from plugins.cachefile import replace_file
 from plugins.pages import GeneratedPage
 from plugins.render import page_url
 
@@ -72,18 +73,15 @@ def output_path(src_uri: str, directory_urls: bool) -> str:
 
 
 def _write(path: Path, data: str | bytes) -> None:
-    """Replace a cache file in one step (no fsync: a cache lost to a power cut is only rebuilt)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    os.replace(tmp, path)
+    replace_file(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def _html_name(src_uri: str) -> str:
     return hashlib.sha1(src_uri.encode()).hexdigest() + ".html"
 
 
-def _link(pair: tuple[str, str]) -> None:
+def link_file(pair: tuple[str, str]) -> None:
+    """Hard-link (dest, source): `source` into `dest`, replacing what `dest` was."""
     dest, source = pair
     try:
         os.link(source, dest)
@@ -182,7 +180,7 @@ class PageCache:
         if link:
             try:  # the links are metadata writes: a few threads keep the disk busy
                 with ThreadPoolExecutor(max_workers=4, thread_name_prefix="memwiki-link") as pool:
-                    list(pool.map(_link, pairs, chunksize=256))
+                    list(pool.map(link_file, pairs, chunksize=256))
                 return
             except OSError:
                 pass  # another file system, or no hard links there: copy instead

@@ -75,6 +75,7 @@ class PageShell:
 
     parts: tuple[str, ...]
     toc_label: str  # the TOC's heading (<label ...>...</label>), as the theme wrote it
+    skip_text: str = "Skip to content"  # the "skip to content" link's text, in the site's language
 
     @classmethod
     def parse(cls, page_html: str, nonce: str) -> PageShell:
@@ -96,11 +97,12 @@ class PageShell:
             raise MemwikiError(
                 f"the theme's page layout is not the one fast_pages knows ({exc}); set `fast_pages: false`"
             ) from None
-        skip = re.search(rf'<a href="#{title}" class="md-skip">.*?</a>', text, re.S)
+        skip = re.search(rf'<a href="#{title}" class="md-skip">(.*?)</a>', text, re.S)
+        skip_text = skip.group(1).strip() if skip is not None else ""
         if skip is not None:
             text = text[: skip.start()] + "\0S\0" + text[skip.end() :]
         text = text.replace(title, "\0T\0").replace(name, "\0U\0")
-        return cls(tuple(_HOLE.split(text)), label.group(0))
+        return cls(tuple(_HOLE.split(text)), label.group(0), skip_text)
 
     def fill(self, *, title: str, content: str, toc: TableOfContents, name: str) -> str:
         """One page: `title` plain text, `content` its HTML, `toc` its TOC, `name` its file stem in URLs."""
@@ -114,8 +116,9 @@ class PageShell:
                 f"{toc_items(items)}</ul>\n"
             )
         first = next(iter(toc), None)
-        skip = f'<a href="#{first.id}" class="md-skip">\nSkip to content\n</a>' if first is not None else ""
-        values = {"T": html.escape(title, quote=False), "C": content, "N": nav, "S": skip, "U": name}
+        skip = f'<a href="#{first.id}" class="md-skip">\n{self.skip_text}\n</a>' if first is not None else ""
+        # quotes too: a theme may print the title inside an attribute (e.g. a feedback link)
+        values = {"T": html.escape(title), "C": content, "N": nav, "S": skip, "U": name}
         parts = self.parts
         return "".join(values[p] if i % 2 else p for i, p in enumerate(parts))
 

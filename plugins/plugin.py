@@ -166,12 +166,16 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.generated = {}
         self.blocks = {}
         self.fast, self.probes, self.shells = [], {}, {}
-        fast = self.config.fast_pages and config.theme.name == "material"
+        # Material without toc.integrate (that feature moves the TOC into the navigation the shell leaves out)
+        features = config.theme.get("features") or []
+        fast = self.config.fast_pages and config.theme.name == "material" and "toc.integrate" not in features
         index = search_index(config)
         self.entries = None
         if index is not None and fast:  # with fast_pages off, MkDocs and the theme do all of it
             segments = Path(ctx.options["cache_dir"]) / SEGMENTS if self.config.page_cache else None
-            self.entries = EntryMaker("zh" in (index.config.get("lang") or []), segments)
+            # Material segments Chinese whenever jieba is installed, with the dictionaries it was given
+            dictionaries = (index.config.get("jieba_dict"), index.config.get("jieba_dict_user"))
+            self.entries = EntryMaker(True, segments, dictionaries)
         for name in ("memwiki.css", "memwiki.js"):
             files.append(File.generated(config, f"assets/memwiki/{name}", content=(ASSETS / name).read_bytes()))
         for asset in assets:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,9 @@ from typing import Any
 from backrefs import bre
 from mkdocs.structure.toc import AnchorLink, TableOfContents
 
-_TOKEN = re.compile(r"<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9]*)((?:\s[^>]*)?)/?>|([^<]+|<)", re.S)
+from plugins import cachefile
+
+_TOKEN = re.compile(r"<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9:-]*)((?:\s[^>]*)?)(/?)>|([^<]+|<)", re.S)
 _ATTR = re.compile(r"""([^\s=/>]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")
 _HAN = bre.compile(r"(\p{script: Han}+)", bre.UNICODE)  # Material's own pattern
 _RAW_TEXT = re.compile(r"(<(script|style)\b[^>]*>).*?(</\2\s*>)", re.S | re.I)  # their text is never indexed
@@ -148,15 +149,15 @@ def sections(content: str) -> list[_Section]:
     """The page's sections as Material's search parser finds them."""
     parser = _Sections()
     for m in _TOKEN.finditer(_RAW_TEXT.sub(r"\1\3", content)):
-        closing, tag, attrs, text = m.groups()
+        closing, tag, attrs, slash, text = m.groups()
         if tag is not None:
             tag = tag.lower()
             if closing:
                 parser.end(tag)
             else:
                 parser.start(tag, _attrs(attrs or ""))
-                if attrs and attrs.rstrip().endswith("/") and tag not in _VOID:
-                    parser.end(tag)
+                if (slash or (attrs and attrs.rstrip().endswith("/"))) and tag not in _VOID:
+                    parser.end(tag)  # <x/>: html.parser ends it at once
         elif text is not None:
             parser.text(text)
     return parser.data
@@ -178,7 +179,15 @@ def _find(toc: list[AnchorLink], anchor: str | None) -> AnchorLink | None:
 
 
 MAX_RUNS = 500_000  # segmented Chinese runs kept across builds
-FORMAT = 2
+
+
+def _jieba_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("jieba")
+    except Exception:  # noqa: BLE001 - not installed, or no metadata: segmenting is off or unknown
+        return "?"
 
 
 def _flat(toc: list[AnchorLink]) -> list[AnchorLink]:
@@ -191,7 +200,7 @@ class EntryMaker:
     `cache`: a JSON file keeping each segmented run across builds, so a rebuild that meets no new Chinese text
     does not load jieba's dictionary (about a second)."""
 
-    def __init__(self, segment: bool, cache: Path | None = None) -> None:
+    def __init__(self, segment: bool, cache: Path | None = None, dictionaries: tuple = ()) -> None:
         self.jieba: Any = None
         if segment:
             try:
@@ -201,12 +210,14 @@ class EntryMaker:
             except ImportError:
                 self.jieba = None
         self.cache = cache
+        # what segmenting depends on: this code, jieba's version and its dictionaries (Material's settings)
+        self.key = cachefile.version("search-entries", _jieba_version(), dictionaries)
         self._old: dict[str, str] = {}
         self._old_pages: dict[str, list[dict[str, Any]]] = {}
         if cache is not None and cache.is_file():
             try:
                 saved = json.loads(cache.read_text(encoding="utf-8"))
-                if saved.get("format") == FORMAT:
+                if saved.get("key") == self.key:
                     self._old, self._old_pages = dict(saved["runs"]), dict(saved["pages"])
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 self._old, self._old_pages = {}, {}
@@ -234,11 +245,8 @@ class EntryMaker:
             if len(keep) >= MAX_RUNS:
                 break
             keep.setdefault(run, done)
-        self.cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.cache.with_name(f".{self.cache.name}.{os.getpid()}.tmp")
-        saved = {"format": FORMAT, "runs": keep, "pages": self._pages}
-        tmp.write_text(json.dumps(saved, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, self.cache)  # no fsync: a lost cache is only recomputed
+        saved = {"key": self.key, "runs": keep, "pages": self._pages}
+        cachefile.replace_file(self.cache, json.dumps(saved, ensure_ascii=False).encode("utf-8"))
 
     def _segment(self, text: str) -> str:
         if self.jieba is None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from markdown_it.token import Token
 
+from plugins.cachefile import replace_file
 from plugins.wikilinks import scanner
 
 _CODE = Path(__file__).resolve().parent
@@ -76,7 +76,5 @@ class TextCache:
         """Write what this build used (nothing when it all came from the file and nothing was dropped)."""
         if self.path is None or (not self.misses and len(self._new) == len(self._old)):
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"version": self.version, "texts": self._new}, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, self.path)  # no fsync: a lost cache is only recomputed
+        saved = {"version": self.version, "texts": self._new}
+        replace_file(self.path, json.dumps(saved, ensure_ascii=False).encode("utf-8"))

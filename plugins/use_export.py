@@ -23,11 +23,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import struct
 from pathlib import Path
 
 import numpy as np
+
+from plugins.cachefile import replace_file
 
 BIN_NAME = "use-model.bin"
 JS_NAME = "use-model.js"
@@ -352,9 +353,7 @@ def _write_if_changed(path: Path, data: bytes) -> None:
         and hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(data).digest()
     ):
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    replace_file(path, data)
 
 
 def export_use_assets(out_dir: Path, quantize: bool = True) -> list[Path]:

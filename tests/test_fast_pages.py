@@ -77,6 +77,7 @@ def test_sections_follow_materials_parser_on_hostile_and_odd_html() -> None:
         '<div data-search-exclude><p>hidden</p></div><p>shown</p><script>var x = "<p>";</script><p>after</p>',
         '<h3 id="a">A</h3><div><h4 id="b">B</h4><p>in b</p></div><p>back in a?</p><!-- c --><br/><img src=x>',
         "<p>中文 text 混合</p><sub>2</sub><sup></sup><ol><li><p>nested</p></li></ol>",
+        '<p>a</p><div/><my-el data-x="1">custom</my-el><h2 id="z">Z</h2><p>after</p><span/>tail',
     ]
     for sample in samples:
         parser = Parser()

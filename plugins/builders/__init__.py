@@ -184,7 +184,7 @@ def memo_path(ctx: BuildContext, name: str) -> Path | None:
     """Where a builder keeps its pages across builds (see plugins.pagememo); None when caches are off."""
     cache_dir = ctx.options.get("cache_dir")
     keep = bool(cache_dir) and ctx.options.get("page_cache", True)
-    return Path(cache_dir) / "memo" / f"{name}.pickle" if keep else None
+    return Path(cache_dir) / "memo" / f"{name}.marshal" if keep else None
 
 
 def site(ctx: BuildContext) -> Site:
