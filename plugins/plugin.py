@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import posixpath
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urljoin
 
 from mkdocs.config import base
 from mkdocs.config import config_options as c
@@ -42,7 +44,7 @@ from plugins.pages import BuildContext, GeneratedPage
 from plugins.pageshell import PageShell, fast_path_ok, probe_markdown, probe_name, shell_folder
 from plugins.privacy import PrivacyFilter, PrivacyRules
 from plugins.rawblocks import join, new_nonce, split
-from plugins.render import page_url
+from plugins.render import esc, page_url
 from plugins.searchentries import EntryMaker, strip_search_attrs
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -250,6 +252,20 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             page.content = strip_search_attrs(page.content)
             page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}  # so it does not again
         return context
+
+    def on_post_template(self, output_content: str, /, *, template_name: str, config: MkDocsConfig) -> str:
+        """sitemap.xml lists what MkDocs rendered: drop the probes, add the pages it never saw."""
+        if template_name != "sitemap.xml" or not config.site_url:
+            return output_content
+        probe = probe_name(self.nonce)
+        kept = re.sub(r"\s*<url>(?:(?!</url>).)*?" + re.escape(probe) + r".*?</url>", "", output_content, flags=re.S)
+        du = config.use_directory_urls
+        unseen = [p.src_uri for p in self.fast] + (list(self.cache.hits) if self.cache is not None else [])
+        rows = "".join(
+            f"\n    <url>\n         <loc>{esc(urljoin(config.site_url, quote(page_url(u, du))))}</loc>\n    </url>"
+            for u in unseen
+        )
+        return kept.replace("</urlset>", rows + "\n</urlset>") if rows else kept
 
     def on_post_page(self, output: str, /, *, page: Page, config: MkDocsConfig) -> str:
         folder = self.probes.get(page.file.src_uri)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from mkdocs.structure.toc import get_toc
@@ -119,3 +120,32 @@ def test_segmented_runs_are_kept_across_builds(tmp_path: Path) -> None:
     assert not second._added  # nothing new to segment: jieba was not asked
     assert second.entries(page, toc, "y.html", "t", {}, remember=True) == remembered
     assert second.entries(page + "<p>more</p>", toc, "y.html", "t", {}, remember=True) != remembered
+
+
+def test_sitemap_lists_every_page_and_no_probe(tmp_path: Path) -> None:
+    """With site_url set, MkDocs writes a sitemap of what it rendered; the pages it never saw are added."""
+    _, error = build_site(tmp_path / "site", tmp_path / "cache", site_url="https://example.org/wiki/", render_workers=1)
+    assert error is None, error
+    sitemap = (tmp_path / "site" / "sitemap.xml").read_text(encoding="utf-8")
+    assert probe_name("") not in sitemap
+    locs = set(re.findall(r"<loc>([^<]+)</loc>", sitemap))
+    pages = {p.relative_to(tmp_path / "site").as_posix() for p in (tmp_path / "site").rglob("*.html")}
+    pages = {p for p in pages if p != "404.html" and not p.startswith(("graph/entities/", "graph/global", "assets/"))}
+    assert {f"https://example.org/wiki/{quote(p)}" for p in pages} <= locs
+    assert len(locs) == len(pages)
+    canonical = (tmp_path / "site" / "concepts" / "juniper.html").read_text(encoding="utf-8")
+    assert '<link rel="canonical" href="https://example.org/wiki/concepts/juniper.html">' in canonical
+
+
+def test_a_title_with_quotes_stays_text_in_every_place_the_theme_prints_it() -> None:
+    shell = PageShell.parse(
+        '<html><head><title>mwtitleN - site</title></head><body><a href="#mwtitleN" class="md-skip">跳转</a>'
+        '<a href="x?t=mwtitleN">f</a><nav class="md-nav md-nav--secondary" aria-label="t">'
+        '<label class="md-nav__title" for="__toc">TOC</label><ul></ul></nav>'
+        '<article><h1 id="mwtitleN">mwtitleN</h1><h2 id="h">mwheadN</h2><p>mwbodyN</p></article></body></html>',
+        "N",
+    )
+    toc = get_toc([{"level": 1, "id": "t", "name": "t", "children": []}])
+    page = shell.fill(title='x" onmouseover="alert(1)', content="<p>c</p>", toc=toc, name="p")
+    assert 'onmouseover="' not in page and "x&quot; onmouseover=&quot;alert(1)" in page
+    assert '<a href="#t" class="md-skip">\n跳转\n</a>' in page  # the theme's own words for the skip link

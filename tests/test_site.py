@@ -24,7 +24,7 @@ HREF = re.compile(r'<a class="mw-wikilink( mw-wanted)?" href="([^"]+)"')
 
 
 def build_site(
-    site_dir: Path, cache_dir: Path, *, strict: bool = False, **plugin_options: object
+    site_dir: Path, cache_dir: Path, *, strict: bool = False, site_url: str | None = None, **plugin_options: object
 ) -> tuple[Any, Abort | None]:
     """Build mkdocs.yml of the repo into `site_dir`, with the plugin's cache in `cache_dir`.
 
@@ -34,7 +34,8 @@ def build_site(
     cache_dir.mkdir(parents=True, exist_ok=True)
     if not (cache_dir / "use").exists():
         (cache_dir / "use").symlink_to(shared, target_is_directory=True)
-    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(site_dir), strict=strict)
+    extra = {"site_url": site_url} if site_url else {}
+    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(site_dir), strict=strict, **extra)
     plugin = config.plugins["memwiki"]
     plugin.config.cache_dir = str(cache_dir)
     for key, value in plugin_options.items():
