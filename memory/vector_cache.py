@@ -26,7 +26,8 @@ from memory.textio import atomic_write_text, file_lock, read_text
 EMBED_BATCH = 256
 
 
-def _digest(memory: Memory) -> str:
+def memory_digest(memory: Memory) -> str:
+    """Changes when what a memory is embedded by changes (its id and index text)."""
     return hashlib.sha256(f"{memory.id}\x00{index_text(memory)}".encode()).hexdigest()[:24]
 
 
@@ -62,7 +63,7 @@ class VectorCache:
         """Make the cache hold exactly `memories`; returns how many had to be (re-)embedded."""
         memories = list(memories)
         old = {(i, h): row for row, (i, h) in enumerate(zip(self._ids, self._hashes, strict=True))}
-        hashes = [_digest(m) for m in memories]
+        hashes = [memory_digest(m) for m in memories]
         todo = [n for n, (m, h) in enumerate(zip(memories, hashes, strict=True)) if (m.id, h) not in old]
         vectors = np.zeros((len(memories), self.embedder.dim), dtype=np.float32)
         for n, (m, h) in enumerate(zip(memories, hashes, strict=True)):

@@ -6,6 +6,10 @@ slices for worker processes forked from the build (they inherit the pages, shell
 nothing big is pickled), or does them in this process when there are few pages or one CPU. Each page's HTML
 is written once: into the page cache (when there is one) and hard-linked from there into the site, or into
 the site directly. Workers send back each page's search entries and the Chinese runs they segmented.
+
+Forking is done on Linux only, after the page cache's writer thread has finished; the workers run only
+this module's Python (Markdown, jieba, file writes). Threads of libraries the build used (e.g. a Chroma
+client's runtime) are not copied into a forked child, and nothing a worker calls waits on their locks.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ covers the code, so a damaged, foreign or older file is ignored and the layer re
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -22,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from memory.semantic import index_text
 from memory.snapshot import Entity, Memory, MemorySource, Message, Session, Triple, WikiPage
+from memory.vector_cache import memory_digest
 from plugins import cachefile
 
 # how each layer's value is made plain and back: records become tuples of their fields
@@ -62,7 +61,7 @@ VECTORS = "vectors"  # the vectors file is not tied to one state of the source: 
 
 
 def _vector_key(embedder: str, memory: Memory) -> str:
-    return hashlib.sha1(f"{embedder}\0{memory.id}\0{index_text(memory)}".encode()).hexdigest()
+    return f"{embedder}\0{memory_digest(memory)}"
 
 
 _register()

@@ -309,6 +309,12 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             cache_path=self.cache.html_path if self.cache is not None else None,
             link=self.link_pages,
         )
+        missing = sorted({shell_folder(p.src_uri) for p in self.fast} - self.shells.keys())
+        if missing:
+            raise PluginError(
+                f"memwiki: the probe page of {missing[0]}/ was not rendered (excluded by exclude_docs or "
+                "draft_docs?); set `fast_pages: false` or let it through"
+            )
         if self.cache is not None:
             self.cache.drain()  # no writer thread running while workers fork
         workers = self.config.render_workers if self.link_pages else 1  # no forking under `mkdocs serve`
