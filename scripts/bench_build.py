@@ -402,8 +402,13 @@ def print_profile(path: Path, limit: int = 30) -> None:
 
 
 def _load() -> str:
-    """The machine's load average (it is shared: figures are only comparable at similar load)."""
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+    """The machine's load average and the time of a fixed Python loop (the machine is shared: its speed
+    changes with what else runs; figures are only comparable at a similar probe time)."""
+    t0, x = time.perf_counter(), 0
+    for i in range(5_000_000):
+        x += i
+    probe = time.perf_counter() - t0
+    return "/".join(f"{x:.2f}" for x in os.getloadavg()) + f", speed probe {probe:.2f}s"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -432,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             print(f"{n:>6}  " + "  ".join(f"{row[c]!s:>14}" if c != "build" else f"{row[c]!s:<36}" for c in cols))
     for n, load in loads.items():
-        print(f"{n:>6}  load average (1, 5, 15 min): {load}; {os.cpu_count()} CPUs")
+        print(f"{n:>6}  load average (1, 5, 15 min) and speed probe: {load}; {os.cpu_count()} CPUs")
     if args.json:
         args.json.write_text(json.dumps({"results": results, "load_average": loads}, indent=1))
     return 0
