@@ -44,11 +44,16 @@ from memory.snapshot import CATEGORIES, Memory  # noqa: E402
 from memory.store import Store  # noqa: E402
 from memory.textio import atomic_write_text  # noqa: E402
 
-GEN_VERSION = 2
+GEN_VERSION = 3  # 3: Chinese drawn as words, like the English (2 drew single characters)
 WORK = ROOT / ".cache" / "bench_build"
 TYPES = ("person", "project", "tool", "service", "concept", "place")
 PREDICATES = ("uses", "depends_on", "runs_on", "owned_by", "part_of", "talks_to", "stored_in")
-ZH = "记忆检索向量服务器部署备份网络配置项目会话用户偏好规则授权嵌入模型知识图谱实体事实时间"
+# Chinese words, drawn like the English ones (random characters were no text: every run went through
+# jieba's slow path for unknown words, which real memory text rarely does)
+ZH = (
+    "记忆 检索 向量 服务器 部署 备份 网络 配置 项目 会话 用户 偏好 规则 授权 嵌入 模型 知识 图谱 实体 事实 "
+    "时间 长期 本地 数据库 页面 搜索 更新 删除 同步 导入 代理 工具 文件 目录 接口 缓存 索引 日志 测试 发布"
+).split()
 WORDS = (
     "memory recall vector server deploy backup network config project session user preference rule "
     "embedding model graph entity fact timeline cache index search page build wiki agent store layer"
@@ -63,7 +68,7 @@ MKDOCS_THEME = {
 
 def _sentence(rng: random.Random, links: list[str]) -> str:
     words = rng.choices(WORDS, k=rng.randint(8, 16))
-    zh = "".join(rng.choices(ZH, k=rng.randint(6, 14)))
+    zh = "".join(rng.choices(ZH, k=rng.randint(3, 7)))
     for link in links:
         words.insert(rng.randrange(len(words) + 1), link)
     return " ".join(words).capitalize() + f"，{zh}。"
