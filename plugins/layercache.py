@@ -79,6 +79,7 @@ class CachedSource:
         self.reads: list[str] = []  # layers read from the source in this build (the others came from the cache)
         self._vectors: dict[str, np.ndarray] | None = None
         self._vectors_changed = False
+        self._memories_by_id: dict[str, Memory] | None = None
 
     def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - whatever the source offers beyond the layers
         return getattr(self.source, name)
@@ -121,6 +122,16 @@ class CachedSource:
     def memory_count(self) -> int:
         return len(self._layer("memories", lambda: list(self.source.memories())))
 
+    def _by_id(self) -> dict[str, Memory]:
+        """The memories by id, made once per build (memory_vectors is asked batch by batch)."""
+        if self._memories_by_id is None:
+            self._memories_by_id = {m.id: m for m in self.memories()}
+        return self._memories_by_id
+
+    def _vector_key(self, memory: Memory) -> str:
+        info = self.source.info()
+        return _vector_key(f"{info.embedder}:{info.dim}", memory)
+
     def _graph(self) -> tuple[list[Entity], list[Triple]]:
         return self._layer("graph", lambda: (list(self.source.entities()), list(self.source.triples())))
 
@@ -149,13 +160,12 @@ class CachedSource:
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
         """The source's vectors, kept by (embedder, id, embedded text): only new or changed memories are asked for."""
-        by_id = {m.id: m for m in self.memories()} if "memories" in self.fingerprints else {}
+        by_id = self._by_id() if "memories" in self.fingerprints else {}
         if not ids or not by_id or any(i not in by_id for i in ids):
             return self.source.memory_vectors(ids)
         if self._vectors is None:
             self._vectors = self._load("vectors", VECTORS) or {}
-        info = self.source.info()
-        keys = [_vector_key(f"{info.embedder}:{info.dim}", by_id[i]) for i in ids]
+        keys = [self._vector_key(by_id[i]) for i in ids]
         missing = [(i, k) for i, k in zip(ids, keys, strict=True) if k not in self._vectors]
         if missing:
             got = self.source.memory_vectors([i for i, _ in missing])
@@ -169,6 +179,5 @@ class CachedSource:
     def save(self) -> None:
         """Keep the vectors asked for in this build (those of memories that are gone are dropped)."""
         if self._vectors is not None and self._vectors_changed:
-            info = self.source.info()
-            live = {_vector_key(f"{info.embedder}:{info.dim}", m) for m in self.memories()}
+            live = {self._vector_key(m) for m in self.memories()}
             self._save("vectors", VECTORS, {k: v for k, v in self._vectors.items() if k in live})

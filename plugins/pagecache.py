@@ -155,8 +155,7 @@ class PageCache:
         """Keep a page's final HTML and its search entries for the next build."""
         # file I/O off the build's thread; finish() waits and raises what failed
         self._pending.append(self._writer.submit(_write, self.html_path(generated.src_uri), html))
-        self._stored = True
-        self.manifest[generated.src_uri] = {"fp": generated.fingerprint, "layout": self.layout, "search": entries}
+        self.record(generated, entries)
 
     def record(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
         """Note a page whose final HTML was written to `html_path` by someone else (plugins.fastwrite)."""

@@ -169,13 +169,7 @@ def strip_search_attrs(content: str) -> str:
 
 
 def _find(toc: list[AnchorLink], anchor: str | None) -> AnchorLink | None:
-    for item in toc:
-        if item.id == anchor:
-            return item
-        found = _find(item.children, anchor)
-        if found is not None:
-            return found
-    return None
+    return next((item for item in _flat(toc) if item.id == anchor), None)
 
 
 MAX_RUNS = 500_000  # segmented Chinese runs kept across builds

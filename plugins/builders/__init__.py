@@ -130,9 +130,7 @@ class Site:
 def _read(ctx: BuildContext) -> Site:
     source = ctx.source
     sessions = sorted(source.sessions(), key=lambda s: (s.started, s.id), reverse=True)
-    cache_dir = ctx.options.get("cache_dir")
-    keep = bool(cache_dir) and ctx.options.get("page_cache", True)
-    index = ConceptIndex(TextCache(Path(cache_dir) / TEXT_CACHE if keep else None))
+    index = ConceptIndex(TextCache(cache_path(ctx, TEXT_CACHE)))
     index.add_page("Audit", AUDIT, ["审计", "audit page"])
     index.add_page("Persona and hot memory", PERSONA, ["persona", "hot memory", "热记忆", "人格"])
     directory_urls = bool(ctx.options.get("use_directory_urls", False))
@@ -180,11 +178,16 @@ def layer_version(ctx: BuildContext, layer: str, records: object) -> str:
     return key_of(records)
 
 
-def memo_path(ctx: BuildContext, name: str) -> Path | None:
-    """Where a builder keeps its pages across builds (see plugins.pagememo); None when caches are off."""
+def cache_path(ctx: BuildContext, name: str) -> Path | None:
+    """A file in the plugin's cache folder; None when caches are off (no cache_dir, or page_cache: false)."""
     cache_dir = ctx.options.get("cache_dir")
     keep = bool(cache_dir) and ctx.options.get("page_cache", True)
-    return Path(cache_dir) / "memo" / f"{name}.marshal" if keep else None
+    return Path(cache_dir) / name if keep else None
+
+
+def memo_path(ctx: BuildContext, name: str) -> Path | None:
+    """Where a builder keeps its pages across builds (see plugins.pagememo)."""
+    return cache_path(ctx, f"memo/{name}.marshal")
 
 
 def site(ctx: BuildContext) -> Site:
