@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from markdown_it.token import Token
@@ -29,11 +30,13 @@ _SLUG_DASH = re.compile(r"[\s_-]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1 << 16)  # a build asks for the same names many times (every link, every page title)
 def norm(name: str) -> str:
     """The comparison key of a name: NFKC, case-folded, spaces collapsed."""
     return _SPACE.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip()
 
 
+@lru_cache(maxsize=1 << 16)
 def slugify(text: str, fallback: str = "") -> str:
     """A URL- and anchor-safe slug that keeps CJK and other letters: `长期记忆库`, `embed-01`.
 
@@ -210,9 +213,17 @@ class ConceptIndex:
                     continue
                 concept.backlinks.append(Backlink(source.src_uri, source.anchor, source.title, found.sentence))
 
-    def digest(self) -> str:
+    def digest(self, built_from: str | None = None) -> str:
         """A hash of how names resolve: every name and entity to its page, and each page's heading anchors
-        (what a rendered link depends on besides its own text)."""
+        (what a rendered link depends on besides its own text).
+
+        `built_from`: a key of the wiki pages and entities this index was built from (their layers'
+        fingerprints). Every name that resolves to a wiki, entity or built-in page follows from them; any
+        other name resolves to the wanted concept of its own slug (`wanted/<slug>.md`: a name with the slug of
+        an earlier one resolves to that one by the slug), so a link to it reads the same whatever else is
+        wanted. The hash is then that key alone, and stays put when a memory links to a new wanted name."""
+        if built_from is not None:
+            return hashlib.sha1(f"names:{built_from}".encode()).hexdigest()
         digest = hashlib.sha1()
         for key, c in sorted(self._by_key.items()):
             digest.update(f"{key}\0{c.src_uri}\0{c.kind}\0{sorted(c.anchors.items())}\n".encode())

@@ -28,6 +28,8 @@ from plugins.pages import GeneratedPage
 from plugins.render import page_url
 
 MANIFEST = f"manifest.v{marshal.version}.marshal"  # marshal: ~5x faster than JSON for this big dict
+NAV = "nav.json"  # the navigation of the last build
+LINK_THREADS = 4
 ASSETS = "assets"  # builders' asset files, named by the hash of their content
 _CODE = Path(__file__).resolve().parent
 
@@ -39,12 +41,16 @@ def _version(name: str) -> str:
         return "?"
 
 
-def layout_fingerprint(config: MkDocsConfig) -> str:
-    """Changes whenever something other than a page's own Markdown could change its HTML."""
-    digest = hashlib.sha1()
+def _nav_json(nav: Any) -> str:  # noqa: ANN401 - MkDocs' nav setting
+    return json.dumps(nav, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def layout_fingerprint(config: MkDocsConfig, nav: Any = None) -> str:  # noqa: ANN401 - MkDocs' nav setting
+    """Changes whenever something other than a page's own Markdown could change its HTML (`nav`: the
+    navigation, when it is not yet in `config`)."""
+    digest = hashlib.sha1(_nav_json(nav if nav is not None else config.nav).encode())
     if config.config_file_path and Path(config.config_file_path).is_file():
         digest.update(Path(config.config_file_path).read_bytes())
-    digest.update(json.dumps(config.nav, sort_keys=True, default=str, ensure_ascii=False).encode())
     digest.update(f"{config.use_directory_urls}:{_version('mkdocs')}:{_version('mkdocs-material')}".encode())
     for path in sorted(_CODE.rglob("*")):
         if path.is_file() and path.suffix in (".py", ".css", ".js", ".html"):
@@ -90,6 +96,27 @@ def link_file(pair: tuple[str, str]) -> None:
         os.link(source, dest)
 
 
+def link_files(pairs: list[tuple[str, str]]) -> None:
+    """`link_file` each pair."""
+    for pair in pairs:
+        link_file(pair)
+
+
+def _listing(folder: Path) -> set[str]:
+    """The names in a folder (none when it is missing)."""
+    try:
+        return set(os.listdir(folder))
+    except OSError:
+        return set()
+
+
+def _load_nav(path: Path) -> Any:  # noqa: ANN401 - MkDocs' nav setting
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def load_manifest(folder: Path) -> dict[str, dict[str, Any]]:
     """src_uri -> {"fp", "layout", "search"} of the pages cached in `folder` ({} when none or damaged)."""
     try:
@@ -106,7 +133,10 @@ class PageCache:
     def __init__(self, folder: Path, config: MkDocsConfig) -> None:
         self.folder = folder
         self.config = config
-        self.layout = layout_fingerprint(config)
+        # Pages are looked up before the plugin has made the navigation from them (see plugins.pagememo): until
+        # `settle_layout`, the layout is the one with the last build's navigation, or with the configured one.
+        self._nav = config.nav if config.nav else _load_nav(folder / NAV)
+        self.layout = layout_fingerprint(config, self._nav)
         self.manifest = load_manifest(folder)
         self.seen: set[str] = set()
         self.hits: list[str] = []
@@ -115,30 +145,48 @@ class PageCache:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-pagecache")
         self._pending: list[Future[None]] = []
         self.assets: dict[str, Path] = {}  # dest_uri -> cache file, see put_asset
-        self._asset_paths: set[Path] = set()
+        self._assets_used: set[str] = set()  # their names in the cache's asset folder
+        # what the cache folder holds, listed once (a stat per page was a tenth of a 10k rebuild)
+        self._html_files = _listing(folder)
+        self._asset_files = _listing(folder / ASSETS)
 
     def html_path(self, src_uri: str) -> Path:
         """Where the cache keeps this page's HTML."""
         return self.folder / _html_name(src_uri)
 
+    def settle_layout(self) -> bool:
+        """The layout with the navigation now in the config; False when it is not the one assumed until now."""
+        layout = layout_fingerprint(self.config)
+        same = layout == self.layout
+        self.layout = layout
+        return same
+
+    def reusable(self, src_uri: str, fingerprint: str) -> bool:
+        """True when last build's HTML of the page with this fingerprint is here, made with this layout."""
+        entry = self.manifest.get(src_uri)
+        return (
+            entry is not None
+            and entry.get("fp") == fingerprint
+            and entry.get("layout") == self.layout
+            and _html_name(src_uri) in self._html_files
+        )
+
     def lookup(self, page: GeneratedPage) -> bool:
         """True when last build's HTML for this page can be reused (nothing it depends on changed)."""
         self.seen.add(page.src_uri)
-        entry = self.manifest.get(page.src_uri)
-        if not entry or entry.get("fp") != page.fingerprint or entry.get("layout") != self.layout:
-            return False
-        if not self.html_path(page.src_uri).is_file():
+        if not self.reusable(page.src_uri, page.fingerprint):
             return False
         self.hits.append(page.src_uri)
         return True
 
     def put_asset(self, dest_uri: str, content: bytes) -> None:
         """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
-        path = self.folder / ASSETS / hashlib.sha1(content).hexdigest()
-        if path not in self._asset_paths and not path.is_file():
+        name = hashlib.sha1(content).hexdigest()
+        path = self.folder / ASSETS / name
+        if name not in self._assets_used and name not in self._asset_files:
             self._pending.append(self._writer.submit(_write, path, content))
         self.assets[dest_uri] = path
-        self._asset_paths.add(path)
+        self._assets_used.add(name)
 
     def begin(self, page: Page) -> None:
         """Remember where this page's search entries start (called in on_page_context, before the search plugin)."""
@@ -177,9 +225,10 @@ class PageCache:
         for parent in {os.path.dirname(dest) for dest, _ in pairs}:
             os.makedirs(parent, exist_ok=True)
         if link:
-            try:  # the links are metadata writes: a few threads keep the disk busy
-                with ThreadPoolExecutor(max_workers=4, thread_name_prefix="memwiki-link") as pool:
-                    list(pool.map(link_file, pairs, chunksize=256))
+            try:  # the links are metadata writes: a few threads keep the disk busy (one task each: a
+                # future per link cost more than the link)
+                with ThreadPoolExecutor(max_workers=LINK_THREADS, thread_name_prefix="memwiki-link") as pool:
+                    list(pool.map(link_files, [pairs[i::LINK_THREADS] for i in range(LINK_THREADS)]))
                 return
             except OSError:
                 pass  # another file system, or no hard links there: copy instead
@@ -208,9 +257,9 @@ class PageCache:
                 self.manifest.pop(src_uri)
                 self.html_path(src_uri).unlink(missing_ok=True)
                 changed = True
-        if (self.folder / ASSETS).is_dir():
-            for path in (self.folder / ASSETS).iterdir():  # assets no page uses any more
-                if path not in self._asset_paths:
-                    path.unlink(missing_ok=True)
+        for name in self._asset_files - self._assets_used:  # assets no page uses any more
+            (self.folder / ASSETS / name).unlink(missing_ok=True)
         if changed or not (self.folder / MANIFEST).is_file():
             _write(self.folder / MANIFEST, marshal.dumps(self.manifest))
+        if _nav_json(self.config.nav) != _nav_json(self._nav) or not (self.folder / NAV).is_file():
+            _write(self.folder / NAV, _nav_json(self.config.nav))

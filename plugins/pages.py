@@ -21,11 +21,16 @@ class GeneratedPage:
     section: str = ""  # section index it is listed on ("concepts", "sessions", ...); "" = top level
     in_nav: bool = False  # only a few pages go into the navigation; the rest hang off section indexes
     meta: dict[str, Any] = field(default_factory=dict)  # "lexical": False keeps it out of the theme's text search
+    # changes when the page's content changes (used to skip unchanged pages on rebuild); made from the title and
+    # the Markdown unless given
+    fingerprint: str = ""
+    # a page kept from the last build whose Markdown was not made again: its final HTML is in the page cache
+    # (see plugins.pagememo), so `markdown` is empty and the page must not be rendered
+    hollow: bool = False
 
-    @property
-    def fingerprint(self) -> str:
-        """Changes when the page's content changes (used to skip unchanged pages on rebuild)."""
-        return hashlib.sha1(f"{self.title}\0{self.markdown}".encode()).hexdigest()
+    def __post_init__(self) -> None:
+        if not self.fingerprint:
+            object.__setattr__(self, "fingerprint", hashlib.sha1(f"{self.title}\0{self.markdown}".encode()).hexdigest())
 
 
 @dataclass(frozen=True)

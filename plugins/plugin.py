@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urljoin
 
+from jinja2 import Environment, FileSystemBytecodeCache
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
@@ -50,6 +51,7 @@ from plugins.searchentries import EntryMaker, strip_search_attrs
 log = logging.getLogger("mkdocs.plugins.memwiki")
 ASSETS = Path(__file__).resolve().parent / "assets"
 LAYERS = "layers"  # in cache_dir: each layer's records, see plugins.layercache
+JINJA = "jinja"  # in cache_dir: the theme's compiled templates
 SEGMENTS = "segments.json"  # Chinese runs segmented for the search index, see plugins.searchentries
 CSS = "assets/memwiki/memwiki.css"
 JS = "assets/memwiki/memwiki.js"
@@ -111,6 +113,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.entries: EntryMaker | None = None  # search entries of generated pages (instead of the search plugin's)
         self.nonce = new_nonce()
         self.link_pages = False
+        self.hollow: list[str] = []  # pages the builders did not make again (see plugins.pagememo)
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         # generated pages are left out of the navigation on purpose: do not list each one at INFO level
@@ -124,10 +127,27 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     def _base_dir(self, config: MkDocsConfig) -> Path:
         return Path(config.config_file_path).resolve().parent if config.config_file_path else Path.cwd()
 
-    def _context(self, config: MkDocsConfig) -> BuildContext:
+    def _cache_dir(self, config: MkDocsConfig) -> Path:
+        return self._base_dir(config) / self.config.cache_dir
+
+    def _build(self, config: MkDocsConfig, reuse: bool) -> tuple[BuildContext, list[GeneratedPage], list[Any]]:
+        """Read the source, run every builder; `reuse`: builders may give back pages whose HTML is cached."""
+        self.ctx = ctx = self._context(config, reuse)
+        try:
+            pages, assets = build_all(ctx)
+        except MemwikiError as exc:
+            raise PluginError(f"memwiki: {exc}") from None
+        if isinstance(ctx.source, CachedSource):
+            ctx.source.save()
+            log.info("memwiki: layers read from the source: %s", ", ".join(ctx.source.reads) or "none")
+        return ctx, pages, assets
+
+    def _context(self, config: MkDocsConfig, reuse: bool = False) -> BuildContext:
         base_dir = self._base_dir(config)
         options = dict(self.config)
-        options["cache_dir"] = str(base_dir / self.config.cache_dir)
+        options["cache_dir"] = str(self._cache_dir(config))
+        if reuse and self.cache is not None:
+            options["reusable_page"] = self.cache.reusable
         try:
             rules = PrivacyRules.from_options(self.config.privacy)
             source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir)
@@ -154,17 +174,19 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(-50)  # after other plugins have added their files
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
-        self.ctx = ctx = self._context(config)
-        try:
-            pages, assets = build_all(ctx)
-        except MemwikiError as exc:
-            raise PluginError(f"memwiki: {exc}") from None
-        if isinstance(ctx.source, CachedSource):
-            ctx.source.save()
-            log.info("memwiki: layers read from the source: %s", ", ".join(ctx.source.reads) or "none")
-        if not config.nav:
+        self.cache = PageCache(self._cache_dir(config) / "pages", config) if self.config.page_cache else None
+        ctx, pages, assets = self._build(config, reuse=True)
+        nav_given = bool(config.nav)
+        if not nav_given:
             config.nav = self._nav(pages, files)
-        self.cache = PageCache(Path(ctx.options["cache_dir"]) / "pages", config) if self.config.page_cache else None
+        if self.cache is not None and not self.cache.settle_layout() and any(p.hollow for p in pages):
+            # the navigation is not the last build's, so no cached page can be used: make them all
+            log.info("memwiki: the navigation changed; every page is made again")
+            ctx, pages, assets = self._build(config, reuse=False)
+            if not nav_given:
+                config.nav = self._nav(pages, files)
+            self.cache.settle_layout()
+        self.hollow = [p.src_uri for p in pages if p.hollow]
         self.generated = {}
         self.blocks = {}
         self.fast, self.probes, self.shells = [], {}, {}
@@ -193,6 +215,11 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
                 continue
             if self.cache is not None and not page.in_nav and self.cache.lookup(page):
                 continue  # last build's HTML is put into the site in on_post_build
+            if page.hollow:  # a builder's memo promised the cached HTML (plugins.pagememo)
+                raise PluginError(
+                    f"memwiki: {page.src_uri} came from a builder's memo but its cached HTML cannot be used; "
+                    f"remove {self._cache_dir(config)} and build again"
+                )
             if fast and not page.in_nav and fast_path_ok(page.src_uri):
                 self.fast.append(page)
                 self.probes.setdefault(posixpath.join(shell_folder(page.src_uri), f"{probe_name(self.nonce)}.md"), "")
@@ -204,7 +231,12 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.probes[probe] = posixpath.dirname(probe)
             files.append(File.generated(config, probe, content=probe_markdown(self.nonce)))
         if self.cache is not None:
-            log.info("memwiki: %d generated pages, %d reused from the cache", len(pages), len(self.cache.hits))
+            log.info(
+                "memwiki: %d generated pages, %d reused from the cache (%d not made again)",
+                len(pages),
+                len(self.cache.hits),
+                len(self.hollow),
+            )
         self._report_audit(ctx)
         return files
 
@@ -279,6 +311,15 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         if generated is not None and self.cache is not None and not generated.in_nav:
             self.cache.store(generated, page, output)
         return output
+
+    def on_env(self, env: Environment, /, *, config: MkDocsConfig, files: Files) -> Environment:
+        """Keep the theme's compiled templates across builds (compiling them was a tenth of a 10k rebuild).
+        Jinja keys each one by its name and the checksum of its source, so an edited template is compiled anew."""
+        if self.config.page_cache and env.bytecode_cache is None:
+            folder = Path(self._base_dir(config)) / self.config.cache_dir / JINJA
+            folder.mkdir(parents=True, exist_ok=True)
+            env.bytecode_cache = FileSystemBytecodeCache(str(folder))
+        return env
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.link_pages = command == "build" and not dirty  # see PageCache.restore

@@ -3,6 +3,7 @@ string-only relative links, and memory text rendered once and reused across buil
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import posixpath
 from pathlib import Path
@@ -10,7 +11,8 @@ from pathlib import Path
 import markdown
 
 from memory.snapshot import WikiPage
-from plugins.concepts import ConceptIndex
+from plugins import cachefile
+from plugins.concepts import ConceptIndex, TextSource
 from plugins.rawblocks import join, split
 from plugins.render import TextRenderer, block, href, page_url
 from plugins.textcache import TextCache
@@ -66,7 +68,7 @@ def _index(texts: TextCache) -> ConceptIndex:
 
 def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
     text = "# Alpha\n\nSee [[阿尔法#use|the use]] and [[Nowhere]]; `[[code]]` stays.\n\n## Notes\n"
-    path = tmp_path / "texts.json"
+    path = tmp_path / "texts.marshal"
     first = TextCache(path)
     renderer = TextRenderer(_index(first))
     out1 = [renderer.html(text, p) for p in ("concepts/x.md", "memory/wing/a/b.md")]
@@ -88,9 +90,25 @@ def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
 
 
 def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
-    path = tmp_path / "texts.json"
-    path.write_text('{"version": "old", "texts": {"k": {"links": []}}}', encoding="utf-8")
+    path = tmp_path / "texts.marshal"
+    key = hashlib.sha1(b"x").hexdigest()
+    cachefile.dump(path, "old", {key: {"kind": 0}})  # saved by other code
     cache = TextCache(path)
     assert cache.derived("x", "kind", lambda: 1) == 1 and cache.misses == 1
-    path.write_text("not json", encoding="utf-8")
+    cachefile.dump(path, cache.version, {key: {"kind": 0}})  # the same code: reused
+    assert TextCache(path).derived("x", "kind", lambda: 1) == 0
+    path.write_text("not marshal", encoding="utf-8")
     assert TextCache(path).derived("x", "kind", lambda: 2) == 2
+
+
+def test_a_link_reads_the_same_whatever_else_is_wanted() -> None:
+    """What concept pages' memo keys rely on (ConceptIndex.digest with `built_from`): besides the wiki pages
+    and entities, a link's HTML depends only on its own text, not on which other names are wanted."""
+    text = "See [[Nowhere]], [[nowhere]], [[No Where#Part]] and [[阿尔法]]."
+    rendered = []
+    for others in (["[[Elsewhere]] then [[Nowhere Else]]"], ["[[nowhere-else]]", "[[Nowhere]]", "[[???]]"], []):
+        index = _index(TextCache())
+        index.scan(TextSource("memory/x.md", f"m-{n}", "x", t) for n, t in enumerate(others))
+        rendered.append(TextRenderer(index).html(text, "concepts/y.md"))
+    assert rendered[0] == rendered[1] == rendered[2]
+    assert rendered[0].count("mw-wanted") == 3 and 'href="wanted/nowhere.html"' in rendered[0]

@@ -6,6 +6,7 @@ import html
 import json
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -24,17 +25,25 @@ HREF = re.compile(r'<a class="mw-wikilink( mw-wanted)?" href="([^"]+)"')
 
 
 def build_site(
-    site_dir: Path, cache_dir: Path, *, strict: bool = False, site_url: str | None = None, **plugin_options: object
+    site_dir: Path,
+    cache_dir: Path,
+    *,
+    strict: bool = False,
+    site_url: str | None = None,
+    docs_dir: str | None = None,
+    **plugin_options: object,
 ) -> tuple[Any, Abort | None]:
     """Build mkdocs.yml of the repo into `site_dir`, with the plugin's cache in `cache_dir`.
 
-    Returns the plugin instance (to look at what it rendered) and the Abort of a failed strict build."""
+    Returns what the plugin did in this build (see `Built`) and the Abort of a failed strict build."""
     shared = ROOT / ".cache" / "memwiki" / "use"  # the browser embedder export, keyed by its own content hash
     shared.mkdir(parents=True, exist_ok=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
     if not (cache_dir / "use").exists():
         (cache_dir / "use").symlink_to(shared, target_is_directory=True)
     extra = {"site_url": site_url} if site_url else {}
+    if docs_dir is not None:
+        extra["docs_dir"] = docs_dir
     config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(site_dir), strict=strict, **extra)
     plugin = config.plugins["memwiki"]
     plugin.config.cache_dir = str(cache_dir)
@@ -44,10 +53,36 @@ def build_site(
     try:
         build(config)
     except Abort as exc:
-        return plugin, exc
+        return Built.of(plugin), exc
     finally:
         config.plugins.on_shutdown()
-    return plugin, None
+    return Built.of(plugin), None
+
+
+@dataclass(frozen=True)
+class Built:
+    """What the plugin did in one build. MkDocs keeps one plugin instance per process and the next build
+    overwrites its state, so tests look at this copy."""
+
+    generated: dict[str, Any]  # src_uri -> GeneratedPage rendered by MkDocs
+    fast: list[str]  # pages made from a folder's shell
+    hits: list[str]  # pages whose cached HTML was reused
+    hollow: list[str]  # pages the builders did not make again
+    reads: list[str]  # layers read from the source (the others came from the layer cache)
+    text_misses: int  # memory texts parsed or rendered again
+
+    @classmethod
+    def of(cls, plugin: Any) -> Built:  # noqa: ANN401 - the MkDocs plugin
+        from plugins.builders import site as shared
+
+        return cls(
+            generated=dict(plugin.generated),
+            fast=[p.src_uri for p in plugin.fast],
+            hits=list(plugin.cache.hits) if plugin.cache is not None else [],
+            hollow=list(plugin.hollow),
+            reads=list(getattr(plugin.ctx.source, "reads", [])),
+            text_misses=shared(plugin.ctx).index.texts.misses,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -225,11 +260,14 @@ def test_strict_build_fails_on_configured_audit_error(rebuilt: tuple[Path, Any, 
 def test_rebuild_renders_only_what_changed(rebuilt: tuple[Path, Any, Abort | None]) -> None:
     site, plugin, _ = rebuilt
     # rendered again, by MkDocs or from a folder's shell (section indexes always are)
-    rendered = {u for u, p in plugin.generated.items() if not p.in_nav} | {p.src_uri for p in plugin.fast}
-    reused = set(plugin.cache.hits)
+    rendered = {u for u, p in plugin.generated.items() if not p.in_nav} | set(plugin.fast)
+    reused = set(plugin.hits)
     assert "memory/category/technical.md" in rendered  # the changed memory's page
     assert "concepts/wanted/rebuild-probe.md" in rendered  # the new stub it links to
     assert "concepts/juniper.md" in reused and "sessions/s-1015-kb.md" in reused
+    # and their Markdown was not made again: the builders' memos knew their inputs had not changed
+    assert {"concepts/juniper.md", "sessions/s-1015-kb.md"} <= set(plugin.hollow)
+    assert "concepts/embed-01.md" not in plugin.hollow
     assert len(rendered) <= 5 and len(reused) > 40, rendered
     assert "Rebuild check: <a" in (site / "memory" / "category" / "technical.html").read_text(encoding="utf-8")
     assert "concepts/embed-01.md" in rendered  # it has a new backlink (made again, not taken from the memo)
@@ -241,7 +279,7 @@ def test_rebuild_renders_only_what_changed(rebuilt: tuple[Path, Any, Abort | Non
 
 def test_rebuild_reads_only_the_layer_that_changed(rebuilt: tuple[Path, Any, Abort | None]) -> None:
     _, plugin, _ = rebuilt
-    assert plugin.ctx.source.reads == ["memories"]  # graph, sessions and wiki came from the layer cache
+    assert plugin.reads == ["memories"]  # graph, sessions and wiki came from the layer cache
 
 
 def test_rebuild_after_a_wiki_edit_shows_it(demo_build: Path, tmp_path: Path) -> None:
@@ -253,10 +291,29 @@ def test_rebuild_after_a_wiki_edit_shows_it(demo_build: Path, tmp_path: Path) ->
     shutil.copytree(demo_build / "cache", cache, symlinks=True)
     plugin, error = build_site(tmp_path / "site", cache, store=str(store_dir), demo_src=None)
     assert error is None, error
-    reads = set(plugin.ctx.source.reads)  # (L2 too when another test's build left its own L2 in the cache)
+    reads = set(plugin.reads)  # (L2 too when another test's build left its own L2 in the cache)
     assert "wiki" in reads and not reads & {"graph", "sessions"}
     pages = [p for p in (tmp_path / "site" / "concepts").rglob("*.html") if "wiki-edit-probe" in p.read_text("utf-8")]
     assert pages
+
+
+def test_a_new_navigation_makes_every_page_again(
+    demo_build: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pages are looked up before the navigation is made from them; when it then differs from the last build's
+    (a hand-written page was added), no cached page fits and every page is made and rendered again."""
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "site_src", docs)
+    (docs / "nav-probe.md").write_text("# Nav probe\n\nA hand-written page.\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    shutil.copytree(demo_build / "cache", cache, symlinks=True)
+    with caplog.at_level("INFO", logger="mkdocs.plugins.memwiki"):
+        plugin, error = build_site(tmp_path / "site", cache, docs_dir=str(docs))
+    assert error is None, error
+    assert "the navigation changed" in caplog.text
+    assert not plugin.hollow and not plugin.hits
+    juniper = (tmp_path / "site" / "concepts" / "juniper.html").read_text(encoding="utf-8")
+    assert 'href="../nav-probe.html"' in juniper and 'id="backlinks"' in juniper
 
 
 def test_page_cache_keeps_each_pages_own_search_entries(demo_build: Path) -> None:
@@ -282,11 +339,4 @@ def test_rebuild_search_index_has_every_page_once(rebuilt: tuple[Path, Any, Abor
     assert not any(p.startswith("memory/category/") for p in pages)
     backlinks = [d for d in docs if d["location"] == "concepts/juniper.html#backlinks"]
     assert backlinks and not backlinks[0]["text"]  # other pages' sentences are not indexed again here
-    assert plugin.ctx is not None
-    assert site_texts(plugin).misses <= 5  # memory text was parsed again only where it changed
-
-
-def site_texts(plugin: Any) -> Any:
-    from plugins.builders import site as shared
-
-    return shared(plugin.ctx).index.texts
+    assert plugin.text_misses <= 5  # memory text was parsed again only where it changed

@@ -17,7 +17,7 @@ from typing import Any
 
 from memory.snapshot import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
 from plugins.concepts import ConceptIndex, TextSource, slugify
-from plugins.pagememo import key_of
+from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
 from plugins.render import TextRenderer
 from plugins.textcache import TextCache
@@ -33,7 +33,7 @@ AUDIT = "audit.md"
 GRAPH = "graph/index.md"
 SEARCH = "search/index.md"
 PER_PAGE = 40
-TEXT_CACHE = "texts.json"  # in cache_dir: what was derived from each memory text (see plugins.textcache)
+TEXT_CACHE = "texts.marshal"  # in cache_dir: what was derived from each memory text (see plugins.textcache)
 
 BuildResult = tuple[list[GeneratedPage], list[GeneratedAsset]]
 
@@ -178,6 +178,16 @@ def layer_version(ctx: BuildContext, layer: str, records: object) -> str:
     return key_of(records)
 
 
+def names_version(ctx: BuildContext, s: Site) -> str:
+    """How every name resolves in this build (see ConceptIndex.digest): what each page's links depend on
+    besides the page's own text."""
+    cached = ctx.__dict__.get("_memwiki_names")
+    if cached is None:
+        built_from = key_of(layer_version(ctx, "wiki", s.wiki), layer_version(ctx, "graph", s.entities))
+        cached = ctx.__dict__["_memwiki_names"] = s.index.digest(built_from)
+    return cached
+
+
 def cache_path(ctx: BuildContext, name: str) -> Path | None:
     """A file in the plugin's cache folder; None when caches are off (no cache_dir, or page_cache: false)."""
     cache_dir = ctx.options.get("cache_dir")
@@ -185,9 +195,10 @@ def cache_path(ctx: BuildContext, name: str) -> Path | None:
     return Path(cache_dir) / name if keep else None
 
 
-def memo_path(ctx: BuildContext, name: str) -> Path | None:
-    """Where a builder keeps its pages across builds (see plugins.pagememo)."""
-    return cache_path(ctx, f"memo/{name}.marshal")
+def page_memo(ctx: BuildContext, name: str) -> PageMemo:
+    """A builder's memo of its pages across builds (see plugins.pagememo); the plugin gives the page cache's
+    `reusable_page`."""
+    return PageMemo(cache_path(ctx, f"memo/{name}.marshal"), ctx.options.get("reusable_page"))
 
 
 def site(ctx: BuildContext) -> Site:

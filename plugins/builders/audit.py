@@ -118,7 +118,7 @@ def findings(ctx: BuildContext) -> list[Finding]:
         subject = names.get(t.subject, t.subject_name or t.subject)
         return f"{subject} {t.predicate} {names.get(t.object, t.object_name or t.object)}"
 
-    for group in conflicts(s.triples):
+    for group in _conflicts(ctx):
         c = s.index.for_entity(group[0].subject)
         objects = " | ".join(names.get(t.object, t.object) for t in group)
         subject = names.get(group[0].subject, group[0].subject)
@@ -174,9 +174,17 @@ TITLES = {
 }
 
 
-def _conflict_table(s: Site) -> str:
+def _conflicts(ctx: BuildContext) -> list[list[Triple]]:
+    """`conflicts` of this build's facts (found once: the findings and the audit page both list them)."""
+    cached = ctx.__dict__.get("_memwiki_conflicts")
+    if cached is None:
+        cached = ctx.__dict__["_memwiki_conflicts"] = conflicts(site(ctx).triples)
+    return cached
+
+
+def _conflict_table(s: Site, groups: list[list[Triple]]) -> str:
     rows = []
-    for group in conflicts(s.triples):
+    for group in groups:
         for t in group:
             c = s.index.for_entity(t.subject)
             subj = esc(s.entity_names.get(t.subject, t.subject))
@@ -223,7 +231,7 @@ def build(ctx: BuildContext) -> BuildResult:
             md += "\nNone.\n"
             continue
         if kind == "conflicts":
-            md += _conflict_table(s)
+            md += _conflict_table(s, _conflicts(ctx))
             continue
         lis = []
         for f in items:

@@ -13,12 +13,13 @@ from plugins.builders import (
     Site,
     frontmatter,
     layer_version,
-    memo_path,
+    names_version,
+    page_memo,
     safe_title,
     site,
 )
 from plugins.concepts import Concept, norm
-from plugins.pagememo import PageMemo, key_of
+from plugins.pagememo import key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
 
@@ -183,13 +184,13 @@ def build(ctx: BuildContext) -> BuildResult:
     listed = sorted((c for c in s.index.concepts if c.kind != "page"), key=lambda c: norm(c.title))
     # every concept page also depends on how links resolve, on the graph (facts, neighbours) and on URL style
     world = key_of(
-        s.index.digest(),
+        names_version(ctx, s),
         layer_version(ctx, "graph", (s.entities, s.triples)),
         s.directory_urls,
         entity_section is not None,
         ctx.options.get("graph_max_nodes"),
     )
-    memo = PageMemo(memo_path(ctx, "concepts"))
+    memo = page_memo(ctx, "concepts")
     pages = [
         memo.page(c.src_uri, key_of(world, _inputs(c)), lambda c=c: concept_page(ctx, s, c, entity_section))
         for c in listed

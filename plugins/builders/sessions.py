@@ -27,12 +27,16 @@ from plugins.builders import (
     BuildResult,
     Site,
     frontmatter,
+    layer_version,
     log,
     message_anchor,
+    names_version,
+    page_memo,
     safe_title,
     session_uri,
     site,
 )
+from plugins.pagememo import key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
 from plugins.wikilinks import find_links
@@ -320,8 +324,25 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     digester = digester_of(ctx, s)
-    mentions = _Mentions(s)
-    pages = [_digest_page(s, digester, mentions, session) for session in s.sessions]
+    mentions: list[_Mentions] = []  # made on the first page the memo does not have
+
+    def make(session: Session) -> GeneratedPage:
+        if not mentions:
+            mentions.append(_Mentions(s))
+        return _digest_page(s, digester, mentions[0], session)
+
+    # a digest page also depends on how names resolve and on the facts that cite its session
+    world = key_of(names_version(ctx, s), layer_version(ctx, "graph", s.triples), s.directory_urls, digester.method)
+    memo = page_memo(ctx, "sessions")
+    pages = [
+        memo.page(
+            session_uri(session.id),
+            key_of(world, session, s.messages.get(session.id, [])),
+            lambda session=session: make(session),
+        )
+        for session in s.sessions
+    ]
+    memo.save()
     pages = _timeline(s, digester) + pages
     digester.save()
     ctx.notes.append(f"Session digests chosen with {digester.method}.")
