@@ -182,6 +182,44 @@ class ConceptIndex:
         self._claim(concept, [entity.name, entity.id, slugify(entity.name or entity.id)])
         return concept
 
+    # -- kept across builds -------------------------------------------------------------------------
+    def export(self, wiki: Sequence[WikiPage], entities: Sequence[Entity]) -> tuple:
+        """The index as plain data (for plugins.cachefile), before any scan: wiki pages and entities by their
+        position in `wiki` and `entities`, the lists it was built from."""
+        assert not any(c.backlinks or c.wanted for c in self.concepts), "export the index before scanning"
+        wiki_at = {id(page): i for i, page in enumerate(wiki)}
+        entity_at = {id(entity): i for i, entity in enumerate(entities)}
+        position = {id(c): i for i, c in enumerate(self.concepts)}
+        concepts = [
+            (
+                c.title,
+                c.src_uri,
+                c.kind,
+                c.aliases,
+                c.tags,
+                c.anchors,
+                wiki_at[id(c.wiki)] if c.wiki is not None else -1,
+                entity_at[id(c.entity)] if c.entity is not None else -1,
+            )
+            for c in self.concepts
+        ]
+        by_key = {key: position[id(c)] for key, c in self._by_key.items()}
+        by_entity = {eid: position[id(c)] for eid, c in self._by_entity.items()}
+        return concepts, by_key, by_entity, sorted(self._uris)
+
+    def restore(self, saved: tuple, wiki: Sequence[WikiPage], entities: Sequence[Entity]) -> None:
+        """Take back what `export` gave for the same `wiki` and `entities` (an empty index only)."""
+        assert not self.concepts, "restore into an empty index"
+        concepts, by_key, by_entity, uris = saved
+        for title, src_uri, kind, aliases, tags, anchors, w, e in concepts:
+            concept = Concept(title, src_uri, kind, tuple(aliases), tuple(tags), anchors=dict(anchors))
+            concept.wiki = wiki[w] if w >= 0 else None
+            concept.entity = entities[e] if e >= 0 else None
+            self.concepts.append(concept)
+        self._by_key = {key: self.concepts[i] for key, i in by_key.items()}
+        self._by_entity = {eid: self.concepts[i] for eid, i in by_entity.items()}
+        self._uris = set(uris)
+
     # -- lookups ----------------------------------------------------------------------------------
     def resolve(self, target: str) -> Concept | None:
         """The concept a target names (title, alias or slug, case-insensitive), or None."""

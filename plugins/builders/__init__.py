@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.snapshot import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
+from plugins import cachefile
 from plugins.concepts import ConceptIndex, TextSource, slugify
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
@@ -33,6 +34,7 @@ AUDIT = "audit.md"
 GRAPH = "graph/index.md"
 SEARCH = "search/index.md"
 PER_PAGE = 40
+INDEX_CACHE = "concept-index.marshal"  # in cache_dir: the concept index before the scan (see _fill_index)
 TEXT_CACHE = "texts.marshal"  # in cache_dir: what was derived from each memory text (see plugins.textcache)
 
 BuildResult = tuple[list[GeneratedPage], list[GeneratedAsset]]
@@ -131,8 +133,6 @@ def _read(ctx: BuildContext) -> Site:
     source = ctx.source
     sessions = sorted(source.sessions(), key=lambda s: (s.started, s.id), reverse=True)
     index = ConceptIndex(TextCache(cache_path(ctx, TEXT_CACHE)))
-    index.add_page("Audit", AUDIT, ["审计", "audit page"])
-    index.add_page("Persona and hot memory", PERSONA, ["persona", "hot memory", "热记忆", "人格"])
     directory_urls = bool(ctx.options.get("use_directory_urls", False))
     site = Site(
         info=source.info(),
@@ -154,11 +154,8 @@ def _read(ctx: BuildContext) -> Site:
     from plugins.builders.sessions import digester_of  # session digests embed in a thread from here on
 
     digester_of(ctx, site).prefetch([site.messages.get(x.id, []) for x in sessions])
-    for page in site.wiki:
-        index.add_wiki(page)
-    for entity in site.entities:
-        index.add_entity(entity)
-        site.entity_names[entity.id] = entity.name or entity.id
+    _fill_index(ctx, site)
+    site.entity_names = {e.id: e.name or e.id for e in site.entities}
     for category, memories in site.by_category().items():
         for i, memory in enumerate(memories):
             site.memory_home[memory.id] = (
@@ -167,6 +164,31 @@ def _read(ctx: BuildContext) -> Site:
             )
     index.scan(site.texts())
     return site
+
+
+def _fill_index(ctx: BuildContext, site: Site) -> None:
+    """The concept index's pages, wiki pages and entities (before the scan for links): kept across builds by
+    the wiki and graph layers' fingerprints (making it was a tenth of a 10k-page rebuild)."""
+    fingerprints = getattr(ctx.source, "fingerprints", None)
+    path = cache_path(ctx, INDEX_CACHE)
+    keyed = path is not None and isinstance(fingerprints, dict) and {"wiki", "graph"} <= fingerprints.keys()
+    key = cachefile.version("concept-index", names_version(ctx, site)) if keyed else ""
+    saved = cachefile.load(path, key) if keyed and path is not None else None
+    index = site.index
+    if saved is not None:
+        try:
+            index.restore(saved, site.wiki, site.entities)
+            return
+        except (ValueError, TypeError, IndexError, KeyError):  # not what this code saves: made again
+            index.__init__(index.texts)
+    index.add_page("Audit", AUDIT, ["审计", "audit page"])
+    index.add_page("Persona and hot memory", PERSONA, ["persona", "hot memory", "热记忆", "人格"])
+    for page in site.wiki:
+        index.add_wiki(page)
+    for entity in site.entities:
+        index.add_entity(entity)
+    if keyed and path is not None:
+        cachefile.dump(path, key, index.export(site.wiki, site.entities))
 
 
 def layer_version(ctx: BuildContext, layer: str, records: object) -> str:

@@ -171,9 +171,10 @@ def _index(s: Site, listed: list[Concept]) -> list[GeneratedPage]:
 
 
 def _inputs(c: Concept) -> tuple:
-    """What a concept page is made from, besides what every concept page depends on (see build)."""
-    wiki = (c.wiki.path, c.wiki.title, c.wiki.body) if c.wiki is not None else None
-    entity = (c.entity.id, c.entity.name, c.entity.type) if c.entity is not None else None
+    """What a concept page is made from, besides what every concept page depends on (see build). Its wiki page
+    and entity are named, not spelled out: `world` holds the wiki and graph layers' versions."""
+    wiki = c.wiki.path if c.wiki is not None else None
+    entity = c.entity.id if c.entity is not None else None
     backlinks = sorted((b.src_uri, b.anchor, b.title, b.sentence) for b in c.backlinks)
     return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks)
 
