@@ -24,7 +24,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.pages import Page
 
 from plugins.cachefile import replace_file
-from plugins.pages import GeneratedPage
+from plugins.pages import GeneratedAsset, GeneratedPage
 from plugins.render import page_url
 
 MANIFEST = f"manifest.v{marshal.version}.marshal"  # marshal: ~5x faster than JSON for this big dict
@@ -179,9 +179,9 @@ class PageCache:
         self.hits.append(page.src_uri)
         return True
 
-    def put_asset(self, dest_uri: str, content: bytes) -> None:
+    def put_asset(self, asset: GeneratedAsset) -> None:
         """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
-        name = hashlib.sha1(content).hexdigest()
+        dest_uri, content, name = asset.dest_uri, asset.content, asset.digest
         path = self.folder / ASSETS / name
         if name not in self._assets_used and name not in self._asset_files:
             self._pending.append(self._writer.submit(_write, path, content))

@@ -39,6 +39,11 @@ class GeneratedAsset:
 
     dest_uri: str
     content: bytes
+    sha1: str = ""  # hex SHA-1 of `content`, when the builder has it at hand (made once per asset otherwise)
+
+    @property
+    def digest(self) -> str:
+        return self.sha1 or hashlib.sha1(self.content).hexdigest()
 
 
 @dataclass

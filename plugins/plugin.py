@@ -21,6 +21,7 @@ import contextlib
 import logging
 import posixpath
 import re
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urljoin
@@ -148,6 +149,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         options["cache_dir"] = str(self._cache_dir(config))
         if reuse and self.cache is not None:
             options["reusable_page"] = self.cache.reusable
+        # builders may fork (see plugins.fastwrite): on Linux, in a plain `mkdocs build`, unless told not to
+        options["fork"] = sys.platform.startswith("linux") and self.link_pages and self.config.render_workers != 1
         try:
             rules = PrivacyRules.from_options(self.config.privacy)
             source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir)
@@ -206,7 +209,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             if files.get_file_from_path(asset.dest_uri) is not None:
                 continue
             if self.cache is not None:
-                self.cache.put_asset(asset.dest_uri, asset.content)  # into the site with the reused pages
+                self.cache.put_asset(asset)  # into the site with the reused pages
             else:
                 files.append(File.generated(config, asset.dest_uri, content=asset.content))
         for page in pages:

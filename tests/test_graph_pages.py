@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
 import posixpath
 import re
 import subprocess
@@ -223,17 +225,41 @@ def _write(root: Path, assets: list[GeneratedAsset]) -> None:
 
 
 def test_graph_files_are_cached_until_the_graph_changes(tmp_path: Path) -> None:
+    cache = tmp_path / "cache" / "graph.marshal"
+
+    def saved_key() -> str:
+        return marshal.loads(cache.read_bytes())[0]
+
     with Store.init(tmp_path / "s") as st:
         st.graph.add_triple("Agent", "uses", "Chroma")
         options = {"cache_dir": str(tmp_path / "cache")}
-        first = {a.dest_uri: a.content for a in graph.build(BuildContext(st.reader(), options))[1]}
-        cached = list((tmp_path / "cache" / "graph").glob("*.json"))
-        assert len(cached) == 1
+        assets = graph.build(BuildContext(st.reader(), options))[1]
+        first = {a.dest_uri: a.content for a in assets}
+        assert all(a.digest == hashlib.sha1(a.content).hexdigest() for a in assets)  # content-addressed in the cache
+        key = saved_key()
         again = {a.dest_uri: a.content for a in graph.build(BuildContext(st.reader(), options))[1]}
-        assert again == first
+        assert again == first and saved_key() == key
         st.graph.add_triple("Agent", "runs_on", "GPU box")  # the graph changed: nothing stale may be served
         third = {a.dest_uri: a.content for a in graph.build(BuildContext(st.reader(), options))[1]}
     assert graph.entity_graph_uri("gpu_box") in third and graph.entity_graph_uri("gpu_box") not in first
     assert "runs_on" in third[graph.entity_graph_uri("agent")].decode()
-    assert list((tmp_path / "cache" / "graph").glob("*.json")) != cached
-    assert len(list((tmp_path / "cache" / "graph").glob("*.json"))) == 1
+    assert saved_key() != key
+
+
+def test_graph_files_drawn_in_a_forked_process_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first build with many entities draws the graph files in a forked process (graph.prepare) while the
+    other builders run; `build` then takes them from the cache that process left."""
+    monkeypatch.setattr(graph, "FORK_MIN_FILES", 1)  # the demo-sized graph counts as many here
+    with Store.init(tmp_path / "s") as st:
+        st.graph.add_triple("Agent", "uses", "Chroma")
+        st.graph.add_triple("Agent", "runs_on", "GPU box")
+        here = BuildContext(st.reader(), {"cache_dir": str(tmp_path / "c1")})
+        graph.prepare(here)  # no `fork` option: nothing started
+        assert "_memwiki_graph_drawing" not in here.__dict__
+        expected = {a.dest_uri: a.content for a in graph.build(here)[1]}
+        forked = BuildContext(st.reader(), {"cache_dir": str(tmp_path / "c2"), "fork": True})
+        graph.prepare(forked)
+        drawing = forked.__dict__["_memwiki_graph_drawing"]
+        got = {a.dest_uri: a.content for a in graph.build(forked)[1]}
+    assert drawing.exitcode == 0 and (tmp_path / "c2" / "graph.marshal").is_file()
+    assert got == expected and graph.entity_graph_uri("agent") in got

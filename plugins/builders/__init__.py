@@ -7,6 +7,7 @@ the records, the concept index with its backlinks, the text renderer and where e
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 from collections.abc import Callable, Iterator
@@ -246,6 +247,8 @@ def build_all(ctx: BuildContext) -> BuildResult:
     from plugins.builders import audit, concepts, home, persona, semantic, sessions
 
     site(ctx)
+    with contextlib.suppress(ModuleNotFoundError):  # the graph files may be drawn in a forked process meanwhile
+        importlib.import_module("plugins.builders.graph").prepare(ctx)
     builders: list[Callable[[BuildContext], BuildResult]] = [home.build, persona.build, semantic.build, sessions.build]
     for name in ("plugins.builders.graph", "plugins.builders.search"):
         build = _optional(name)

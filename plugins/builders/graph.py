@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
+import multiprocessing
 import re
 import unicodedata
 from collections import Counter, defaultdict
@@ -21,10 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.errors import MemwikiError
 from memory.snapshot import Entity, Triple
-from memory.textio import atomic_write_text, read_text
-from plugins.builders import site
+from plugins import cachefile
+from plugins.builders import cache_path, layer_version, log, site
 from plugins.concepts import slugify
 from plugins.graphviz import (
     ENDED_COLOR,
@@ -378,43 +377,46 @@ def _global_page(index: GraphIndex, sel: GlobalSelection, entity_url: EntityUrl,
 _CODE = (Path(__file__), Path(__file__).resolve().parent.parent / "graphviz.py")
 
 
-def _graph_key(index: GraphIndex, entity_url: EntityUrl, max_nodes: int) -> str:
+def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl, max_nodes: int) -> str:
     """A digest of everything the graph files depend on: entities, facts, page URLs, options, this code."""
     digest = hashlib.sha1(f"{max_nodes}\0{importlib.metadata.version('pyvis')}".encode())
     for path in _CODE:
         digest.update(path.read_bytes())
+    s = site(ctx)
+    digest.update(layer_version(ctx, "graph", (s.entities, s.triples)).encode())
     for eid in sorted(index.entities):
-        e = index.entities[eid]
-        digest.update(f"\1{eid}\0{e.name}\0{e.type}\0{entity_url(eid)}".encode())
-    for t in index.triples:
-        fields = (t.id, t.subject, t.predicate, t.object, t.valid_from, t.valid_to, t.source)
-        digest.update(("\2" + "\0".join(fields)).encode())
+        digest.update(f"\1{eid}\0{entity_url(eid)}".encode())
     return digest.hexdigest()
 
 
-def _cached_files(ctx: BuildContext, key: str, make: Callable[[], dict[str, str]]) -> dict[str, str]:
-    """The graph files of this key from `cache_dir/graph/` (a rebuild where the graph did not change then
-    neither imports pyvis nor draws anything), else made and stored there (older keys are dropped)."""
-    if not ctx.options.get("cache_dir"):
-        return make()
-    folder = Path(ctx.options["cache_dir"]) / "graph"
-    path = folder / f"{key}.json"
-    if path.is_file():
-        try:
-            return json.loads(read_text(path))
-        except (MemwikiError, ValueError):
-            pass  # a damaged cache file is rebuilt
-    files = make()
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(files, ensure_ascii=False))
-    for old in folder.glob("*.json"):
-        if old != path:
-            old.unlink(missing_ok=True)
-    return files
+FORK_MIN_FILES = 300  # fewer graph files than this are drawn in the build's own process
 
 
-def build(ctx: BuildContext, entity_url: EntityUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
-    """The global graph page and its file, one neighbourhood graph file per entity with facts, vis-network."""
+def _cached_files(ctx: BuildContext, key: str, make: Callable[[], dict[str, str]]) -> dict[str, tuple[str, str]]:
+    """The graph files of this key, each with the SHA-1 of its UTF-8 bytes, from `cache_dir/graph.marshal` (a
+    rebuild where the graph did not change then neither imports pyvis nor draws anything), else made and kept
+    there (replacing the files of an older key). Waits for the drawing `prepare` started, if any."""
+    path = cache_path(ctx, "graph.marshal")
+    drawing = ctx.__dict__.pop("_memwiki_graph_drawing", None)
+    if drawing is not None:
+        drawing.join()
+        if drawing.exitcode != 0:
+            log.warning(
+                "memwiki: drawing the graph in a forked process failed (exit %s); drawing it here", drawing.exitcode
+            )
+    files = cachefile.load(path, key) if path is not None else None
+    if isinstance(files, dict):
+        return files
+    made = {uri: (text, hashlib.sha1(text.encode("utf-8")).hexdigest()) for uri, text in make().items()}
+    if path is not None:
+        cachefile.dump(path, key, made)
+    return made
+
+
+def _drawing(
+    ctx: BuildContext, entity_url: EntityUrl | None
+) -> tuple[str, Callable[[], dict[str, str]], GlobalSelection]:
+    """The cache key of this build's graph files, the function that draws them, and the global selection."""
     entity_url = _entity_url_of(ctx, entity_url)
     index = graph_index(ctx)
     max_nodes = int(ctx.options.get("graph_max_nodes", DEFAULT_MAX_NODES))
@@ -426,8 +428,40 @@ def build(ctx: BuildContext, entity_url: EntityUrl | None = None) -> tuple[list[
             files[entity_graph_uri(eid)] = neighbourhood_html(index, eid, entity_url)
         return files
 
-    files = _cached_files(ctx, _graph_key(index, entity_url, max_nodes), make)
-    assets = list(vis_assets()) + [GeneratedAsset(uri, text.encode("utf-8")) for uri, text in files.items()]
+    return cachefile.version("graph", _graph_key(ctx, index, entity_url, max_nodes)), make, sel
+
+
+def prepare(ctx: BuildContext) -> None:
+    """When this build's graph files are many and not cached, start drawing them in a forked process (pyvis,
+    one file per entity: a large part of a first build), which leaves them in the cache for `build`; the
+    other builders run meanwhile. Only with `ctx.options["fork"]` (the plugin says when forking is safe)."""
+    path = cache_path(ctx, "graph.marshal")
+    if path is None or not ctx.options.get("fork") or "fork" not in multiprocessing.get_all_start_methods():
+        return
+    if len(graph_index(ctx).by_entity) < FORK_MIN_FILES:
+        return
+    key, make, _ = _drawing(ctx, None)
+    if cachefile.load(path, key) is not None:
+        return
+
+    def draw() -> None:
+        made = {uri: (text, hashlib.sha1(text.encode("utf-8")).hexdigest()) for uri, text in make().items()}
+        cachefile.dump(path, key, made)
+
+    drawing = multiprocessing.get_context("fork").Process(target=draw, name="memwiki-graph", daemon=True)
+    drawing.start()
+    ctx.__dict__["_memwiki_graph_drawing"] = drawing
+
+
+def build(ctx: BuildContext, entity_url: EntityUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
+    """The global graph page and its file, one neighbourhood graph file per entity with facts, vis-network."""
+    key, make, sel = _drawing(ctx, entity_url)
+    entity_url = _entity_url_of(ctx, entity_url)
+    index = graph_index(ctx)
+    max_nodes = int(ctx.options.get("graph_max_nodes", DEFAULT_MAX_NODES))
+    files = _cached_files(ctx, key, make)
+    assets = list(vis_assets())
+    assets += [GeneratedAsset(uri, text.encode("utf-8"), sha1) for uri, (text, sha1) in files.items()]
     page = GeneratedPage(
         GRAPH_PAGE,
         "Knowledge graph",
