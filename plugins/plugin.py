@@ -22,6 +22,7 @@ import logging
 import posixpath
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urljoin
@@ -115,6 +116,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.nonce = new_nonce()
         self.link_pages = False
         self.hollow: list[str] = []  # pages the builders did not make again (see plugins.pagememo)
+        self.times: dict[str, float] = {}  # where this build's time went, logged at its end
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         # generated pages are left out of the navigation on purpose: do not list each one at INFO level
@@ -133,11 +135,15 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     def _build(self, config: MkDocsConfig, reuse: bool) -> tuple[BuildContext, list[GeneratedPage], list[Any]]:
         """Read the source, run every builder; `reuse`: builders may give back pages whose HTML is cached."""
+        t0 = time.perf_counter()
         self.ctx = ctx = self._context(config, reuse)
+        t1 = time.perf_counter()
         try:
             pages, assets = build_all(ctx)
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
+        self.times["read"] = t1 - t0
+        self.times["builders"] = time.perf_counter() - t1
         if isinstance(ctx.source, CachedSource):
             ctx.source.save()
             log.info("memwiki: layers read from the source: %s", ", ".join(ctx.source.reads) or "none")
@@ -177,6 +183,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(-50)  # after other plugins have added their files
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
+        self.times = {}
         self.cache = PageCache(self._cache_dir(config) / "pages", config) if self.config.page_cache else None
         ctx, pages, assets = self._build(config, reuse=True)
         nav_given = bool(config.nav)
@@ -329,12 +336,17 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(50)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
+        t0 = time.perf_counter()
         self._write_fast_pages(config)
         if self.entries is not None:
             self.entries.save()
+        t1 = time.perf_counter()
         if self.cache is not None:
             self.cache.restore(Path(config.site_dir), self.link_pages)
             self.cache.finish()
+        self.times[f"{len(self.fast)} pages written"] = t1 - t0
+        self.times["cache"] = time.perf_counter() - t1
+        log.info("memwiki: seconds spent: %s", ", ".join(f"{k} {v:.1f}" for k, v in self.times.items()))
 
     def _write_fast_pages(self, config: MkDocsConfig) -> None:
         """Write the pages left to on_post_build (see plugins.pageshell, plugins.fastwrite), drop the probes."""

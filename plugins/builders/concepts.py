@@ -19,7 +19,7 @@ from plugins.builders import (
     site,
 )
 from plugins.concepts import Concept, norm
-from plugins.pagememo import key_of
+from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
 
@@ -121,7 +121,7 @@ def _item(s: Site, here: str, c: Concept) -> str:
     )
 
 
-def _index(s: Site, listed: list[Concept]) -> list[GeneratedPage]:
+def _index(s: Site, listed: list[Concept], memo: PageMemo) -> list[GeneratedPage]:
     wiki = [c for c in listed if c.wiki is not None]
     wanted = [c for c in listed if c.wanted]
     others = [c for c in listed if c.wiki is None and not c.wanted]
@@ -161,12 +161,14 @@ def _index(s: Site, listed: list[Concept]) -> list[GeneratedPage]:
     if len(chunks) > 1:
         for n, (uri, chunk) in enumerate(zip(list_uris, chunks, strict=True), 1):
             head = f"Concepts {n}/{len(chunks)}"
-            body = (
-                frontmatter(head)
-                + f"# {head}\n"
-                + block(f"<ul class='mw-columns'>{''.join(_item(s, uri, c) for c in chunk)}</ul>", cls="mw-index")
-            )
-            pages.append(GeneratedPage(uri, head, body, section="concepts", meta={"lexical": False}))  # titles only
+
+            def make(uri: str = uri, head: str = head, chunk: list[Concept] = chunk) -> GeneratedPage:
+                items = "".join(_item(s, uri, c) for c in chunk)
+                body = frontmatter(head) + f"# {head}\n" + block(f"<ul class='mw-columns'>{items}</ul>", cls="mw-index")
+                return GeneratedPage(uri, head, body, section="concepts", meta={"lexical": False})  # titles only
+
+            shown = [(c.title, c.src_uri, c.kind, c.entity.type if c.entity else "", len(c.backlinks)) for c in chunk]
+            pages.append(memo.page(uri, key_of(s.directory_urls, head, shown), make))
     return pages
 
 
@@ -196,5 +198,8 @@ def build(ctx: BuildContext) -> BuildResult:
         memo.page(c.src_uri, key_of(world, _inputs(c)), lambda c=c: concept_page(ctx, s, c, entity_section))
         for c in listed
     ]
+    lists = page_memo(ctx, "concept-lists")
+    index = _index(s, listed, lists)
+    lists.save()
     memo.save()
-    return _index(s, listed) + pages, []
+    return index + pages, []

@@ -392,43 +392,59 @@ def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl, max_
 FORK_MIN_FILES = 300  # fewer graph files than this are drawn in the build's own process
 
 
-def _cached_files(ctx: BuildContext, key: str, make: Callable[[], dict[str, str]]) -> dict[str, tuple[str, str]]:
-    """The graph files of this key, each with the SHA-1 of its UTF-8 bytes, from `cache_dir/graph.marshal` (a
-    rebuild where the graph did not change then neither imports pyvis nor draws anything), else made and kept
-    there (replacing the files of an older key). Waits for the drawing `prepare` started, if any."""
+Files = dict[str, tuple[bytes, str]]  # uri -> (content, its SHA-1)
+
+
+def _drawn(make: Callable[[], dict[str, str]]) -> Files:
+    return {uri: (data, hashlib.sha1(data).hexdigest()) for uri, data in ((u, t.encode()) for u, t in make().items())}
+
+
+def _cached_files(ctx: BuildContext, key: str, make: Callable[[], dict[str, str]]) -> Files:
+    """The graph files of this key from `cache_dir/graph.marshal` (a rebuild where the graph did not change
+    then neither imports pyvis nor draws anything), else made and kept there (replacing the files of an older
+    key). Waits for the drawing `prepare` started, if any."""
+    found_key, found = ctx.__dict__.pop("_memwiki_graph_files", ("", None))  # what `prepare` found in the cache
+    if found_key == key and found is not None:
+        return found
     path = cache_path(ctx, "graph.marshal")
     drawing = ctx.__dict__.pop("_memwiki_graph_drawing", None)
     if drawing is not None:
         drawing.join()
         if drawing.exitcode != 0:
-            log.warning(
-                "memwiki: drawing the graph in a forked process failed (exit %s); drawing it here", drawing.exitcode
-            )
+            log.warning("memwiki: the forked graph drawing failed (exit %s); drawing here", drawing.exitcode)
     files = cachefile.load(path, key) if path is not None else None
     if isinstance(files, dict):
         return files
-    made = {uri: (text, hashlib.sha1(text.encode("utf-8")).hexdigest()) for uri, text in make().items()}
+    made = _drawn(make)
     if path is not None:
         cachefile.dump(path, key, made)
     return made
 
 
-def _drawing(
-    ctx: BuildContext, entity_url: EntityUrl | None
-) -> tuple[str, Callable[[], dict[str, str]], GlobalSelection]:
-    """The cache key of this build's graph files, the function that draws them, and the global selection."""
-    entity_url = _entity_url_of(ctx, entity_url)
+Drawing = tuple[str, Callable[[], dict[str, str]], GlobalSelection]
+
+
+def _drawing(ctx: BuildContext, entity_url: EntityUrl | None) -> Drawing:
+    """The cache key of this build's graph files, the function that draws them, and the global selection
+    (worked out once per build for the build's own entity URLs)."""
+    planned = ctx.__dict__.get("_memwiki_graph_plan") if entity_url is None else None
+    if planned is not None:
+        return planned
+    urls = _entity_url_of(ctx, entity_url)
     index = graph_index(ctx)
     max_nodes = int(ctx.options.get("graph_max_nodes", DEFAULT_MAX_NODES))
     sel = select_global(index, max_nodes)
 
     def make() -> dict[str, str]:
-        files = {GLOBAL_HTML: _network(index, sel.nodes, sel.triples, GLOBAL_HTML, entity_url, big=True)}
+        files = {GLOBAL_HTML: _network(index, sel.nodes, sel.triples, GLOBAL_HTML, urls, big=True)}
         for eid in sorted(index.by_entity):
-            files[entity_graph_uri(eid)] = neighbourhood_html(index, eid, entity_url)
+            files[entity_graph_uri(eid)] = neighbourhood_html(index, eid, urls)
         return files
 
-    return cachefile.version("graph", _graph_key(ctx, index, entity_url, max_nodes)), make, sel
+    plan = (cachefile.version("graph", _graph_key(ctx, index, urls, max_nodes)), make, sel)
+    if entity_url is None:
+        ctx.__dict__["_memwiki_graph_plan"] = plan
+    return plan
 
 
 def prepare(ctx: BuildContext) -> None:
@@ -441,12 +457,13 @@ def prepare(ctx: BuildContext) -> None:
     if len(graph_index(ctx).by_entity) < FORK_MIN_FILES:
         return
     key, make, _ = _drawing(ctx, None)
-    if cachefile.load(path, key) is not None:
+    found = cachefile.load(path, key)
+    if isinstance(found, dict):
+        ctx.__dict__["_memwiki_graph_files"] = (key, found)
         return
 
     def draw() -> None:
-        made = {uri: (text, hashlib.sha1(text.encode("utf-8")).hexdigest()) for uri, text in make().items()}
-        cachefile.dump(path, key, made)
+        cachefile.dump(path, key, _drawn(make))
 
     drawing = multiprocessing.get_context("fork").Process(target=draw, name="memwiki-graph", daemon=True)
     drawing.start()
@@ -460,8 +477,7 @@ def build(ctx: BuildContext, entity_url: EntityUrl | None = None) -> tuple[list[
     index = graph_index(ctx)
     max_nodes = int(ctx.options.get("graph_max_nodes", DEFAULT_MAX_NODES))
     files = _cached_files(ctx, key, make)
-    assets = list(vis_assets())
-    assets += [GeneratedAsset(uri, text.encode("utf-8"), sha1) for uri, (text, sha1) in files.items()]
+    assets = list(vis_assets()) + [GeneratedAsset(uri, data, sha1) for uri, (data, sha1) in files.items()]
     page = GeneratedPage(
         GRAPH_PAGE,
         "Knowledge graph",

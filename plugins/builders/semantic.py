@@ -10,14 +10,18 @@ from plugins.builders import (
     Site,
     category_base,
     frontmatter,
+    layer_version,
     memory_anchor,
     message_anchor,
+    names_version,
+    page_memo,
     paged_uri,
     room_base,
     session_uri,
     site,
 )
 from plugins.builders.persona import category_badge
+from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
 
@@ -70,21 +74,27 @@ def _pager(base: str, page: int, pages: int, here: str, du: bool) -> str:
 
 
 def _listing(
-    s: Site, base: str, title: str, memories: list[Memory], section: str, with_room: bool
+    s: Site, memo: PageMemo, world: str, base: str, title: str, memories: list[Memory], with_room: bool
 ) -> list[GeneratedPage]:
+    """The pages of one category or room (`world`: what every listing depends on besides its memories)."""
     pages = max(1, -(-len(memories) // PER_PAGE))
     out = []
     for n in range(1, pages + 1):
         uri = paged_uri(base, n)
         chunk = memories[(n - 1) * PER_PAGE : n * PER_PAGE]
         head = f"{title} ({n}/{pages})" if pages > 1 else title
-        back = href(uri, MEMORY, directory_urls=s.directory_urls)
-        md = frontmatter(head) + f"# {md_esc(head)}\n\n"
-        md += f'<p class="mw-muted">{len(memories):,} memories · <a href="{esc(back)}">all of semantic memory</a></p>\n'
-        md += _pager(base, n, pages, uri, s.directory_urls)
-        md += block("".join(card(s, m, uri, with_room=with_room) for m in chunk), cls="mw-memories")
-        md += _pager(base, n, pages, uri, s.directory_urls)
-        out.append(GeneratedPage(uri, head, md, section=section, meta={"lexical": False}))  # the search page has them
+
+        def make(uri: str = uri, head: str = head, chunk: list[Memory] = chunk, n: int = n) -> GeneratedPage:
+            back = href(uri, MEMORY, directory_urls=s.directory_urls)
+            md = frontmatter(head) + f"# {md_esc(head)}\n\n"
+            all_link = f'<a href="{esc(back)}">all of semantic memory</a>'
+            md += f'<p class="mw-muted">{len(memories):,} memories · {all_link}</p>\n'
+            md += _pager(base, n, pages, uri, s.directory_urls)
+            md += block("".join(card(s, m, uri, with_room=with_room) for m in chunk), cls="mw-memories")
+            md += _pager(base, n, pages, uri, s.directory_urls)
+            return GeneratedPage(uri, head, md, section="memory", meta={"lexical": False})  # the search page has them
+
+        out.append(memo.page(uri, key_of(world, head, len(memories), pages, n, with_room, chunk), make))
     return out
 
 
@@ -94,10 +104,13 @@ def build(ctx: BuildContext) -> BuildResult:
     pages: list[GeneratedPage] = []
     cats = s.by_category()
     rooms = s.by_room()
+    memo = page_memo(ctx, "memory-listings")
+    world = key_of(names_version(ctx, s), du, layer_version(ctx, "sessions", s.sessions))  # cards link sessions
     for category, memories in cats.items():
-        pages += _listing(s, category_base(category), f"Category: {category}", memories, "memory", True)
+        pages += _listing(s, memo, world, category_base(category), f"Category: {category}", memories, True)
     for (wing, room), memories in rooms.items():
-        pages += _listing(s, room_base(wing, room), f"{wing or '—'} / {room or '—'}", memories, "memory", False)
+        pages += _listing(s, memo, world, room_base(wing, room), f"{wing or '—'} / {room or '—'}", memories, False)
+    memo.save()
 
     sunk = sum(1 for m in s.memories if m.sunk_at or m.source == "L1")
     md = frontmatter("Semantic memory") + "# Semantic memory\n\n"
