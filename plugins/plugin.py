@@ -38,6 +38,7 @@ from mkdocs.structure.pages import Page
 
 from memory.errors import MemwikiError
 from memory.snapshot import Memory, MemorySource
+from plugins import gcpolicy
 from plugins.builders import build_all, site
 from plugins.builders.audit import KINDS, TITLES, findings
 from plugins.fastwrite import WriteJob, write_pages
@@ -119,6 +120,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.times: dict[str, float] = {}  # where this build's time went, logged at its end
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        gcpolicy.freeze()  # the modules, MkDocs' and the theme's objects (see plugins.gcpolicy)
         # generated pages are left out of the navigation on purpose: do not list each one at INFO level
         if config.validation.nav.omitted_files == logging.INFO:
             config.validation.nav.omitted_files = logging.DEBUG
@@ -137,6 +139,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         """Read the source, run every builder; `reuse`: builders may give back pages whose HTML is cached."""
         t0 = time.perf_counter()
         self.ctx = ctx = self._context(config, reuse)
+        gcpolicy.freeze()  # the source's records and the caches stay to the end (see plugins.gcpolicy)
         t1 = time.perf_counter()
         try:
             pages, assets = build_all(ctx)
@@ -186,6 +189,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.times = {}
         self.cache = PageCache(self._cache_dir(config) / "pages", config) if self.config.page_cache else None
         ctx, pages, assets = self._build(config, reuse=True)
+        gcpolicy.freeze()  # and so do the pages
         nav_given = bool(config.nav)
         if not nav_given:
             config.nav = self._nav(pages, files)
@@ -333,6 +337,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.link_pages = command == "build" and not dirty  # see PageCache.restore
+
+    def on_shutdown(self) -> None:
+        gcpolicy.thaw()
 
     @event_priority(50)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
