@@ -3,9 +3,11 @@
 A build holds a large, long-lived heap (every layer's records, the text and page caches, the pages): each full
 collection walks all of it again, and they took about a quarter of a 10k-page rebuild. The plugin `freeze`s
 what it has loaded at a few points (those objects are then left out of later collections; reference
-counting still frees them) and `thaw`s at the end of the build, so a process that goes on (tests, `mkdocs
-serve`) collects as before. At interpreter exit everything is frozen first: the final collection would only
-walk a heap that is about to be freed anyway.
+counting still frees them) and `thaw`s at the end, so a process that goes on (tests) collects as before.
+`start` begins a build: after an earlier build in the same process (`mkdocs serve`), it first lets the
+collector see that build's objects and collects them, so nothing a build left behind stays frozen. At
+interpreter exit everything is frozen first: the final collection would only walk a heap that is about to
+be freed anyway.
 """
 
 from __future__ import annotations
@@ -13,18 +15,28 @@ from __future__ import annotations
 import atexit
 import gc
 
-_frozen = False
+_state = {"frozen": False, "exit_hook": False}
+
+
+def start() -> None:
+    """A build begins: collect what an earlier build in this process left, then freeze what is here (modules,
+    MkDocs' and the theme's objects)."""
+    if _state["frozen"]:
+        gc.unfreeze()
+        gc.collect()
+    freeze()
 
 
 def freeze() -> None:
-    """Leave every object allocated so far out of later collections (until `thaw`)."""
-    global _frozen
+    """Leave every object allocated so far out of later collections (until `thaw` or the next `start`)."""
     gc.freeze()
-    if not _frozen:
-        _frozen = True
-        atexit.register(gc.freeze)  # registered once per process
+    _state["frozen"] = True
+    if not _state["exit_hook"]:
+        _state["exit_hook"] = True
+        atexit.register(gc.freeze)
 
 
 def thaw() -> None:
     """Let the collector see every object again."""
     gc.unfreeze()
+    _state["frozen"] = False

@@ -120,7 +120,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.times: dict[str, float] = {}  # where this build's time went, logged at its end
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-        gcpolicy.freeze()  # the modules, MkDocs' and the theme's objects (see plugins.gcpolicy)
+        gcpolicy.start()  # see plugins.gcpolicy
         # generated pages are left out of the navigation on purpose: do not list each one at INFO level
         if config.validation.nav.omitted_files == logging.INFO:
             config.validation.nav.omitted_files = logging.DEBUG

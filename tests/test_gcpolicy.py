@@ -1,0 +1,37 @@
+"""The plugin's garbage-collector policy: frozen objects are skipped, and nothing a build left stays frozen."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from plugins import gcpolicy
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def _cycle() -> weakref.ref[Node]:
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # only the cyclic collector can free these
+    return weakref.ref(a)
+
+
+def test_a_new_build_collects_what_the_last_one_left_frozen() -> None:
+    try:
+        left = _cycle()
+        gcpolicy.freeze()  # as during a build
+        assert gc.get_freeze_count() > 0
+        gc.collect()
+        assert left() is not None  # frozen: not collected
+        gcpolicy.start()  # the next build in this process (mkdocs serve)
+        assert left() is None  # collected before freezing again
+        assert gc.get_freeze_count() > 0
+    finally:
+        gcpolicy.thaw()
+    assert gc.get_freeze_count() == 0
+    later = _cycle()
+    gc.collect()
+    assert later() is None  # thawed: the collector works as before
