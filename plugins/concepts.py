@@ -20,7 +20,7 @@ from markdown_it.token import Token
 
 from memory.snapshot import Entity, WikiPage
 from plugins.textcache import TextCache
-from plugins.wikilinks import WikiLink, find_links, scanner
+from plugins.wikilinks import WikiLink, link_rows, scanner
 
 CONCEPTS_DIR = "concepts"
 WANTED_DIR = "concepts/wanted"
@@ -241,15 +241,21 @@ class ConceptIndex:
         return concept
 
     def scan(self, sources: Iterable[TextSource]) -> None:
-        """Find every wikilink in these texts; record a backlink on each concept they reach."""
+        """Find every wikilink in these texts; record a backlink on each concept they reach (once per place)."""
+        targets: dict[str, Concept | None] = {}  # a name resolves the same way all through the scan
+        seen = {(id(c), b.src_uri, b.anchor) for c in self.concepts for b in c.backlinks}
         for source in sources:
-            for found in find_links(source.text, self.texts):
-                concept = self.link_target(found.link)
+            for target, heading, label, sentence in link_rows(source.text, self.texts):
+                if target in targets:
+                    concept = targets[target]
+                else:
+                    concept = targets[target] = self.link_target(WikiLink(target, heading, label))
                 if concept is None or concept.src_uri == source.src_uri:
                     continue
-                if any(b.src_uri == source.src_uri and b.anchor == source.anchor for b in concept.backlinks):
-                    continue
-                concept.backlinks.append(Backlink(source.src_uri, source.anchor, source.title, found.sentence))
+                place = (id(concept), source.src_uri, source.anchor)
+                if place not in seen:
+                    seen.add(place)
+                    concept.backlinks.append(Backlink(source.src_uri, source.anchor, source.title, sentence))
 
     def digest(self, built_from: str | None = None) -> str:
         """A hash of how names resolve: every name and entity to its page, and each page's heading anchors

@@ -15,7 +15,9 @@ import json
 import marshal
 import os
 import shutil
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -78,10 +80,11 @@ def output_path(src_uri: str, directory_urls: bool) -> str:
     return url + "index.html" if url.endswith("/") or not url else url
 
 
-def _write(path: Path, data: str | bytes) -> None:
+def _write(path: Path | str, data: str | bytes) -> None:
     replace_file(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
+@lru_cache(maxsize=1 << 16)  # asked twice per page (the builders' memos, then lookup)
 def _html_name(src_uri: str) -> str:
     return hashlib.sha1(src_uri.encode()).hexdigest() + ".html"
 
@@ -117,6 +120,24 @@ def _load_nav(path: Path) -> Any:  # noqa: ANN401 - MkDocs' nav setting
         return None
 
 
+def _put(pairs: list[tuple[str, str]], link: bool) -> None:
+    """Put each (dest, source) file into place: hard-linked when `link` and the file system allows, else copied."""
+    for parent in {os.path.dirname(dest) for dest, _ in pairs}:
+        os.makedirs(parent, exist_ok=True)
+    if link:
+        try:  # the links are metadata writes: a few threads keep the disk busy (one task each: a
+            # future per link cost more than the link)
+            with ThreadPoolExecutor(max_workers=LINK_THREADS, thread_name_prefix="memwiki-link") as pool:
+                list(pool.map(link_files, [pairs[i::LINK_THREADS] for i in range(LINK_THREADS)]))
+            return
+        except OSError:
+            pass  # another file system, or no hard links there: copy instead
+    for dest, source in pairs:
+        if os.path.lexists(dest):
+            os.unlink(dest)  # it may be a link to the cache file: never write through it
+        shutil.copyfile(source, dest)
+
+
 def load_manifest(folder: Path) -> dict[str, dict[str, Any]]:
     """src_uri -> {"fp", "layout", "search"} of the pages cached in `folder` ({} when none or damaged)."""
     try:
@@ -144,10 +165,12 @@ class PageCache:
         self._stored = False
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-pagecache")
         self._pending: list[Future[None]] = []
-        self.assets: dict[str, Path] = {}  # dest_uri -> cache file, see put_asset
+        self.assets: dict[str, str] = {}  # dest_uri -> cache file, see put_asset
         self._assets_used: set[str] = set()  # their names in the cache's asset folder
         # what the cache folder holds, listed once (a stat per page was a tenth of a 10k rebuild)
         self._html_files = _listing(folder)
+        self._restoring: threading.Thread | None = None  # see begin_restore
+        self._restore_failure: BaseException | None = None
         self._asset_files = _listing(folder / ASSETS)
 
     def html_path(self, src_uri: str) -> Path:
@@ -182,7 +205,7 @@ class PageCache:
     def put_asset(self, asset: GeneratedAsset) -> None:
         """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
         dest_uri, content, name = asset.dest_uri, asset.content, asset.digest
-        path = self.folder / ASSETS / name
+        path = f"{self.folder}/{ASSETS}/{name}"  # a string: 5k Path objects were a tenth of a second
         if name not in self._assets_used and name not in self._asset_files:
             self._pending.append(self._writer.submit(_write, path, content))
         self.assets[dest_uri] = path
@@ -210,35 +233,47 @@ class PageCache:
         self._stored = True
         self.manifest[generated.src_uri] = {"fp": generated.fingerprint, "layout": self.layout, "search": entries}
 
-    def restore(self, site_dir: Path, link: bool) -> None:
-        """Put the reused pages and the builders' assets into the site (MkDocs never sees them: no render, no copy).
+    def begin_restore(self, site_dir: Path, link: bool) -> None:
+        """Start putting the reused pages and the builders' assets into the site, in a thread, while MkDocs
+        renders the rest (MkDocs never sees these files: no render, no copy; they do not change any more in
+        this build, and MkDocs writes none of their paths).
 
         `link`: hard-link them from the cache (one metadata write per page) instead of copying. Only safe when
         nothing writes into site_dir in place afterwards (a plain `mkdocs build`, not `--dirty` or `serve`):
         the cache itself never rewrites a file in place (see `_write`)."""
-        self.drain()
+        if self._restoring is not None:
+            return
         folder, site = str(self.folder), str(site_dir)
         pairs = [  # plain strings: pathlib's overhead was most of this for 10k pages
             (f"{site}/{output_path(u, self.config.use_directory_urls)}", f"{folder}/{_html_name(u)}") for u in self.hits
         ]
-        pairs += [(f"{site}/{rel}", str(source)) for rel, source in self.assets.items()]
-        for parent in {os.path.dirname(dest) for dest, _ in pairs}:
-            os.makedirs(parent, exist_ok=True)
-        if link:
-            try:  # the links are metadata writes: a few threads keep the disk busy (one task each: a
-                # future per link cost more than the link)
-                with ThreadPoolExecutor(max_workers=LINK_THREADS, thread_name_prefix="memwiki-link") as pool:
-                    list(pool.map(link_files, [pairs[i::LINK_THREADS] for i in range(LINK_THREADS)]))
-                return
-            except OSError:
-                pass  # another file system, or no hard links there: copy instead
-        for dest, source in pairs:
-            if os.path.lexists(dest):
-                os.unlink(dest)  # it may be a link to the cache file: never write through it
-            shutil.copyfile(source, dest)
+        pairs += [(f"{site}/{rel}", source) for rel, source in self.assets.items()]
+        written = list(self._pending)  # the asset files among them
+
+        def run() -> None:
+            try:
+                for done in written:
+                    done.result()
+                _put(pairs, link)
+            except BaseException as exc:  # noqa: BLE001 - raised by restore(), on the build's thread
+                self._restore_failure = exc
+
+        self._restoring = threading.Thread(target=run, name="memwiki-restore")
+        self._restoring.start()
+
+    def restore(self, site_dir: Path, link: bool) -> None:
+        """Wait for `begin_restore` (begun now if it was not); raise what failed."""
+        self.begin_restore(site_dir, link)
+        self.drain()
 
     def drain(self) -> None:
-        """Wait for the cache writes of this build; raise the first that failed."""
+        """Wait for the cache writes and the restore of this build; raise the first that failed. (No thread of
+        the cache runs afterwards, so the build may fork.)"""
+        if self._restoring is not None:
+            self._restoring.join()
+            failure, self._restore_failure = self._restore_failure, None
+            if failure is not None:
+                raise failure
         self._writer.shutdown(wait=True)
         pending, self._pending = self._pending, []
         for done in pending:

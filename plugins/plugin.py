@@ -39,11 +39,12 @@ from mkdocs.structure.pages import Page
 from memory.errors import MemwikiError
 from memory.snapshot import Memory, MemorySource
 from plugins import gcpolicy
-from plugins.builders import build_all, site
+from plugins.builders import build_all, names_version, site
 from plugins.builders.audit import KINDS, TITLES, findings
 from plugins.fastwrite import WriteJob, write_pages
 from plugins.layercache import CachedSource
 from plugins.pagecache import PageCache, output_path, search_index
+from plugins.pagememo import key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.pageshell import PageShell, fast_path_ok, probe_markdown, probe_name, shell_folder
 from plugins.privacy import PrivacyFilter, PrivacyRules
@@ -181,6 +182,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             return f"{page_url(page, du)}#{anchor}" if page else ""
 
         options["entity_url"] = entity_url
+        options["entity_urls_version"] = lambda: key_of(names_version(ctx, s), du)  # what entity_url follows from
         options["memory_url"] = memory_url
         return ctx
 
@@ -216,15 +218,16 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.entries = EntryMaker(True, segments, dictionaries)
         for name in ("memwiki.css", "memwiki.js"):
             files.append(File.generated(config, f"assets/memwiki/{name}", content=(ASSETS / name).read_bytes()))
+        taken = {f.src_uri for f in files}  # (files.get_file_from_path per page was a tenth of a 10k rebuild)
         for asset in assets:
-            if files.get_file_from_path(asset.dest_uri) is not None:
+            if asset.dest_uri in taken:
                 continue
             if self.cache is not None:
                 self.cache.put_asset(asset)  # into the site with the reused pages
             else:
                 files.append(File.generated(config, asset.dest_uri, content=asset.content))
         for page in pages:
-            if files.get_file_from_path(page.src_uri) is not None:
+            if page.src_uri in taken:
                 log.info("memwiki: %s is hand-written in docs_dir; the generated page is skipped", page.src_uri)
                 continue
             if self.cache is not None and not page.in_nav and self.cache.lookup(page):
@@ -245,6 +248,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.probes[probe] = posixpath.dirname(probe)
             files.append(File.generated(config, probe, content=probe_markdown(self.nonce)))
         if self.cache is not None:
+            self.cache.begin_restore(Path(config.site_dir), self.link_pages)  # while MkDocs renders the rest
             log.info(
                 "memwiki: %d generated pages, %d reused from the cache (%d not made again)",
                 len(pages),

@@ -131,14 +131,22 @@ def links_in(tokens: list[Token]) -> list[Found]:
     ]
 
 
+def link_rows(text: str, texts: TextCache) -> list[list[str]]:
+    """`find_links` as plain rows [target, heading, label, sentence], memoised in `texts` (shared: never change
+    them)."""
+    if "[[" not in text:
+        return []
+
+    def compute() -> list[list[str]]:
+        return [[f.link.target, f.link.heading, f.link.label, f.sentence] for f in links_in(texts.parse(text))]
+
+    return texts.derived(text, "links", compute)
+
+
 def find_links(text: str, texts: TextCache | None = None) -> list[Found]:
     """Every wikilink of a Markdown text outside code, each with its sentence (`texts`: memoised there)."""
     if "[[" not in text:
         return []
     if texts is None:
         return links_in(scanner().parse(text))
-
-    def compute() -> list[list[str]]:
-        return [[f.link.target, f.link.heading, f.link.label, f.sentence] for f in links_in(texts.parse(text))]
-
-    return [Found(WikiLink(t, h, lab), sentence) for t, h, lab, sentence in texts.derived(text, "links", compute)]
+    return [Found(WikiLink(t, h, lab), sentence) for t, h, lab, sentence in link_rows(text, texts)]

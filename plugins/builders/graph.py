@@ -377,15 +377,21 @@ def _global_page(index: GraphIndex, sel: GlobalSelection, entity_url: EntityUrl,
 _CODE = (Path(__file__), Path(__file__).resolve().parent.parent / "graphviz.py")
 
 
-def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl, max_nodes: int) -> str:
-    """A digest of everything the graph files depend on: entities, facts, page URLs, options, this code."""
+def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl, max_nodes: int, own_urls: bool) -> str:
+    """A digest of everything the graph files depend on: entities, facts, page URLs, options, this code.
+    `own_urls`: the URLs are the context's `entity_url`, whose version the context gives as
+    `entity_urls_version` (when it does)."""
     digest = hashlib.sha1(f"{max_nodes}\0{importlib.metadata.version('pyvis')}".encode())
     for path in _CODE:
         digest.update(path.read_bytes())
     s = site(ctx)
     digest.update(layer_version(ctx, "graph", (s.entities, s.triples)).encode())
-    for eid in sorted(index.entities):
-        digest.update(f"\1{eid}\0{entity_url(eid)}".encode())
+    urls_version = ctx.options.get("entity_urls_version") if own_urls else None
+    if urls_version is not None:
+        digest.update(f"\1{urls_version()}".encode())
+    else:
+        for eid in sorted(index.entities):
+            digest.update(f"\1{eid}\0{entity_url(eid)}".encode())
     return digest.hexdigest()
 
 
@@ -441,7 +447,7 @@ def _drawing(ctx: BuildContext, entity_url: EntityUrl | None) -> Drawing:
             files[entity_graph_uri(eid)] = neighbourhood_html(index, eid, urls)
         return files
 
-    plan = (cachefile.version("graph", _graph_key(ctx, index, urls, max_nodes)), make, sel)
+    plan = (cachefile.version("graph", _graph_key(ctx, index, urls, max_nodes, entity_url is None)), make, sel)
     if entity_url is None:
         ctx.__dict__["_memwiki_graph_plan"] = plan
     return plan
