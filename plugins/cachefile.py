@@ -62,3 +62,70 @@ def load(path: Path, key: str) -> Any:  # noqa: ANN401 - plain data
     if isinstance(saved, tuple) and len(saved) == 2 and saved[0] == key:
         return saved[1]
     return None
+
+
+class JournaledDict:
+    """A large dict kept across builds in two files: `<path>` holds it as of some build, `<path>.journal`
+    what changed since (entries set, and keys dropped as None). Loading applies the journal; saving writes
+    only the journal, and writes the whole dict again (and no journal) once the journal passes a quarter of
+    the dict. A rebuild that changes a few entries of a 15 MB dict then writes kilobytes, not the 15 MB.
+    Each whole write starts a new generation (a random id), and a journal applies only to its own: a journal
+    left by a crash between the two writes, or from before the main file was lost, is ignored.
+
+    Values must be plain data and never None (None marks a dropped key)."""
+
+    FOLD = 0.25
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        self.journal_path = Path(f"{path}.journal")
+        self.key = key
+        self.data: dict = {}
+        self._generation = ""
+        self._journal: dict = {}
+        self._changed: dict = {}
+        self._whole = True  # no usable file: the next save writes the whole dict
+        base = load(path, key)
+        if isinstance(base, tuple) and len(base) == 2 and isinstance(base[1], dict):
+            self._generation, self.data = base
+            self._whole = False
+            journal = load(self.journal_path, key)
+            if isinstance(journal, tuple) and len(journal) == 2 and journal[0] == self._generation:
+                self._journal = journal[1]
+                for k, v in self._journal.items():
+                    if v is None:
+                        self.data.pop(k, None)
+                    else:
+                        self.data[k] = v
+
+    def set(self, k: object, value: object) -> None:
+        self.data[k] = value
+        self._changed[k] = value
+
+    def drop(self, k: object) -> None:
+        if self.data.pop(k, None) is not None:
+            self._changed[k] = None
+
+    def replace_all(self, data: dict) -> None:
+        """Make `data` the whole dict (written whole at the next save)."""
+        self.data = data
+        self._whole = True
+
+    def save(self) -> None:
+        """Write what changed since the last save (nothing when nothing did)."""
+        if not self._whole and not self._changed:
+            return
+        journal = {**self._journal, **self._changed}
+        if self._whole or len(journal) > self.FOLD * max(len(self.data), 1):
+            self._generation = os.urandom(8).hex()  # never the one of a journal left from before
+            written = dump(self.path, self.key, (self._generation, self.data))
+            self.journal_path.unlink(missing_ok=True)
+            self._journal = {}
+        else:
+            written = dump(self.journal_path, self.key, (self._generation, journal))
+            self._journal = journal
+        self._changed = {}
+        self._whole = not written
+        if not written:  # not plain data: no cache rather than a stale one
+            self.path.unlink(missing_ok=True)
+            self.journal_path.unlink(missing_ok=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import marshal
 import os
 import shutil
 import threading
@@ -25,11 +24,12 @@ from typing import Any
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.pages import Page
 
-from plugins.cachefile import replace_file
+from plugins import cachefile
+from plugins.cachefile import JournaledDict, replace_file
 from plugins.pages import GeneratedAsset, GeneratedPage
 from plugins.render import page_url
 
-MANIFEST = f"manifest.v{marshal.version}.marshal"  # marshal: ~5x faster than JSON for this big dict
+MANIFEST = "manifest.marshal"  # marshal (plugins.cachefile): ~5x faster than JSON for this big dict
 NAV = "nav.json"  # the navigation of the last build
 LINK_THREADS = 4
 ASSETS = "assets"  # builders' asset files, named by the hash of their content
@@ -138,13 +138,13 @@ def _put(pairs: list[tuple[str, str]], link: bool) -> None:
         shutil.copyfile(source, dest)
 
 
+def _manifest_file(folder: Path) -> JournaledDict:
+    return JournaledDict(folder / MANIFEST, cachefile.version("pages"))
+
+
 def load_manifest(folder: Path) -> dict[str, dict[str, Any]]:
     """src_uri -> {"fp", "layout", "search"} of the pages cached in `folder` ({} when none or damaged)."""
-    try:
-        manifest = marshal.loads((folder / MANIFEST).read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    return manifest if isinstance(manifest, dict) else {}
+    return _manifest_file(folder).data
 
 
 class PageCache:
@@ -158,11 +158,11 @@ class PageCache:
         # `settle_layout`, the layout is the one with the last build's navigation, or with the configured one.
         self._nav = config.nav if config.nav else _load_nav(folder / NAV)
         self.layout = layout_fingerprint(config, self._nav)
-        self.manifest = load_manifest(folder)
+        self._manifest = _manifest_file(folder)  # a few pages change per rebuild: a journal of them is saved
+        self.manifest = self._manifest.data
         self.seen: set[str] = set()
         self.hits: list[str] = []
         self._marks: dict[str, int] = {}
-        self._stored = False
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-pagecache")
         self._pending: list[Future[None]] = []
         self.assets: dict[str, str] = {}  # dest_uri -> cache file, see put_asset
@@ -230,8 +230,7 @@ class PageCache:
 
     def record(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
         """Note a page whose final HTML was written to `html_path` by someone else (plugins.fastwrite)."""
-        self._stored = True
-        self.manifest[generated.src_uri] = {"fp": generated.fingerprint, "layout": self.layout, "search": entries}
+        self._manifest.set(generated.src_uri, {"fp": generated.fingerprint, "layout": self.layout, "search": entries})
 
     def begin_restore(self, site_dir: Path, link: bool) -> None:
         """Start putting the reused pages and the builders' assets into the site, in a thread, while MkDocs
@@ -286,15 +285,11 @@ class PageCache:
             for src_uri in self.hits:
                 index.entries.extend(self.manifest[src_uri].get("search", []))
         self.drain()
-        changed = self._stored
-        for src_uri in list(self.manifest):
-            if src_uri not in self.seen:
-                self.manifest.pop(src_uri)
-                self.html_path(src_uri).unlink(missing_ok=True)
-                changed = True
+        for src_uri in [u for u in self.manifest if u not in self.seen]:
+            self._manifest.drop(src_uri)
+            self.html_path(src_uri).unlink(missing_ok=True)
         for name in self._asset_files - self._assets_used:  # assets no page uses any more
             (self.folder / ASSETS / name).unlink(missing_ok=True)
-        if changed or not (self.folder / MANIFEST).is_file():
-            _write(self.folder / MANIFEST, marshal.dumps(self.manifest))
+        self._manifest.save()
         if _nav_json(self.config.nav) != _nav_json(self._nav) or not (self.folder / NAV).is_file():
             _write(self.folder / NAV, _nav_json(self.config.nav))

@@ -21,14 +21,15 @@ from plugins.wikilinks import scanner
 
 
 class TextCache:
-    """Memoises `compute()` per (text, kind); `path`: the JSON file it persists to (None: this build only)."""
+    """Memoises `compute()` per (text, kind); `path`: the file it persists to (None: this build only)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self.version = cachefile.version("texts")
-        saved = cachefile.load(path, self.version) if path is not None else None
-        self._old: dict[str, dict[str, Any]] = saved if isinstance(saved, dict) else {}
-        self._new: dict[str, dict[str, Any]] = {}  # what this build used (the only part saved)
+        self._store = cachefile.JournaledDict(path, self.version) if path is not None else None
+        self._old: dict[str, dict[str, Any]] = self._store.data if self._store is not None else {}
+        self._new: dict[str, dict[str, Any]] = {}  # what this build used
+        self._changed: set[str] = set()  # texts that got a new derived value in this build
         self._tokens: dict[str, list[Token]] = {}
         self.misses = 0
 
@@ -51,14 +52,21 @@ class TextCache:
         if kind in entry:
             return entry[kind]
         self.misses += 1
+        self._changed.add(key)
         value = entry[kind] = compute()
         if last:
             self._tokens.pop(text, None)
         return value
 
     def save(self) -> None:
-        """Write what this build used (nothing when it all came from the file and nothing was dropped)."""
-        if self.path is None or (not self.misses and len(self._new) == len(self._old)):
+        """Keep what this build derived anew (plugins.cachefile.JournaledDict: a few entries, not the whole file);
+        texts no build used lately are dropped when the file holds more than twice what this build used."""
+        if self._store is None:
             return
-        if not cachefile.dump(self.path, self.version, self._new):
-            self.path.unlink(missing_ok=True)  # not plain data: no cache rather than a stale one
+        if len(self._old) > 2 * len(self._new):
+            self._store.replace_all(self._new)
+        else:
+            for key in self._changed:
+                self._store.set(key, self._new[key])
+        self._changed.clear()
+        self._store.save()

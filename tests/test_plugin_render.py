@@ -95,7 +95,9 @@ def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
     cachefile.dump(path, "old", {key: {"kind": 0}})  # saved by other code
     cache = TextCache(path)
     assert cache.derived("x", "kind", lambda: 1) == 1 and cache.misses == 1
-    cachefile.dump(path, cache.version, {key: {"kind": 0}})  # the same code: reused
+    same = cachefile.JournaledDict(path, cache.version)  # saved by the same code: reused
+    same.replace_all({key: {"kind": 0}})
+    same.save()
     assert TextCache(path).derived("x", "kind", lambda: 1) == 0
     path.write_text("not marshal", encoding="utf-8")
     assert TextCache(path).derived("x", "kind", lambda: 2) == 2
