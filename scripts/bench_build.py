@@ -4,7 +4,8 @@ For each size N (concepts), a store is generated through the real store API (`me
 wiki concept pages (Markdown with frontmatter and [[wikilinks]], a few to concepts that have no page),
 N/2 graph entities with ~1.5 facts each (some ended, some superseded), N/10 L2 memories (embedded with
 the store's USE embedder) and N/100 sessions of 8 messages. It is built with `mkdocs build` and Material
-(navigation.prune), cold (none of the plugin's caches) `--runs` times, then rebuilt after one memory changed (warm page
+(navigation.prune), cold (none of the plugin's caches; the last run's site and caches are renamed away, see
+`set_aside`) `--runs` times, then rebuilt after one memory changed (warm page
 cache), `--runs` times. The baseline is a plain `mkdocs build` of N ordinary Markdown pages with the same
 theme, features and search plugin, in the same script.
 
@@ -309,16 +310,24 @@ def site_stats(site: Path) -> dict[str, float]:
     }
 
 
-def clear_caches(cache: Path) -> None:
+def set_aside(path: Path, trash: Path) -> None:
+    """Move `path` out of the way, into `trash` (emptied at the end of the benchmark, not now).
+
+    Deleting some 25k files just before a cold build made ext4 slow to create the build's own files: for about
+    30 s after a delete, its inode allocator skips the freed inodes one by one (`recently_deleted`), which
+    added 7-10 s of kernel time to every cold build here. A first build on a fresh checkout never meets that,
+    so the old site and caches are renamed away and deleted only after the last measurement."""
+    if path.exists() or path.is_symlink():
+        trash.mkdir(parents=True, exist_ok=True)
+        path.rename(trash / f"{path.name}-{time.monotonic_ns()}")
+
+
+def clear_caches(cache: Path, trash: Path) -> None:
     """Everything the plugin keeps between builds (pages, texts, layers, memos...), but the browser model export
-    (made once per install, shared by every project)."""
+    (made once per install, shared by every project): set aside into `trash`."""
     for child in cache.iterdir() if cache.is_dir() else []:
-        if child.name == "use":
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+        if child.name != "use":
+            set_aside(child, trash)
 
 
 def change_one_memory(store_path: Path, run: int) -> None:
@@ -354,11 +363,22 @@ def bench_size(
     print(f"[{n}] store ready ({time.perf_counter() - t0:.0f}s): {store}", file=sys.stderr)
     project = write_memwiki_project(base / "memwiki", store, page_cache)
     site = base / "memwiki" / "site"
+    trash = base / "trash"  # see set_aside
+    shutil.rmtree(trash, ignore_errors=True)
+    try:
+        return _measure(n, runs, profile, baseline, base, store, project, site, trash)
+    finally:
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def _measure(
+    n: int, runs: int, profile: bool, baseline: bool, base: Path, store: Path, project: Path, site: Path, trash: Path
+) -> list[dict[str, object]]:
     rows = []
     cold = []
     for r in range(runs):
-        shutil.rmtree(site, ignore_errors=True)
-        clear_caches(base / "memwiki" / "cache")
+        set_aside(site, trash)
+        clear_caches(base / "memwiki" / "cache", trash)
         cold.append(run_build(project, site))
         b = cold[-1]
         line = f"[{n}] memwiki cold build {r + 1}: {b.seconds:.1f}s ({b.cpu_s:.0f}s CPU), {b.peak_mb:.0f} MB"
@@ -382,15 +402,15 @@ def bench_size(
         plain_site = base / "plain" / "site"
         plain_builds = []
         for r in range(runs):
-            shutil.rmtree(plain_site, ignore_errors=True)
+            set_aside(plain_site, trash)
             plain_builds.append(run_build(plain, plain_site))
             print(f"[{n}] plain build {r + 1}: {plain_builds[-1].seconds:.1f}s", file=sys.stderr)
         pstats = site_stats(plain_site)
         rows.append(_row("plain mkdocs + material (baseline)", int(pstats["pages"]), plain_builds, pstats))
     if profile:
         out = base / "build.prof"
-        shutil.rmtree(site, ignore_errors=True)
-        clear_caches(base / "memwiki" / "cache")
+        set_aside(site, trash)
+        clear_caches(base / "memwiki" / "cache", trash)
         run_build(project, site, profile=out)
         print_profile(out)
     return rows
