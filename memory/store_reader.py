@@ -42,7 +42,10 @@ def _walk(root: str, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
             if entry.is_dir(follow_symlinks=False):
                 yield from _walk(entry.path, rel + "/")
             elif entry.is_file():
-                yield rel, entry.stat()
+                try:
+                    yield rel, entry.stat()
+                except FileNotFoundError:  # a journal file SQLite removed meanwhile
+                    continue
 
 
 def _layer_files() -> dict[str, tuple[str, ...]]:

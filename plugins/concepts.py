@@ -24,6 +24,7 @@ from plugins.wikilinks import WikiLink, link_rows, scanner
 
 CONCEPTS_DIR = "concepts"
 WANTED_DIR = "concepts/wanted"
+_RESERVED = re.compile(r"concepts/(index|list-\d+)\.md")  # the concept list pages (plugins.builders.concepts)
 _SLUG_DROP = re.compile(r"[^\w\s-]", re.UNICODE)
 _SLUG_SEP = re.compile(r"[./:\\]+")
 _SLUG_DASH = re.compile(r"[\s_-]+", re.UNICODE)
@@ -131,7 +132,7 @@ class ConceptIndex:
     def _uri(self, folder: str, name: str, fallback: str) -> str:
         slug = slugify(name, fallback)
         uri, n = f"{folder}/{slug}.md", 2
-        while uri in self._uris:
+        while uri in self._uris or _RESERVED.fullmatch(uri):
             uri, n = f"{folder}/{slug}-{n}.md", n + 1
         self._uris.add(uri)
         return uri

@@ -121,6 +121,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.times: dict[str, float] = {}  # where this build's time went, logged at its end
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        self._forget_last_build()
         gcpolicy.start()  # see plugins.gcpolicy
         # generated pages are left out of the navigation on purpose: do not list each one at INFO level
         if config.validation.nav.omitted_files == logging.INFO:
@@ -182,7 +183,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             return f"{page_url(page, du)}#{anchor}" if page else ""
 
         options["entity_url"] = entity_url
-        options["entity_urls_version"] = lambda: key_of(names_version(ctx, s), du)  # what entity_url follows from
+        options["entity_urls_version"] = key_of(names_version(ctx, s), du)  # what entity_url follows from
         options["memory_url"] = memory_url
         return ctx
 
@@ -198,6 +199,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         if self.cache is not None and not self.cache.settle_layout() and any(p.hollow for p in pages):
             # the navigation is not the last build's, so no cached page can be used: make them all
             log.info("memwiki: the navigation changed; every page is made again")
+            del ctx, pages, assets
+            self.ctx = None
+            gcpolicy.start()  # the first attempt is garbage now
             ctx, pages, assets = self._build(config, reuse=False)
             if not nav_given:
                 config.nav = self._nav(pages, files)
@@ -230,6 +234,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             if page.src_uri in taken:
                 log.info("memwiki: %s is hand-written in docs_dir; the generated page is skipped", page.src_uri)
                 continue
+            taken.add(page.src_uri)
             if self.cache is not None and not page.in_nav and self.cache.lookup(page):
                 continue  # last build's HTML is put into the site in on_post_build
             if page.hollow:  # a builder's memo promised the cached HTML (plugins.pagememo)
@@ -344,6 +349,16 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     def on_shutdown(self) -> None:
         gcpolicy.thaw()
+
+    def on_build_error(self, *, error: Exception) -> None:
+        if self.cache is not None:
+            with contextlib.suppress(Exception):  # MkDocs reports `error`; only stop writing into the site
+                self.cache.drain()
+
+    def _forget_last_build(self) -> None:
+        """Let go of what the last build in this process held (mkdocs serve), before the collector runs."""
+        self.ctx, self.cache, self.entries = None, None, None
+        self.generated, self.blocks, self.fast, self.probes, self.shells = {}, {}, [], {}, {}
 
     @event_priority(50)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:

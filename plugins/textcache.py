@@ -58,12 +58,13 @@ class TextCache:
             self._tokens.pop(text, None)
         return value
 
-    def save(self) -> None:
-        """Keep what this build derived anew (plugins.cachefile.JournaledDict: a few entries, not the whole file);
-        texts no build used lately are dropped when the file holds more than twice what this build used."""
+    def save(self, prune: bool = True) -> None:
+        """Keep what this build derived anew (plugins.cachefile.JournaledDict: a few entries, not the whole file).
+        `prune`: this build saw every text, so the texts it did not use are dropped when the file holds more
+        than twice what it used."""
         if self._store is None:
             return
-        if len(self._old) > 2 * len(self._new):
+        if prune and len(self._old) > 2 * len(self._new):
             self._store.replace_all(self._new)
         else:
             for key in self._changed:

@@ -114,3 +114,12 @@ def test_a_link_reads_the_same_whatever_else_is_wanted() -> None:
         rendered.append(TextRenderer(index).html(text, "concepts/y.md"))
     assert rendered[0] == rendered[1] == rendered[2]
     assert rendered[0].count("mw-wanted") == 3 and 'href="wanted/nowhere.html"' in rendered[0]
+
+
+def test_concepts_named_like_the_concept_list_pages_get_their_own_paths() -> None:
+    index = ConceptIndex(TextCache())
+    pages = [
+        index.add_wiki(WikiPage(path=f"{n}.md", title=n, aliases=(), tags=(), body="x")) for n in ("index", "list-2")
+    ]
+    assert [c.src_uri for c in pages] == ["concepts/index-2.md", "concepts/list-2-2.md"]
+    assert index.resolve("index") is pages[0]  # still reachable by its name

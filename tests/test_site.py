@@ -80,8 +80,8 @@ class Built:
             fast=[p.src_uri for p in plugin.fast],
             hits=list(plugin.cache.hits) if plugin.cache is not None else [],
             hollow=list(plugin.hollow),
-            reads=list(getattr(plugin.ctx.source, "reads", [])),
-            text_misses=shared(plugin.ctx).index.texts.misses,
+            reads=list(getattr(plugin.ctx.source, "reads", [])) if plugin.ctx is not None else [],
+            text_misses=shared(plugin.ctx).index.texts.misses if plugin.ctx is not None else 0,
         )
 
 

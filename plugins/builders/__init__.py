@@ -152,9 +152,6 @@ def _read(ctx: BuildContext) -> Site:
         today=ctx.options.get("today") or datetime.now(UTC).strftime("%Y-%m-%d"),
     )
     site.session_by_id = {x.id: x for x in sessions}
-    from plugins.builders.sessions import digester_of  # session digests embed in a thread from here on
-
-    digester_of(ctx, site).prefetch([site.messages.get(x.id, []) for x in sessions])
     _fill_index(ctx, site)
     site.entity_names = {e.id: e.name or e.id for e in site.entities}
     for category, memories in site.by_category().items():
@@ -249,6 +246,9 @@ def build_all(ctx: BuildContext) -> BuildResult:
     site(ctx)
     with contextlib.suppress(ModuleNotFoundError):  # the graph files may be drawn in a forked process meanwhile
         importlib.import_module("plugins.builders.graph").prepare(ctx)
+    # then (no thread may run while the build forks) session digests embed in a thread while the others build
+    s = site(ctx)
+    sessions.digester_of(ctx, s).prefetch([s.messages.get(x.id, []) for x in s.sessions])
     builders: list[Callable[[BuildContext], BuildResult]] = [home.build, persona.build, semantic.build, sessions.build]
     for name in ("plugins.builders.graph", "plugins.builders.search"):
         build = _optional(name)
@@ -263,7 +263,8 @@ def build_all(ctx: BuildContext) -> BuildResult:
         p, a = build(ctx)
         pages += p
         assets += a
-    site(ctx).index.texts.save()
+    # a build that kept pages without making them did not see every text: it must not drop the unseen ones
+    site(ctx).index.texts.save(prune=not any(p.hollow for p in pages))
     return pages, assets
 
 

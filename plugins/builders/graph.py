@@ -388,7 +388,7 @@ def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl, max_
     digest.update(layer_version(ctx, "graph", (s.entities, s.triples)).encode())
     urls_version = ctx.options.get("entity_urls_version") if own_urls else None
     if urls_version is not None:
-        digest.update(f"\1{urls_version()}".encode())
+        digest.update(f"\1{urls_version}".encode())
     else:
         for eid in sorted(index.entities):
             digest.update(f"\1{eid}\0{entity_url(eid)}".encode())

@@ -105,7 +105,9 @@ def build(ctx: BuildContext) -> BuildResult:
     cats = s.by_category()
     rooms = s.by_room()
     memo = page_memo(ctx, "memory-listings")
-    world = key_of(names_version(ctx, s), du, layer_version(ctx, "sessions", s.sessions))  # cards link sessions
+    world = key_of(
+        names_version(ctx, s), du, layer_version(ctx, "sessions", (s.sessions, s.messages))
+    )  # cards link messages
     for category, memories in cats.items():
         pages += _listing(s, memo, world, category_base(category), f"Category: {category}", memories, True)
     for (wing, room), memories in rooms.items():

@@ -136,6 +136,12 @@ class Digester:
             self._thread = threading.Thread(target=run, name="memwiki-digests", daemon=True)
             self._thread.start()
 
+    def wait(self) -> None:
+        """Wait for `prefetch` to end."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
     def key_turns(self, messages: list[Message]) -> list[int]:
         texts = [m.content for m in messages]
         if not texts:
@@ -143,9 +149,7 @@ class Digester:
         key, k = self._key(texts)
         if key in self.cache:
             return self.cache[key]
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self.wait()
         weights = np.array([1.0 if len(t.strip()) >= MIN_CHARS else 0.3 for t in texts])
         vectors = self._vectors.pop(key, None)
         if self._failure is not None and self._embed is not None:
@@ -224,7 +228,9 @@ def _touched(s: Site, mentions: _Mentions, session: Session, messages: list[Mess
             if concept is not None and concept.src_uri not in seen:
                 url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
                 cls = "mw-wikilink mw-wanted" if concept.wanted else "mw-wikilink"
-                seen[concept.src_uri] = f'<a class="{cls}" href="{esc(url)}">{esc(concept.title)}</a>'
+                # a wanted concept's title is whichever spelling the scan met first: the link's own is stable
+                label = found.link.target if concept.wanted else concept.title
+                seen[concept.src_uri] = f'<a class="{cls}" href="{esc(url)}">{esc(label)}</a>'
     for entity in mentions.entities_in("\n".join(m.content for m in messages).casefold()):
         concept = s.index.for_entity(entity.id)
         if concept is not None:
@@ -343,6 +349,7 @@ def build(ctx: BuildContext) -> BuildResult:
         for session in s.sessions
     ]
     memo.save()
+    digester.wait()  # nothing may run in a thread when the build forks later
     pages = _timeline(s, digester) + pages
     digester.save()
     ctx.notes.append(f"Session digests chosen with {digester.method}.")
