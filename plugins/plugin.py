@@ -32,7 +32,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
@@ -361,7 +361,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.generated, self.blocks, self.fast, self.probes, self.shells = {}, {}, [], {}, {}
 
     @event_priority(50)  # before the search plugin writes its index
-    def on_post_build(self, *, config: MkDocsConfig) -> None:
+    def _post_build_pages(self, *, config: MkDocsConfig) -> None:
         t0 = time.perf_counter()
         self._write_fast_pages(config)
         if self.entries is not None:
@@ -373,6 +373,13 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.times[f"{len(self.fast)} pages written"] = t1 - t0
         self.times["cache"] = time.perf_counter() - t1
         log.info("memwiki: seconds spent: %s", ", ".join(f"{k} {v:.1f}" for k, v in self.times.items()))
+
+    @event_priority(-100)  # after the search plugin has written its index
+    def _post_build_search(self, *, config: MkDocsConfig) -> None:
+        if self.cache is not None:
+            self.cache.complete_search_index(Path(config.site_dir))
+
+    on_post_build = CombinedEvent(_post_build_pages, _post_build_search)
 
     def _write_fast_pages(self, config: MkDocsConfig) -> None:
         """Write the pages left to on_post_build (see plugins.pageshell, plugins.fastwrite), drop the probes."""

@@ -323,8 +323,9 @@ def test_page_cache_keeps_each_pages_own_search_entries(demo_build: Path) -> Non
     with_entries = 0
     for src_uri, entry in manifest.items():
         url = src_uri.removesuffix(".md") + ".html"
-        assert all(unquote(e["location"].split("#")[0]) == url for e in entry["search"]), src_uri
-        with_entries += bool(entry["search"])
+        entries = json.loads(f"[{entry['search']}]")  # kept as the JSON the search plugin writes
+        assert all(unquote(e["location"].split("#")[0]) == url for e in entries), src_uri
+        with_entries += bool(entries)
     assert with_entries > 20
     assert not manifest["memory/category/technical.md"]["search"]  # L2 listings: the memory search page has them
 
@@ -340,3 +341,28 @@ def test_rebuild_search_index_has_every_page_once(rebuilt: tuple[Path, Any, Abor
     backlinks = [d for d in docs if d["location"] == "concepts/juniper.html#backlinks"]
     assert backlinks and not backlinks[0]["text"]  # other pages' sentences are not indexed again here
     assert plugin.text_misses <= 5  # memory text was parsed again only where it changed
+
+
+def test_rebuild_search_index_is_the_one_mkdocs_alone_writes(
+    rebuilt: tuple[Path, Any, Abort | None], tmp_path: Path
+) -> None:
+    """Reused pages' entries are spliced into the search plugin's index as text (PageCache.complete_search_index):
+    the result must be the index MkDocs and Material write with no cache and no fast path, entry for entry."""
+    site, _, _ = rebuilt
+    store_dir = site.parent / "store"
+    _, error = build_site(
+        tmp_path / "site",
+        tmp_path / "cache",
+        store=str(store_dir),
+        demo_src=None,
+        audit_errors=["conflicts"],  # as the rebuild (not strict here: the site is all this test reads)
+        page_cache=False,
+        fast_pages=False,
+    )
+    assert error is None, error
+
+    def docs(root: Path) -> list[str]:
+        index = json.loads((root / "search" / "search_index.json").read_text(encoding="utf-8"))
+        return sorted(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in index["docs"])
+
+    assert docs(site) == docs(tmp_path / "site")
