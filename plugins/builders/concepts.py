@@ -6,11 +6,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from plugins import cachefile
 from plugins.builders import (
     AUDIT,
     CONCEPTS,
     BuildResult,
     Site,
+    cache_path,
     frontmatter,
     layer_version,
     names_version,
@@ -125,8 +127,7 @@ def _index(s: Site, listed: list[Concept], memo: PageMemo) -> list[GeneratedPage
     wiki = [c for c in listed if c.wiki is not None]
     wanted = [c for c in listed if c.wanted]
     others = [c for c in listed if c.wiki is None and not c.wanted]
-    chunks = [others[i : i + PER_LIST_PAGE] for i in range(0, len(others), PER_LIST_PAGE)]
-    list_uris = [f"concepts/list-{n}.md" for n in range(1, len(chunks) + 1)]
+    chunks, list_uris = _chunks(listed)
     md = frontmatter("Concepts") + "# Concepts\n\n"
     md += f"{len(wiki):,} hand-written pages, {len(others):,} pages from graph entities, {len(wanted):,} wanted.\n"
     md += "\n## Hand-written pages\n"
@@ -158,6 +159,12 @@ def _index(s: Site, listed: list[Concept], memo: PageMemo) -> list[GeneratedPage
         audit = esc(href(CONCEPTS, AUDIT, directory_urls=s.directory_urls))
         md += f'\n{len(wanted) - len(shown):,} more on the <a href="{audit}">audit page</a>.\n'
     pages = [GeneratedPage(CONCEPTS, "Concepts", md, section="concepts", in_nav=True, meta={"order": 2})]
+    return pages + _list_pages(s, chunks, list_uris, memo)
+
+
+def _list_pages(s: Site, chunks: list[list[Concept]], list_uris: list[str], memo: PageMemo) -> list[GeneratedPage]:
+    """The list pages of graph entities (when there is more than one page of them)."""
+    pages: list[GeneratedPage] = []
     if len(chunks) > 1:
         for n, (uri, chunk) in enumerate(zip(list_uris, chunks, strict=True), 1):
             head = f"Concepts {n}/{len(chunks)}"
@@ -170,6 +177,30 @@ def _index(s: Site, listed: list[Concept], memo: PageMemo) -> list[GeneratedPage
             shown = [(c.title, c.src_uri, c.kind, c.entity.type if c.entity else "", len(c.backlinks)) for c in chunk]
             pages.append(memo.page(uri, key_of(s.directory_urls, head, shown), make))
     return pages
+
+
+def _cached_index(
+    ctx: BuildContext, s: Site, listed: list[Concept], world: str, lists: PageMemo
+) -> list[GeneratedPage]:
+    """`_index`, its first page (in the navigation: always rendered, never hollow) kept by what it lists: with
+    `world`, each concept's path and backlink count, and the wanted concepts' titles."""
+    path = cache_path(ctx, "memo/concepts-index.marshal")
+    key = key_of(world, [(c.src_uri, len(c.backlinks)) for c in listed], [c.title for c in listed if c.wanted])
+    markdown = cachefile.load(path, key) if path is not None else None
+    if isinstance(markdown, str):
+        main = GeneratedPage(CONCEPTS, "Concepts", markdown, section="concepts", in_nav=True, meta={"order": 2})
+        return [main, *_list_pages(s, *_chunks(listed), lists)]
+    pages = _index(s, listed, lists)
+    if path is not None:
+        cachefile.dump(path, key, pages[0].markdown)
+    return pages
+
+
+def _chunks(listed: list[Concept]) -> tuple[list[list[Concept]], list[str]]:
+    """The graph entities' concepts, PER_LIST_PAGE a page, and those pages' paths."""
+    others = [c for c in listed if c.wiki is None and not c.wanted]
+    chunks = [others[i : i + PER_LIST_PAGE] for i in range(0, len(others), PER_LIST_PAGE)]
+    return chunks, [f"concepts/list-{n}.md" for n in range(1, len(chunks) + 1)]
 
 
 def _inputs(c: Concept) -> tuple:
@@ -199,7 +230,7 @@ def build(ctx: BuildContext) -> BuildResult:
         for c in listed
     ]
     lists = page_memo(ctx, "concept-lists")
-    index = _index(s, listed, lists)
+    index = _cached_index(ctx, s, listed, world, lists)
     lists.save()
     memo.save()
     return index + pages, []
