@@ -209,17 +209,27 @@ class ConceptIndex:
         return concepts, by_key, by_entity, sorted(self._uris)
 
     def restore(self, saved: tuple, wiki: Sequence[WikiPage], entities: Sequence[Entity]) -> None:
-        """Take back what `export` gave for the same `wiki` and `entities` (an empty index only)."""
+        """Take back what `export` gave for the same `wiki` and `entities` (an empty index only).
+        Raises ValueError, TypeError, IndexError or KeyError on data of another shape, leaving the index as it
+        was."""
         assert not self.concepts, "restore into an empty index"
-        concepts, by_key, by_entity, uris = saved
-        for title, src_uri, kind, aliases, tags, anchors, w, e in concepts:
-            concept = Concept(title, src_uri, kind, tuple(aliases), tuple(tags), anchors=dict(anchors))
-            concept.wiki = wiki[w] if w >= 0 else None
-            concept.entity = entities[e] if e >= 0 else None
-            self.concepts.append(concept)
-        self._by_key = {key: self.concepts[i] for key, i in by_key.items()}
-        self._by_entity = {eid: self.concepts[i] for eid, i in by_entity.items()}
-        self._uris = set(uris)
+        saved_concepts, by_key, by_entity, uris = saved
+        concepts = [
+            Concept(
+                title,
+                src_uri,
+                kind,
+                tuple(aliases),
+                tuple(tags),
+                wiki[w] if w >= 0 else None,
+                entities[e] if e >= 0 else None,
+                anchors=dict(anchors),
+            )
+            for title, src_uri, kind, aliases, tags, anchors, w, e in saved_concepts
+        ]
+        keys = {key: concepts[i] for key, i in by_key.items()}
+        by_entity_id = {eid: concepts[i] for eid, i in by_entity.items()}
+        self.concepts, self._by_key, self._by_entity, self._uris = concepts, keys, by_entity_id, set(uris)
 
     # -- lookups ----------------------------------------------------------------------------------
     def resolve(self, target: str) -> Concept | None:

@@ -25,7 +25,6 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.pages import Page
 
 from plugins import cachefile
-from plugins.cachefile import JournaledDict, replace_file
 from plugins.pages import GeneratedAsset, GeneratedPage
 from plugins.render import page_url
 
@@ -47,10 +46,15 @@ def _nav_json(nav: Any) -> str:  # noqa: ANN401 - MkDocs' nav setting
     return json.dumps(nav, sort_keys=True, default=str, ensure_ascii=False)
 
 
-def layout_fingerprint(config: MkDocsConfig, nav: Any = None) -> str:  # noqa: ANN401 - MkDocs' nav setting
-    """Changes whenever something other than a page's own Markdown could change its HTML (`nav`: the
-    navigation, when it is not yet in `config`)."""
-    digest = hashlib.sha1(_nav_json(nav if nav is not None else config.nav).encode())
+def _with_nav(base: str, nav: Any) -> str:  # noqa: ANN401 - MkDocs' nav setting
+    """The layout's fingerprint: changes whenever something other than a page's own Markdown could change its
+    HTML (`base`: see `_layout_base`)."""
+    return hashlib.sha1(f"{base}\0{_nav_json(nav)}".encode()).hexdigest()
+
+
+def _layout_base(config: MkDocsConfig) -> str:
+    """Everything of the layout but the navigation: mkdocs.yml, URL style, versions, this code, theme overrides."""
+    digest = hashlib.sha1()
     if config.config_file_path and Path(config.config_file_path).is_file():
         digest.update(Path(config.config_file_path).read_bytes())
     digest.update(f"{config.use_directory_urls}:{_version('mkdocs')}:{_version('mkdocs-material')}".encode())
@@ -81,7 +85,7 @@ def output_path(src_uri: str, directory_urls: bool) -> str:
 
 
 def _write(path: Path | str, data: str | bytes) -> None:
-    replace_file(path, data.encode("utf-8") if isinstance(data, str) else data)
+    cachefile.replace_file(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 @lru_cache(maxsize=1 << 16)  # asked twice per page (the builders' memos, then lookup)
@@ -138,8 +142,8 @@ def _put(pairs: list[tuple[str, str]], link: bool) -> None:
         shutil.copyfile(source, dest)
 
 
-def _manifest_file(folder: Path) -> JournaledDict:
-    return JournaledDict(folder / MANIFEST, cachefile.version("pages"))
+def _manifest_file(folder: Path) -> cachefile.JournaledDict:
+    return cachefile.JournaledDict(folder / MANIFEST, cachefile.version("pages"))
 
 
 def load_manifest(folder: Path) -> dict[str, dict[str, Any]]:
@@ -157,7 +161,8 @@ class PageCache:
         # Pages are looked up before the plugin has made the navigation from them (see plugins.pagememo): until
         # `settle_layout`, the layout is the one with the last build's navigation, or with the configured one.
         self._nav = config.nav if config.nav else _load_nav(folder / NAV)
-        self.layout = layout_fingerprint(config, self._nav)
+        self._layout_base = _layout_base(config)
+        self.layout = _with_nav(self._layout_base, self._nav)
         self._manifest = _manifest_file(folder)  # a few pages change per rebuild: a journal of them is saved
         self.manifest = self._manifest.data
         self.seen: set[str] = set()
@@ -179,7 +184,7 @@ class PageCache:
 
     def settle_layout(self) -> bool:
         """The layout with the navigation now in the config; False when it is not the one assumed until now."""
-        layout = layout_fingerprint(self.config)
+        layout = _with_nav(self._layout_base, self.config.nav)
         same = layout == self.layout
         self.layout = layout
         return same
@@ -287,7 +292,7 @@ class PageCache:
             data = json.loads(text)
             data["docs"] = list(data.get("docs", [])) + json.loads("[" + ",".join(fragments) + "]")
             text = json.dumps(data, separators=(",", ":"), default=str)
-        replace_file(path, text.encode("utf-8"))
+        cachefile.replace_file(path, text.encode("utf-8"))
 
     def drain(self) -> None:
         """Wait for the cache writes and the restore of this build; raise the first that failed. (No thread of

@@ -339,7 +339,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         """Keep the theme's compiled templates across builds (compiling them was a tenth of a 10k rebuild).
         Jinja keys each one by its name and the checksum of its source, so an edited template is compiled anew."""
         if self.config.page_cache and env.bytecode_cache is None:
-            folder = Path(self._base_dir(config)) / self.config.cache_dir / JINJA
+            folder = self._cache_dir(config) / JINJA
             folder.mkdir(parents=True, exist_ok=True)
             env.bytecode_cache = FileSystemBytecodeCache(str(folder))
         return env

@@ -169,23 +169,24 @@ def _fill_index(ctx: BuildContext, site: Site) -> None:
     the wiki and graph layers' fingerprints (making it was a tenth of a 10k-page rebuild)."""
     fingerprints = getattr(ctx.source, "fingerprints", None)
     path = cache_path(ctx, INDEX_CACHE)
-    keyed = path is not None and isinstance(fingerprints, dict) and {"wiki", "graph"} <= fingerprints.keys()
-    key = cachefile.version("concept-index", names_version(ctx, site)) if keyed else ""
-    saved = cachefile.load(path, key) if keyed and path is not None else None
+    if not (isinstance(fingerprints, dict) and {"wiki", "graph"} <= fingerprints.keys()):
+        path = None  # the index is kept only by the layers' fingerprints
+    key = cachefile.version("concept-index", names_version(ctx, site)) if path is not None else ""
+    saved = cachefile.load(path, key) if path is not None else None
     index = site.index
     if saved is not None:
         try:
             index.restore(saved, site.wiki, site.entities)
             return
-        except (ValueError, TypeError, IndexError, KeyError):  # not what this code saves: made again
-            index.__init__(index.texts)
+        except (ValueError, TypeError, IndexError, KeyError):
+            pass  # not what this code saves: made again
     index.add_page("Audit", AUDIT, ["审计", "audit page"])
     index.add_page("Persona and hot memory", PERSONA, ["persona", "hot memory", "热记忆", "人格"])
     for page in site.wiki:
         index.add_wiki(page)
     for entity in site.entities:
         index.add_entity(entity)
-    if keyed and path is not None:
+    if path is not None:
         cachefile.dump(path, key, index.export(site.wiki, site.entities))
 
 

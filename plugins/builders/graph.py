@@ -402,7 +402,12 @@ Files = dict[str, tuple[bytes, str]]  # uri -> (content, its SHA-1)
 
 
 def _drawn(make: Callable[[], dict[str, str]]) -> Files:
-    return {uri: (data, hashlib.sha1(data).hexdigest()) for uri, data in ((u, t.encode()) for u, t in make().items())}
+    """`make()`'s files as UTF-8 bytes, each with its SHA-1."""
+    files: Files = {}
+    for uri, text in make().items():
+        data = text.encode("utf-8")
+        files[uri] = (data, hashlib.sha1(data).hexdigest())
+    return files
 
 
 def _cached_files(ctx: BuildContext, key: str, make: Callable[[], dict[str, str]]) -> Files:
