@@ -8,12 +8,18 @@ counting still frees them) and `thaw`s at the end, so a process that goes on (te
 collector see that build's objects and collects them, so nothing a build left behind stays frozen. At
 interpreter exit everything is frozen first: the final collection would only walk a heap that is about to
 be freed anyway.
+
+While the plugin reads the source and runs its builders (`paused`) the collector does not run at all: that
+phase makes almost no cyclic garbage, and the collections it triggered while the heap grew from nothing took
+0.6 s of a 1.6 s read. What it made is frozen when it ends.
 """
 
 from __future__ import annotations
 
 import atexit
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _state = {"frozen": False, "exit_hook": False}
 
@@ -40,3 +46,16 @@ def thaw() -> None:
     """Let the collector see every object again."""
     gc.unfreeze()
     _state["frozen"] = False
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """No collection inside; what was allocated is frozen at the end, and the collector runs as before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        freeze()
+        if enabled:
+            gc.enable()

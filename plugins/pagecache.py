@@ -16,7 +16,7 @@ import os
 import shutil
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -103,18 +103,37 @@ def link_file(pair: tuple[str, str]) -> None:
         os.link(source, dest)
 
 
-def link_files(pairs: list[tuple[str, str]]) -> None:
-    """`link_file` each pair."""
-    for pair in pairs:
-        link_file(pair)
-
-
-def _listing(folder: Path) -> set[str]:
-    """The names in a folder (none when it is missing)."""
+def _listing(folder: Path) -> dict[str, int]:
+    """The names in a folder with their inode numbers (none when it is missing)."""
     try:
-        return set(os.listdir(folder))
+        with os.scandir(folder) as entries:
+            return {e.name: e.inode() for e in entries}
     except OSError:
-        return set()
+        return {}
+
+
+def _device(folder: Path) -> int:
+    try:
+        return os.stat(folder).st_dev
+    except OSError:
+        return -1
+
+
+def link_in_place(triples: list[tuple[str, str, int]], device: int) -> None:
+    """Hard-link each (dest, source, inode of source) unless `dest` is that file already (a kept site, see
+    plugins.keptsite); folders are made where missing."""
+    for dest, source, inode in triples:
+        try:
+            st = os.lstat(dest)
+            if st.st_ino == inode and st.st_dev == device:
+                continue
+        except FileNotFoundError:
+            pass
+        try:
+            link_file((dest, source))
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            link_file((dest, source))
 
 
 def _load_nav(path: Path) -> Any:  # noqa: ANN401 - MkDocs' nav setting
@@ -124,19 +143,21 @@ def _load_nav(path: Path) -> Any:  # noqa: ANN401 - MkDocs' nav setting
         return None
 
 
-def _put(pairs: list[tuple[str, str]], link: bool) -> None:
-    """Put each (dest, source) file into place: hard-linked when `link` and the file system allows, else copied."""
-    for parent in {os.path.dirname(dest) for dest, _ in pairs}:
-        os.makedirs(parent, exist_ok=True)
+def _put(triples: list[tuple[str, str, int]], link: bool, device: int) -> None:
+    """Put each (dest, source, inode of source) file into place: hard-linked when `link` and the file system
+    allows (nothing to do for a link in place already), else copied."""
     if link:
         try:  # the links are metadata writes: a few threads keep the disk busy (one task each: a
             # future per link cost more than the link)
             with ThreadPoolExecutor(max_workers=LINK_THREADS, thread_name_prefix="memwiki-link") as pool:
-                list(pool.map(link_files, [pairs[i::LINK_THREADS] for i in range(LINK_THREADS)]))
+                slices = [triples[i::LINK_THREADS] for i in range(LINK_THREADS)]
+                list(pool.map(partial(link_in_place, device=device), slices))
             return
         except OSError:
             pass  # another file system, or no hard links there: copy instead
-    for dest, source in pairs:
+    for parent in {os.path.dirname(dest) for dest, _, _ in triples}:
+        os.makedirs(parent, exist_ok=True)
+    for dest, source, _ in triples:
         if os.path.lexists(dest):
             os.unlink(dest)  # it may be a link to the cache file: never write through it
         shutil.copyfile(source, dest)
@@ -177,6 +198,7 @@ class PageCache:
         self._restoring: threading.Thread | None = None  # see begin_restore
         self._restore_failure: BaseException | None = None
         self._asset_files = _listing(folder / ASSETS)
+        self.placed: set[str] = set()  # the files begin_restore put into the site (f"{site}/{rel}")
 
     def html_path(self, src_uri: str) -> Path:
         """Where the cache keeps this page's HTML."""
@@ -249,18 +271,23 @@ class PageCache:
         the cache itself never rewrites a file in place (see `_write`)."""
         if self._restoring is not None:
             return
-        folder, site = str(self.folder), str(site_dir)
-        pairs = [  # plain strings: pathlib's overhead was most of this for 10k pages
-            (f"{site}/{output_path(u, self.config.use_directory_urls)}", f"{folder}/{_html_name(u)}") for u in self.hits
-        ]
-        pairs += [(f"{site}/{rel}", source) for rel, source in self.assets.items()]
+        folder, site, du = str(self.folder), str(site_dir), self.config.use_directory_urls
+        html, assets = self._html_files, self._asset_files
+        triples = []  # plain strings: pathlib's overhead was most of this for 10k pages
+        for u in self.hits:
+            name = _html_name(u)
+            triples.append((f"{site}/{output_path(u, du)}", f"{folder}/{name}", html[name]))
+        for rel, source in self.assets.items():  # (an asset written in this build has no inode listed yet)
+            triples.append((f"{site}/{rel}", source, assets.get(os.path.basename(source), -1)))
+        self.placed = {dest for dest, _, _ in triples}
         written = list(self._pending)  # the asset files among them
+        device = _device(self.folder)
 
         def run() -> None:
             try:
                 for done in written:
                     done.result()
-                _put(pairs, link)
+                _put(triples, link, device)
             except BaseException as exc:  # noqa: BLE001 - raised by restore(), on the build's thread
                 self._restore_failure = exc
 
@@ -313,7 +340,7 @@ class PageCache:
         for src_uri in [u for u in self.manifest if u not in self.seen]:
             self._manifest.drop(src_uri)
             self.html_path(src_uri).unlink(missing_ok=True)
-        for name in self._asset_files - self._assets_used:  # assets no page uses any more
+        for name in self._asset_files.keys() - self._assets_used:  # assets no page uses any more
             (self.folder / ASSETS / name).unlink(missing_ok=True)
         self._manifest.save()
         if _nav_json(self.config.nav) != _nav_json(self._nav) or not (self.folder / NAV).is_file():

@@ -4,7 +4,9 @@
 - on_files: open the memory source (through the privacy filter), run every builder, add their pages and
   assets as generated files, and build the navigation from the few pages that belong in it (section
   indexes; the rest hang off them). A page whose HTML did not change since the last build is not given
-  to MkDocs at all: on_post_build puts the cached HTML (and its search entries) into the site;
+  to MkDocs at all: on_post_build puts the cached HTML (and its search entries) into the site. In a plain
+  `mkdocs build` the last build's site is kept through MkDocs' clean and swept after (plugins.keptsite), so
+  those pages are mostly in place already;
 - with Material (`fast_pages`, on by default) the other generated pages outside the navigation are not
   given to MkDocs either: one probe page per folder is, and on_post_build fills the theme's HTML of that
   probe with each page's own title, TOC and content (plugins.pageshell). The search entries of every
@@ -42,6 +44,7 @@ from plugins import gcpolicy
 from plugins.builders import build_all, names_version, site
 from plugins.builders.audit import KINDS, TITLES, findings
 from plugins.fastwrite import WriteJob, write_pages
+from plugins.keptsite import KeptSite
 from plugins.layercache import CachedSource
 from plugins.pagecache import PageCache, output_path, search_index
 from plugins.pagememo import key_of
@@ -117,6 +120,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.entries: EntryMaker | None = None  # search entries of generated pages (instead of the search plugin's)
         self.nonce = new_nonce()
         self.link_pages = False
+        self.kept: KeptSite | None = None  # the last build's site, kept through MkDocs' clean
         self.hollow: list[str] = []  # pages the builders did not make again (see plugins.pagememo)
         self.times: dict[str, float] = {}  # where this build's time went, logged at its end
 
@@ -140,13 +144,13 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     def _build(self, config: MkDocsConfig, reuse: bool) -> tuple[BuildContext, list[GeneratedPage], list[Any]]:
         """Read the source, run every builder; `reuse`: builders may give back pages whose HTML is cached."""
         t0 = time.perf_counter()
-        self.ctx = ctx = self._context(config, reuse)
-        gcpolicy.freeze()  # the source's records and the caches stay to the end (see plugins.gcpolicy)
-        t1 = time.perf_counter()
-        try:
-            pages, assets = build_all(ctx)
-        except MemwikiError as exc:
-            raise PluginError(f"memwiki: {exc}") from None
+        with gcpolicy.paused():  # the source's records, caches and pages stay to the end (see plugins.gcpolicy)
+            self.ctx = ctx = self._context(config, reuse)
+            t1 = time.perf_counter()
+            try:
+                pages, assets = build_all(ctx)
+            except MemwikiError as exc:
+                raise PluginError(f"memwiki: {exc}") from None
         self.times["read"] = t1 - t0
         self.times["builders"] = time.perf_counter() - t1
         if isinstance(ctx.source, CachedSource):
@@ -187,12 +191,21 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         options["memory_url"] = memory_url
         return ctx
 
+    @event_priority(-100)  # after other plugins' pre_build: MkDocs cleans site_dir right after this event
+    def on_pre_build(self, *, config: MkDocsConfig) -> None:
+        self.kept = None
+        if self.config.page_cache and self.link_pages:  # a plain build: see plugins.keptsite
+            kept = KeptSite(config.site_dir)
+            if kept.set_aside():
+                self.kept = kept
+
     @event_priority(-50)  # after other plugins have added their files
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         self.times = {}
+        if self.kept is not None and not self.kept.put_back():
+            self.kept = None
         self.cache = PageCache(self._cache_dir(config) / "pages", config) if self.config.page_cache else None
         ctx, pages, assets = self._build(config, reuse=True)
-        gcpolicy.freeze()  # and so do the pages
         nav_given = bool(config.nav)
         if not nav_given:
             config.nav = self._nav(pages, files)
@@ -335,9 +348,13 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.cache.store(generated, page, output)
         return output
 
+    @event_priority(-100)  # MkDocs writes files right after this event
     def on_env(self, env: Environment, /, *, config: MkDocsConfig, files: Files) -> Environment:
         """Keep the theme's compiled templates across builds (compiling them was a tenth of a 10k rebuild).
-        Jinja keys each one by its name and the checksum of its source, so an edited template is compiled anew."""
+        Jinja keys each one by its name and the checksum of its source, so an edited template is compiled anew.
+        In a kept site, a file MkDocs is about to write in place must not be a link into the page cache."""
+        if self.kept is not None:
+            self.kept.unlink_shared(f.abs_dest_path for f in files)
         if self.config.page_cache and env.bytecode_cache is None:
             folder = self._cache_dir(config) / JINJA
             folder.mkdir(parents=True, exist_ok=True)
@@ -354,6 +371,10 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         if self.cache is not None:
             with contextlib.suppress(Exception):  # MkDocs reports `error`; only stop writing into the site
                 self.cache.drain()
+        if self.kept is not None:
+            with contextlib.suppress(Exception):
+                self.kept.restore_on_error()
+            self.kept = None
 
     def _forget_last_build(self) -> None:
         """Let go of what the last build in this process held (mkdocs serve), before the collector runs."""
@@ -378,6 +399,11 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     def _post_build_search(self, *, config: MkDocsConfig) -> None:
         if self.cache is not None:
             self.cache.complete_search_index(Path(config.site_dir))
+        if self.kept is not None and self.cache is not None:
+            t0 = time.perf_counter()
+            removed = self.kept.sweep(self.cache.placed)
+            log.info("memwiki: kept the last site; %d stale files removed in %.2f s", removed, time.perf_counter() - t0)
+        self.kept = None
 
     on_post_build = CombinedEvent(_post_build_pages, _post_build_search)
 

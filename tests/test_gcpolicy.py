@@ -35,3 +35,22 @@ def test_a_new_build_collects_what_the_last_one_left_frozen() -> None:
     later = _cycle()
     gc.collect()
     assert later() is None  # thawed: the collector works as before
+
+
+def test_paused_collects_nothing_inside_and_freezes_what_it_made() -> None:
+    try:
+        with gcpolicy.paused():
+            assert not gc.isenabled()
+            gc.collect(0)  # (an explicit call still works; the automatic ones do not run)
+            inside = _cycle()
+            made = gc.get_count()[0]
+            for _ in range(5 * gc.get_threshold()[0]):
+                _cycle()
+            assert gc.get_count()[0] > max(made, gc.get_threshold()[0])  # no automatic collection reset it
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        gc.collect()
+        assert inside() is not None  # frozen with the rest of what the phase made
+    finally:
+        gcpolicy.thaw()
+    gc.collect()
+    assert inside() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -314,6 +315,58 @@ def test_a_new_navigation_makes_every_page_again(
     assert not plugin.hollow and not plugin.hits
     juniper = (tmp_path / "site" / "concepts" / "juniper.html").read_text(encoding="utf-8")
     assert 'href="../nav-probe.html"' in juniper and 'id="backlinks"' in juniper
+
+
+def _site_files(root: Path) -> dict[str, bytes]:
+    """Every file of a built site but the hidden top-level ones; the search index as its sorted entries."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and not rel.parts[0].startswith("."):
+            out[rel.as_posix()] = path.read_bytes()
+    docs = json.loads(out.pop("search/search_index.json"))["docs"]
+    out["search docs"] = "\n".join(sorted(json.dumps(d, sort_keys=True) for d in docs)).encode()
+    return out
+
+
+def test_a_rebuild_into_the_same_site_keeps_it_and_ends_as_a_clean_build(
+    demo_build: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plain rebuild keeps the last site through MkDocs' clean (plugins.keptsite): reused pages stay in place,
+    and what this build did not write goes. The result is the site a build into an empty folder makes."""
+    store_dir, cache, site = tmp_path / "store", tmp_path / "cache", tmp_path / "site"
+    shutil.copytree(ROOT / ".cache" / "demo-store", store_dir)
+    shutil.copytree(demo_build / "cache", cache, symlinks=True)
+    _, error = build_site(site, cache, store=str(store_dir), demo_src=None)
+    assert error is None, error
+    # what the next build must clean away, keep, or put back
+    (site / "stale.html").write_text("from an earlier build", encoding="utf-8")
+    (site / "concepts" / "gone").mkdir()
+    (site / "concepts" / "gone" / "index.html").write_text("from an earlier build", encoding="utf-8")
+    (site / ".well-known").mkdir()
+    (site / ".well-known" / "keep.txt").write_text("hidden: MkDocs' clean keeps it", encoding="utf-8")
+    juniper = site / "concepts" / "juniper.html"
+    juniper.unlink()  # replaced by another file (not written through: that would be the cache's file too)
+    juniper.write_text("replaced by hand", encoding="utf-8")
+    (site / "sessions" / "s-1015-kb.html").unlink()
+    with Store.open(store_dir) as store:
+        store.semantic.add([Memory(id="m-901", text=NEW_TEXT, category="technical", wing="infra", room="embed-01")])
+    with caplog.at_level("INFO", logger="mkdocs.plugins.memwiki"):  # changed pages: MkDocs writes them in place
+        plugin, error = build_site(site, cache, store=str(store_dir), demo_src=None, fast_pages=False)
+    assert error is None, error
+    assert "kept the last site" in caplog.text and len(plugin.hits) > 40
+    assert "concepts/juniper.md" in plugin.hits and "sessions/s-1015-kb.md" in plugin.hits
+    assert (site / ".well-known" / "keep.txt").is_file() and not (site / ".memwiki-kept").exists()
+    manifest = load_manifest(cache / "pages")
+    for src_uri in manifest:  # the cache was not written through the site's links
+        cached = (cache / "pages" / (hashlib.sha1(src_uri.encode()).hexdigest() + ".html")).read_bytes()
+        assert cached == (site / src_uri.removesuffix(".md")).with_suffix(".html").read_bytes(), src_uri
+    _, error = build_site(tmp_path / "clean", cache, store=str(store_dir), demo_src=None, fast_pages=False)
+    assert error is None, error
+    kept, clean = _site_files(site), _site_files(tmp_path / "clean")
+    assert kept.keys() == clean.keys()
+    assert [rel for rel in kept if kept[rel] != clean[rel]] == []
+    assert b"now also serves" in kept["memory/category/technical.html"]
 
 
 def test_page_cache_keeps_each_pages_own_search_entries(demo_build: Path) -> None:
