@@ -142,6 +142,7 @@ class StoreReader:
         """Per layer, a hash over the sizes and mtimes of its files (cheap; changes on any write to the layer)."""
         layers = _layer_files()
         files: dict[str, list[tuple[str, os.stat_result]]] = {layer: [] for layer in layers}
+        owners: dict[str, list[str]] = {}  # top-level name -> the layers it belongs to (10k wiki files: one lookup)
         for rel, stat in _walk(str(self.store.root)):
             name = rel.rsplit("/", 1)[-1]
             if name.endswith((".lock", "-shm")):
@@ -149,9 +150,12 @@ class StoreReader:
             if name.endswith("-wal") and stat.st_size == 0:
                 continue  # an empty write-ahead log holds nothing (SQLite makes one when a database is opened)
             top = rel.split("/", 1)[0]
-            for layer, prefixes in layers.items():
-                if any(top == p or top.startswith(p + "-") for p in prefixes):  # `-wal` / `-shm` with their db
-                    files[layer].append((rel, stat))
+            if top not in owners:  # `-wal` / `-shm` go with their database
+                owners[top] = [
+                    layer for layer, names in layers.items() if any(top == p or top.startswith(p + "-") for p in names)
+                ]
+            for layer in owners[top]:
+                files[layer].append((rel, stat))
         out = {}
         for layer, entries in files.items():
             digest = hashlib.sha1(layer.encode())

@@ -13,6 +13,7 @@ use none of it was a large part of a rebuild. Keys also carry the version of the
 from __future__ import annotations
 
 import hashlib
+import marshal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,8 +24,14 @@ Reusable = Callable[[str, str], bool]  # (src_uri, fingerprint) -> the final HTM
 
 
 def key_of(*parts: object) -> str:
-    """A digest of a page's inputs (their repr: strings, numbers, tuples and records of them)."""
-    return hashlib.sha1(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
+    """A digest of a page's inputs: strings, numbers, tuples, lists and dicts of them (marshal's version 2,
+    which writes equal values as equal bytes: no references, no interning; twice as fast as repr), or records
+    (by their repr)."""
+    try:
+        data = b"m" + marshal.dumps(parts, 2)
+    except ValueError:  # a record (dataclass) among them
+        data = b"r" + repr(parts).encode("utf-8", "surrogatepass")
+    return hashlib.sha1(data).hexdigest()
 
 
 class PageMemo:
