@@ -4,31 +4,39 @@ MkDocs empties site_dir before every build (`clean_directory`), and the page cac
 back (a folder and a hard link each). Deleting and making 20k inodes was most of a 10k rebuild, and its
 noisiest part (on a disk mounted with `discard` each delete is a trim). Instead:
 
-1. `set_aside` (on_pre_build): the site's top-level entries move into a hidden folder inside it, which MkDocs'
-   clean leaves alone (it skips hidden names).
-2. `put_back` (on_files, before anything is written): they move back, and the time is marked (`fresh_after`,
-   on the site's own file-system clock).
+1. `set_aside` (first of all on_pre_build handlers): the time is marked on the site's own file-system clock
+   (`fresh_after`), then the site's top-level folders move into a hidden folder inside it, which MkDocs' clean
+   leaves alone (it skips hidden names). Top-level files are few and are left to the clean.
+2. `put_back` (first of all on_files handlers): the folders move back; a folder some plugin has written since
+   wins over the kept one.
 3. The build writes as usual; the page cache links only the reused pages that are not in place already.
-4. `sweep` (on_post_build): every file the build did not write (status change not after the mark) and that is
-   not a reused page in place is deleted, and folders left empty are removed; hidden top-level entries are
+4. `sweep` (after every other on_post_build handler): each file the build did not write and that is not a reused
+   page in place is deleted, and folders left empty are removed; hidden and symlinked top-level entries are
    kept, as MkDocs' clean keeps them.
 
 A file is "written by this build" when its status-change time (ctime, which no program can set back) is after
-the mark: any write, copy, link or rename sets it. Files that were hard links into the cache and are to be
-written again in place are unlinked first (`unlink_shared`), so the cache never changes through the site.
+the mark: any write, copy, link or rename sets it. One exception: a hard link into the page cache left from an
+earlier build gets a new ctime when the cache drops or replaces its own name for that file, so a file whose
+inode the cache listed at the start is judged by its mtime (content written after the mark). Files that were
+hard links into the cache and are to be written again in place are unlinked first (`unlink_shared`), so the
+cache never changes through the site. Anything going wrong while setting aside makes the build a clean one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
+log = logging.getLogger("mkdocs.plugins.memwiki")
+
 KEPT = ".memwiki-kept"
-_TICK = ".tick"
-_TICK_WAIT = 2.0  # seconds to wait for the file system's clock to move on (FAT counts in 2 s steps)
+_TICK = ".memwiki-tick"
+_TICK_WAIT = 0.5  # seconds for the file system's clock to move on (coarser clocks, e.g. FAT's 2 s: no keeping)
 
 
 class KeptSite:
@@ -37,70 +45,87 @@ class KeptSite:
     def __init__(self, site_dir: Path | str) -> None:
         self.site = str(site_dir)
         self.kept = os.path.join(self.site, KEPT)
-        self.aside = False
-        self.fresh_after: int | None = None  # ctime (ns) at the mark; set by put_back
+        self.aside: list[str] = []  # the folders in the hidden folder, until put_back
+        self.returned: set[str] = set()  # the folders put back (their own ctime is the move's, after the mark)
+        self.fresh_after: int | None = None  # ctime (ns) at the mark; None: nothing to sweep
 
     def set_aside(self) -> bool:
-        """Move the site's top-level entries into the hidden folder; False when there is no site to keep."""
-        if not os.path.isdir(self.site):
+        """Mark the time, move the site's top-level folders into the hidden folder; False (and nothing moved)
+        when there is nothing to keep or it cannot be done here."""
+        if os.name != "posix" or not os.path.isdir(self.site):  # (Windows' st_ctime is the creation time)
             return False
-        if os.path.lexists(self.kept):  # an earlier build was killed between set_aside and put_back
-            shutil.rmtree(self.kept, ignore_errors=True)
-        names = [n for n in os.listdir(self.site) if not n.startswith(".")]
-        if not names:
+        try:
+            if os.path.lexists(self.kept):  # an earlier build was killed between set_aside and put_back
+                _remove(self.kept)
+            names = [n for n in os.listdir(self.site) if not n.startswith(".") and _is_folder(self._in_site(n))]
+            if not names:
+                return False
+            os.mkdir(self.kept)
+            mark = _mark(self.kept)
+        except OSError as exc:
+            log.info("memwiki: the last site is not kept (%s)", exc)
             return False
-        os.mkdir(self.kept)
-        for name in names:
-            os.rename(os.path.join(self.site, name), os.path.join(self.kept, name))
-        self.aside = True
+        if mark is None:
+            _remove_quietly(self.kept)
+            return False
+        try:
+            for name in names:
+                os.rename(self._in_site(name), os.path.join(self.kept, name))
+                self.aside.append(name)
+        except OSError as exc:  # e.g. a mount point, or a folder overlayfs cannot rename: a clean build
+            log.info("memwiki: the last site is not kept (%s)", exc)
+            self.put_back()
+            return False
+        self.fresh_after = mark
         return True
 
-    def put_back(self) -> bool:
-        """Move the entries back (what MkDocs or a plugin put there since wins) and mark the time.
-
-        False when the file system's clock did not move on within `_TICK_WAIT`: then the old entries are
-        deleted, as MkDocs' clean would have, and the build goes on as a clean one."""
-        if not self.aside:
-            return False
-        self.aside = False
-        for name in os.listdir(self.kept):
-            source, target = os.path.join(self.kept, name), os.path.join(self.site, name)
-            if os.path.lexists(target):
-                _remove(source)
-            else:
-                os.rename(source, target)
-        self.fresh_after = _mark(self.kept)
-        shutil.rmtree(self.kept, ignore_errors=True)
-        if self.fresh_after is None:
-            for name in os.listdir(self.site):
-                if not name.startswith("."):
-                    _remove(os.path.join(self.site, name))
-            return False
-        return True
+    def put_back(self) -> None:
+        """Move the folders back; where a plugin has made one of the same name since, its folder wins."""
+        for name in self.aside:
+            source, target = os.path.join(self.kept, name), self._in_site(name)
+            try:
+                if os.path.lexists(target):
+                    _remove(source)
+                else:
+                    os.rename(source, target)
+                    self.returned.add(name)
+            except OSError as exc:  # what cannot come back is made again (reused pages are linked anew)
+                log.info("memwiki: %s of the last site is not kept (%s)", name, exc)
+        self.aside = []
+        _remove_quietly(self.kept)
 
     def restore_on_error(self) -> None:
-        """A build that failed before `put_back`: leave the last site as it was."""
-        if self.aside:
-            self.put_back()
-        self.fresh_after = None  # and nothing is swept
+        """A build that failed: leave the last site as it was (when it was still aside), sweep nothing."""
+        self.put_back()
+        self.fresh_after = None
 
     def unlink_shared(self, paths: Iterable[str]) -> None:
-        """Unlink each of these files that has other hard links (a cache file): they are about to be written in
-        place (MkDocs opens an existing file and writes into it)."""
+        """Unlink each of these files that has other hard links (a cache file, or a snapshot made with
+        `cp -al`): they are about to be written in place (MkDocs opens an existing file and writes into it)."""
         for path in paths:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 if os.lstat(path).st_nlink > 1:
                     os.unlink(path)
-            except FileNotFoundError:
-                pass
 
-    def sweep(self, keep: set[str]) -> int:
+    def sweep(self, keep: set[str], cached: set[tuple[int, int]]) -> int:
         """Delete what this build did not write, but the files in `keep` (paths as `f"{site}/{rel}"`); remove
-        folders left empty. Returns how many files went."""
+        folders left empty. `cached`: (device, inode) of the page cache's files when the build began.
+        Returns how many files went (-1: not swept, the clock went back during the build)."""
         if self.fresh_after is None:
             return 0
-        fresh_after = self.fresh_after
+        mark, self.fresh_after = self.fresh_after, None
+        now = _stamp(os.path.join(self.site, _TICK))
+        if now is None or now <= mark:
+            log.warning("memwiki: the clock went back during the build; files of the last site may be left over")
+            return -1
         removed = 0
+
+        def stale(entry: os.DirEntry[str]) -> bool:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_ctime_ns <= mark:
+                return True
+            # a link to a cache file from an earlier build: the cache's own unlink or rename touched its ctime
+            return (st.st_dev, st.st_ino) in cached and st.st_mtime_ns <= mark
 
         def walk(folder: str, top: bool) -> tuple[bool, bool]:
             """Sweep `folder`: (whether it is empty now, whether the sweep removed anything from it)."""
@@ -109,17 +134,20 @@ class KeptSite:
             with os.scandir(folder) as entries:
                 listed = list(entries)
             for entry in listed:
-                if top and entry.name.startswith("."):
-                    empty = False
+                if top and (entry.name.startswith(".") or entry.is_symlink()):
+                    empty = False  # MkDocs' clean leaves these
                 elif entry.is_dir(follow_symlinks=False):
                     left, swept = walk(entry.path, False)
                     # an empty folder goes when it held only stale files, or when this build did not touch it
-                    if left and (swept or entry.stat(follow_symlinks=False).st_ctime_ns <= fresh_after):
+                    untouched = (top and entry.name in self.returned) or entry.stat(
+                        follow_symlinks=False
+                    ).st_ctime_ns <= mark
+                    if left and (swept or untouched):
                         os.rmdir(entry.path)
                         emptied = True
                     else:
                         empty = False
-                elif entry.path in keep or entry.stat(follow_symlinks=False).st_ctime_ns > fresh_after:
+                elif entry.path in keep or not stale(entry):
                     empty = False
                 else:
                     os.unlink(entry.path)
@@ -128,15 +156,39 @@ class KeptSite:
             return empty, emptied
 
         walk(self.site, True)
-        self.fresh_after = None
+        self.returned = set()
         return removed
+
+    def _in_site(self, name: str) -> str:
+        return os.path.join(self.site, name)
+
+
+def _is_folder(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def _remove(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
+    if _is_folder(path):
         shutil.rmtree(path)
     else:
         os.unlink(path)
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        _remove(path)
+
+
+def _stamp(path: str) -> int | None:
+    """The ctime (ns) a file made now at `path` gets (the file is removed again); None when it cannot be made."""
+    try:
+        with open(path, "wb"):
+            pass
+        stamp = os.lstat(path).st_ctime_ns
+        os.unlink(path)
+    except OSError:
+        return None
+    return stamp
 
 
 def _mark(folder: str) -> int | None:

@@ -199,6 +199,8 @@ class PageCache:
         self._restore_failure: BaseException | None = None
         self._asset_files = _listing(folder / ASSETS)
         self.placed: set[str] = set()  # the files begin_restore put into the site (f"{site}/{rel}")
+        device = _device(folder)  # (device, inode) of every cache file at the start (see plugins.keptsite)
+        self.listed_inodes = {(device, i) for i in (*self._html_files.values(), *self._asset_files.values())}
 
     def html_path(self, src_uri: str) -> Path:
         """Where the cache keeps this page's HTML."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import posixpath
 import re
 import sys
@@ -191,7 +192,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         options["memory_url"] = memory_url
         return ctx
 
-    @event_priority(-100)  # after other plugins' pre_build: MkDocs cleans site_dir right after this event
+    @event_priority(100)  # before other plugins' pre_build (they may write into site_dir); MkDocs cleans after
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self.kept = None
         if self.config.page_cache and self.link_pages:  # a plain build: see plugins.keptsite
@@ -199,11 +200,15 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             if kept.set_aside():
                 self.kept = kept
 
+    @event_priority(100)  # the first event after MkDocs' clean
+    def _put_back_site(self, files: Files, /, *, config: MkDocsConfig) -> Files:
+        if self.kept is not None:
+            self.kept.put_back()
+        return files
+
     @event_priority(-50)  # after other plugins have added their files
-    def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
+    def _files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         self.times = {}
-        if self.kept is not None and not self.kept.put_back():
-            self.kept = None
         self.cache = PageCache(self._cache_dir(config) / "pages", config) if self.config.page_cache else None
         ctx, pages, assets = self._build(config, reuse=True)
         nav_given = bool(config.nav)
@@ -352,9 +357,11 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     def on_env(self, env: Environment, /, *, config: MkDocsConfig, files: Files) -> Environment:
         """Keep the theme's compiled templates across builds (compiling them was a tenth of a 10k rebuild).
         Jinja keys each one by its name and the checksum of its source, so an edited template is compiled anew.
-        In a kept site, a file MkDocs is about to write in place must not be a link into the page cache."""
+        In a kept site, a file MkDocs (or the search plugin) is about to write in place must not be a hard link."""
         if self.kept is not None:
-            self.kept.unlink_shared(f.abs_dest_path for f in files)
+            site_dir = config.site_dir
+            written = [*config.theme.static_templates, *config.extra_templates, "search/search_index.json"]
+            self.kept.unlink_shared([f.abs_dest_path for f in files] + [os.path.join(site_dir, t) for t in written])
         if self.config.page_cache and env.bytecode_cache is None:
             folder = self._cache_dir(config) / JINJA
             folder.mkdir(parents=True, exist_ok=True)
@@ -401,11 +408,12 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.cache.complete_search_index(Path(config.site_dir))
         if self.kept is not None and self.cache is not None:
             t0 = time.perf_counter()
-            removed = self.kept.sweep(self.cache.placed)
+            removed = self.kept.sweep(self.cache.placed, self.cache.listed_inodes)
             log.info("memwiki: kept the last site; %d stale files removed in %.2f s", removed, time.perf_counter() - t0)
         self.kept = None
 
     on_post_build = CombinedEvent(_post_build_pages, _post_build_search)
+    on_files = CombinedEvent(_put_back_site, _files)
 
     def _write_fast_pages(self, config: MkDocsConfig) -> None:
         """Write the pages left to on_post_build (see plugins.pageshell, plugins.fastwrite), drop the probes."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from mkdocs.utils import clean_directory
 
 from plugins.keptsite import KEPT, KeptSite
@@ -25,38 +26,74 @@ def _old_site(root: Path) -> Path:
     return site
 
 
-def test_a_kept_site_ends_with_what_this_build_wrote_and_the_kept_pages(tmp_path: Path) -> None:
+@pytest.mark.parametrize("clean", [True, False], ids=["mkdocs-clean", "clean-made-a-no-op"])
+def test_a_kept_site_ends_with_what_this_build_wrote_and_the_kept_pages(tmp_path: Path, clean: bool) -> None:
+    """`clean-made-a-no-op`: as with Material's projects plugin, which writes nested sites in its pre_build
+    (after set_aside) and replaces MkDocs' clean with a function that does nothing."""
     site = _old_site(tmp_path)
     kept = KeptSite(site)
     assert kept.set_aside()
-    clean_directory(str(site))  # what MkDocs does right after on_pre_build
-    assert sorted(os.listdir(site)) == [".hidden", KEPT]
-    assert kept.put_back()
+    (site / "project").mkdir()  # another plugin's pre_build output
+    (site / "project" / "p.html").write_text("written by another plugin")
+    if clean:
+        clean_directory(str(site))  # what MkDocs does right after on_pre_build (it leaves hidden names)
+        assert sorted(os.listdir(site)) == [".hidden", KEPT]
+    kept.put_back()
     assert not (site / KEPT).exists() and (site / "a" / "b" / "old.html").is_file()
-    (site / "index.html").write_text("new index")  # written in place, as MkDocs does
+    (site / "index.html").write_text("new index")  # written as MkDocs does
+    (site / "a" / "b" / "old.html").write_text("rewritten in place")
     (site / "new" / "deep").mkdir(parents=True)
     (site / "new" / "deep" / "n.html").write_text("new page")
     (site / "fresh-empty").mkdir()  # made by this build: stays, as after a clean build
-    removed = kept.sweep({f"{site}/a/index.html"})  # a reused page, in place
-    assert removed == 3  # a/b/old.html, gone/x.html, empty-later/y.html
-    assert _tree(site) == {
+    removed = kept.sweep({f"{site}/a/index.html"}, set())  # a reused page, in place
+    assert removed == 2  # gone/x.html, empty-later/y.html
+    expected = {
         ".hidden/h.txt": "hidden",
+        "a/b/old.html": "rewritten in place",
         "a/index.html": "old a/index.html",
         "index.html": "new index",
         "new/deep/n.html": "new page",
     }
-    assert sorted(p.name for p in site.iterdir() if p.is_dir()) == [".hidden", "a", "fresh-empty", "new"]
+    if not clean:
+        expected["project/p.html"] = "written by another plugin"
+    assert _tree(site) == expected
+    folders = {p.name for p in site.iterdir() if p.is_dir()}
+    assert folders == {".hidden", "a", "fresh-empty", "new"} | (set() if clean else {"project"})
+
+
+def test_a_link_into_the_cache_left_from_the_last_build_goes_though_the_cache_touched_it(tmp_path: Path) -> None:
+    """The page cache dropping its own name for a file (a page that is gone) sets that file's ctime: the site's
+    link to it is judged by content (mtime), as the cache listed it when the build began."""
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    (site / "concepts").mkdir(parents=True)
+    cache.mkdir()
+    for name in ("gone", "reborn"):
+        (cache / f"{name}.html").write_text(f"cached {name}")
+        os.link(cache / f"{name}.html", site / "concepts" / f"{name}.html")
+    cached = {(st.st_dev, st.st_ino) for st in (os.stat(p) for p in cache.iterdir())}
+    kept = KeptSite(site)
+    assert kept.set_aside()
+    clean_directory(str(site))
+    kept.put_back()
+    (cache / "gone.html").unlink()  # the page is gone: the cache drops its file
+    (site / "concepts" / "reborn.html").write_text("written again in place")  # (inode listed, content new)
+    assert kept.sweep(set(), cached) == 1
+    assert _tree(site) == {"concepts/reborn.html": "written again in place"}
 
 
 def test_a_build_killed_while_the_site_was_aside_leaves_nothing_behind(tmp_path: Path) -> None:
     site = _old_site(tmp_path)
     assert KeptSite(site).set_aside()  # and the process dies here
+    clean_directory(str(site))
     (site / "index.html").write_text("written by the killed build")
     kept = KeptSite(site)
-    assert kept.set_aside()  # the next build: the leftover folder is dropped
-    assert not (site / KEPT / KEPT).exists()
-    assert kept.put_back()
+    assert not kept.set_aside()  # the next build: the leftover folder is dropped; nothing else to keep
     assert _tree(site) == {".hidden/h.txt": "hidden", "index.html": "written by the killed build"}
+    (site / KEPT).write_text("not a folder")  # whatever is in the way is dropped
+    (site / "a").mkdir()
+    assert kept.set_aside()
+    kept.put_back()
+    assert (site / "a").is_dir() and not (site / KEPT).exists()
 
 
 def test_a_build_failing_before_put_back_leaves_the_last_site(tmp_path: Path) -> None:
@@ -66,13 +103,26 @@ def test_a_build_failing_before_put_back_leaves_the_last_site(tmp_path: Path) ->
     assert kept.set_aside()
     kept.restore_on_error()
     assert _tree(site) == before and not (site / KEPT).exists()
-    assert kept.sweep(set()) == 0  # no mark: nothing is swept
+    assert kept.sweep(set(), set()) == 0  # no mark: nothing is swept
+
+
+def test_hidden_and_symlinked_top_level_entries_stay_as_after_mkdocs_clean(tmp_path: Path) -> None:
+    site = _old_site(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (site / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    kept = KeptSite(site)
+    assert kept.set_aside()
+    clean_directory(str(site))  # (its rmtree of a symlink fails, and it ignores that)
+    kept.put_back()
+    kept.sweep(set(), set())
+    assert sorted(os.listdir(site)) == [".hidden", "linked"]
 
 
 def test_no_site_yet_is_nothing_to_keep(tmp_path: Path) -> None:
     assert not KeptSite(tmp_path / "missing").set_aside()
-    (tmp_path / "only-hidden" / ".git").mkdir(parents=True)
-    assert not KeptSite(tmp_path / "only-hidden").set_aside()
+    (tmp_path / "only-files" / ".git").mkdir(parents=True)
+    (tmp_path / "only-files" / "index.html").write_text("left to MkDocs' clean")
+    assert not KeptSite(tmp_path / "only-files").set_aside()
 
 
 def test_files_linked_elsewhere_are_unlinked_before_they_are_written_in_place(tmp_path: Path) -> None:

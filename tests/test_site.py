@@ -357,6 +357,13 @@ def test_a_rebuild_into_the_same_site_keeps_it_and_ends_as_a_clean_build(
     assert "kept the last site" in caplog.text and len(plugin.hits) > 40
     assert "concepts/juniper.md" in plugin.hits and "sessions/s-1015-kb.md" in plugin.hits
     assert (site / ".well-known" / "keep.txt").is_file() and not (site / ".memwiki-kept").exists()
+    assert not (site / "stale.html").exists() and not (site / "concepts" / "gone").exists()
+    # a page that goes: its site file is a link to the cache's file, which the cache drops
+    assert (site / "concepts" / "cloud-kb.html").stat().st_nlink > 1
+    (store_dir / "wiki" / "cloud-kb.md").unlink()
+    _, error = build_site(site, cache, store=str(store_dir), demo_src=None, fast_pages=False)
+    assert error is None, error
+    assert not (site / "concepts" / "cloud-kb.html").exists()
     manifest = load_manifest(cache / "pages")
     for src_uri in manifest:  # the cache was not written through the site's links
         cached = (cache / "pages" / (hashlib.sha1(src_uri.encode()).hexdigest() + ".html")).read_bytes()
