@@ -16,8 +16,10 @@ noisiest part (on a disk mounted with `discard` each delete is a trim). Instead:
 
 A file is "written by this build" when its status-change time (ctime, which no program can set back) is after
 the mark: any write, copy, link or rename sets it. One exception: a hard link into the page cache left from an
-earlier build gets a new ctime when the cache drops or replaces its own name for that file, so a file whose
-inode the cache listed at the start is judged by its mtime (content written after the mark). Files that were
+earlier build gets a new ctime when the cache drops or replaces its own name for that file, so the cache notes
+each file it lets go (device, inode, mtime, taken just before) and a site file that is one of those is stale.
+A wall clock stepping back during the build would make fresh files look old: the sweep compares how far the
+ctime clock moved with the monotonic clock and does not sweep when the two disagree. Files that were
 hard links into the cache and are to be written again in place are unlinked first (`unlink_shared`), so the
 cache never changes through the site. Anything going wrong while setting aside makes the build a clean one.
 """
@@ -29,6 +31,7 @@ import logging
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -37,6 +40,7 @@ log = logging.getLogger("mkdocs.plugins.memwiki")
 KEPT = ".memwiki-kept"
 _TICK = ".memwiki-tick"
 _TICK_WAIT = 0.5  # seconds for the file system's clock to move on (coarser clocks, e.g. FAT's 2 s: no keeping)
+_CLOCK_SLACK_NS = 1_000_000_000  # how far behind the monotonic clock the ctime clock may fall before a step back
 
 
 class KeptSite:
@@ -46,8 +50,9 @@ class KeptSite:
         self.site = str(site_dir)
         self.kept = os.path.join(self.site, KEPT)
         self.aside: list[str] = []  # the folders in the hidden folder, until put_back
-        self.returned: set[str] = set()  # the folders put back (their own ctime is the move's, after the mark)
+        self.returned: dict[str, int] = {}  # name -> inode of the folders put back (their ctime is the move's)
         self.fresh_after: int | None = None  # ctime (ns) at the mark; None: nothing to sweep
+        self._marked_at = 0  # time.monotonic_ns() at the mark
 
     def set_aside(self) -> bool:
         """Mark the time, move the site's top-level folders into the hidden folder; False (and nothing moved)
@@ -64,6 +69,7 @@ class KeptSite:
             mark = _mark(self.kept)
         except OSError as exc:
             log.info("memwiki: the last site is not kept (%s)", exc)
+            _remove_quietly(self.kept)
             return False
         if mark is None:
             _remove_quietly(self.kept)
@@ -76,7 +82,7 @@ class KeptSite:
             log.info("memwiki: the last site is not kept (%s)", exc)
             self.put_back()
             return False
-        self.fresh_after = mark
+        self.fresh_after, self._marked_at = mark, time.monotonic_ns()
         return True
 
     def put_back(self) -> None:
@@ -88,7 +94,7 @@ class KeptSite:
                     _remove(source)
                 else:
                     os.rename(source, target)
-                    self.returned.add(name)
+                    self.returned[name] = os.lstat(target).st_ino
             except OSError as exc:  # what cannot come back is made again (reused pages are linked anew)
                 log.info("memwiki: %s of the last site is not kept (%s)", name, exc)
         self.aside = []
@@ -107,56 +113,68 @@ class KeptSite:
                 if os.lstat(path).st_nlink > 1:
                     os.unlink(path)
 
-    def sweep(self, keep: set[str], cached: set[tuple[int, int]]) -> int:
+    def sweep(self, keep: set[str], released: set[tuple[int, int, int]]) -> int:
         """Delete what this build did not write, but the files in `keep` (paths as `f"{site}/{rel}"`); remove
-        folders left empty. `cached`: (device, inode) of the page cache's files when the build began.
-        Returns how many files went (-1: not swept, the clock went back during the build)."""
+        folders left empty. `released`: (device, inode, mtime) of the files the page cache let go in this build.
+        Returns how many files went (-1: not swept, the clock cannot be trusted)."""
         if self.fresh_after is None:
             return 0
         mark, self.fresh_after = self.fresh_after, None
-        now = _stamp(os.path.join(self.site, _TICK))
-        if now is None or now <= mark:
+        returned, self.returned = self.returned, {}
+        try:
+            now = _stamp(self.site)
+        except OSError as exc:
+            log.warning("memwiki: files of the last site may be left over (no time stamp in site_dir: %s)", exc)
+            return -1
+        if now - mark < time.monotonic_ns() - self._marked_at - _CLOCK_SLACK_NS:
             log.warning("memwiki: the clock went back during the build; files of the last site may be left over")
             return -1
         removed = 0
 
         def stale(entry: os.DirEntry[str]) -> bool:
             st = entry.stat(follow_symlinks=False)
-            if st.st_ctime_ns <= mark:
-                return True
             # a link to a cache file from an earlier build: the cache's own unlink or rename touched its ctime
-            return (st.st_dev, st.st_ino) in cached and st.st_mtime_ns <= mark
+            return st.st_ctime_ns <= mark or (st.st_dev, st.st_ino, st.st_mtime_ns) in released
 
         def walk(folder: str, top: bool) -> tuple[bool, bool]:
-            """Sweep `folder`: (whether it is empty now, whether the sweep removed anything from it)."""
+            """Sweep `folder`: (whether it is empty now, whether the sweep removed anything from it). As MkDocs'
+            clean, an entry that cannot be removed is left (and said)."""
             nonlocal removed
             empty, emptied = True, False
-            with os.scandir(folder) as entries:
-                listed = list(entries)
+            try:
+                with os.scandir(folder) as entries:
+                    listed = list(entries)
+            except OSError as exc:
+                log.info("memwiki: %s not swept (%s)", folder, exc)
+                return False, False
             for entry in listed:
-                if top and (entry.name.startswith(".") or entry.is_symlink()):
-                    empty = False  # MkDocs' clean leaves these
-                elif entry.is_dir(follow_symlinks=False):
-                    left, swept = walk(entry.path, False)
-                    # an empty folder goes when it held only stale files, or when this build did not touch it
-                    untouched = (top and entry.name in self.returned) or entry.stat(
-                        follow_symlinks=False
-                    ).st_ctime_ns <= mark
-                    if left and (swept or untouched):
-                        os.rmdir(entry.path)
-                        emptied = True
-                    else:
+                try:
+                    if top and (entry.name.startswith(".") or entry.is_symlink()):
+                        empty = False  # MkDocs' clean leaves these
+                    elif entry.is_dir(follow_symlinks=False):
+                        left, swept = walk(entry.path, False)
+                        # an empty folder goes when it held only stale files, or this build did not touch it
+                        st = entry.stat(follow_symlinks=False)
+                        untouched = st.st_ctime_ns <= mark or (top and returned.get(entry.name) == st.st_ino)
+                        if left and (swept or untouched):
+                            os.rmdir(entry.path)
+                            emptied = True
+                        else:
+                            empty = False
+                    elif entry.path in keep or not stale(entry):
                         empty = False
-                elif entry.path in keep or not stale(entry):
+                    else:
+                        os.unlink(entry.path)
+                        removed += 1
+                        emptied = True
+                except FileNotFoundError:
+                    pass  # gone meanwhile
+                except OSError as exc:
+                    log.info("memwiki: %s not swept (%s)", entry.path, exc)
                     empty = False
-                else:
-                    os.unlink(entry.path)
-                    removed += 1
-                    emptied = True
             return empty, emptied
 
         walk(self.site, True)
-        self.returned = set()
         return removed
 
     def _in_site(self, name: str) -> str:
@@ -179,25 +197,27 @@ def _remove_quietly(path: str) -> None:
         _remove(path)
 
 
-def _stamp(path: str) -> int | None:
-    """The ctime (ns) a file made now at `path` gets (the file is removed again); None when it cannot be made."""
+def _new_file(folder: str) -> str:
+    """A new empty hidden file in `folder` (never an existing one: no symlink is followed)."""
+    path = os.path.join(folder, f"{_TICK}-{uuid.uuid4().hex}")
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return path
+
+
+def _stamp(folder: str) -> int:
+    """The ctime (ns) a file made now in `folder` gets (the file is removed again)."""
+    path = _new_file(folder)
     try:
-        with open(path, "wb"):
-            pass
-        stamp = os.lstat(path).st_ctime_ns
+        return os.lstat(path).st_ctime_ns
+    finally:
         os.unlink(path)
-    except OSError:
-        return None
-    return stamp
 
 
 def _mark(folder: str) -> int | None:
     """A ctime (ns) on `folder`'s file system such that everything changed before has a ctime at most it and
     everything changed after has a later one (the kernel stamps ctimes with a coarse clock); None when that
     clock does not move on within `_TICK_WAIT`."""
-    tick = os.path.join(folder, _TICK)
-    with open(tick, "wb"):
-        pass
+    tick = _new_file(folder)
     mark = os.lstat(tick).st_ctime_ns
     deadline = time.monotonic() + _TICK_WAIT
     while time.monotonic() < deadline:

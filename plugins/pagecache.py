@@ -199,12 +199,20 @@ class PageCache:
         self._restore_failure: BaseException | None = None
         self._asset_files = _listing(folder / ASSETS)
         self.placed: set[str] = set()  # the files begin_restore put into the site (f"{site}/{rel}")
-        device = _device(folder)  # (device, inode) of every cache file at the start (see plugins.keptsite)
-        self.listed_inodes = {(device, i) for i in (*self._html_files.values(), *self._asset_files.values())}
+        self.released: set[tuple[int, int, int]] = set()  # (device, inode, mtime) of files let go (see `release`)
 
     def html_path(self, src_uri: str) -> Path:
         """Where the cache keeps this page's HTML."""
         return self.folder / _html_name(src_uri)
+
+    def release(self, path: Path | str) -> None:
+        """Note the file at `path` before the cache deletes or replaces it: a hard link to it in a kept site is
+        then known as a leftover (plugins.keptsite), though the cache's unlink gave it a new ctime."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        self.released.add((st.st_dev, st.st_ino, st.st_mtime_ns))
 
     def settle_layout(self) -> bool:
         """The layout with the navigation now in the config; False when it is not the one assumed until now."""
@@ -254,7 +262,9 @@ class PageCache:
     def put(self, generated: GeneratedPage, html: str, entries: list[dict[str, Any]]) -> None:
         """Keep a page's final HTML and its search entries for the next build."""
         # file I/O off the build's thread; finish() waits and raises what failed
-        self._pending.append(self._writer.submit(_write, self.html_path(generated.src_uri), html))
+        path = self.html_path(generated.src_uri)
+        self.release(path)
+        self._pending.append(self._writer.submit(_write, path, html))
         self.record(generated, entries)
 
     def record(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
@@ -341,8 +351,10 @@ class PageCache:
         self.drain()
         for src_uri in [u for u in self.manifest if u not in self.seen]:
             self._manifest.drop(src_uri)
+            self.release(self.html_path(src_uri))
             self.html_path(src_uri).unlink(missing_ok=True)
         for name in self._asset_files.keys() - self._assets_used:  # assets no page uses any more
+            self.release(self.folder / ASSETS / name)
             (self.folder / ASSETS / name).unlink(missing_ok=True)
         self._manifest.save()
         if _nav_json(self.config.nav) != _nav_json(self._nav) or not (self.folder / NAV).is_file():

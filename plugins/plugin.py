@@ -192,7 +192,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         options["memory_url"] = memory_url
         return ctx
 
-    @event_priority(100)  # before other plugins' pre_build (they may write into site_dir); MkDocs cleans after
+    @event_priority(1000)  # before other plugins' pre_build, even "first" ones (they may write into site_dir)
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self.kept = None
         if self.config.page_cache and self.link_pages:  # a plain build: see plugins.keptsite
@@ -200,7 +200,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             if kept.set_aside():
                 self.kept = kept
 
-    @event_priority(100)  # the first event after MkDocs' clean
+    @event_priority(1000)  # the first handler after MkDocs' clean
     def _put_back_site(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         if self.kept is not None:
             self.kept.put_back()
@@ -360,7 +360,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         In a kept site, a file MkDocs (or the search plugin) is about to write in place must not be a hard link."""
         if self.kept is not None:
             site_dir = config.site_dir
-            written = [*config.theme.static_templates, *config.extra_templates, "search/search_index.json"]
+            written = [*config.theme.static_templates, *config.extra_templates, "sitemap.xml.gz"]
+            written += ["search/search_index.json"]  # (Material's search plugin)
             self.kept.unlink_shared([f.abs_dest_path for f in files] + [os.path.join(site_dir, t) for t in written])
         if self.config.page_cache and env.bytecode_cache is None:
             folder = self._cache_dir(config) / JINJA
@@ -408,7 +409,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.cache.complete_search_index(Path(config.site_dir))
         if self.kept is not None and self.cache is not None:
             t0 = time.perf_counter()
-            removed = self.kept.sweep(self.cache.placed, self.cache.listed_inodes)
+            removed = self.kept.sweep(self.cache.placed, self.cache.released)
             log.info("memwiki: kept the last site; %d stale files removed in %.2f s", removed, time.perf_counter() - t0)
         self.kept = None
 
@@ -440,6 +441,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             )
         if self.cache is not None:
             self.cache.drain()  # no writer thread running while workers fork
+            for page in self.fast:  # the workers replace these cache files
+                self.cache.release(self.cache.html_path(page.src_uri))
         workers = self.config.render_workers if self.link_pages else 1  # no forking under `mkdocs serve`
         for page, entries in zip(self.fast, write_pages(job, workers), strict=True):
             if index is not None:
