@@ -410,7 +410,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         if self.kept is not None and self.cache is not None:
             t0 = time.perf_counter()
             removed = self.kept.sweep(self.cache.placed, self.cache.released)
-            log.info("memwiki: kept the last site; %d stale files removed in %.2f s", removed, time.perf_counter() - t0)
+            if removed >= 0:  # (-1: not swept, and said why)
+                seconds = time.perf_counter() - t0
+                log.info("memwiki: kept the last site; %d stale files removed in %.2f s", removed, seconds)
         self.kept = None
 
     on_post_build = CombinedEvent(_post_build_pages, _post_build_search)
