@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS lex_df (term TEXT PRIMARY KEY, df INTEGER NOT NULL) W
 
 # A query's cost grows with the postings of its tokens. Past this budget the most frequent tokens are
 # left out (they carry the least weight in bm25; those in more than half the documents carry none).
+# At 100k memories (scripts/bench_store.py) a query reading 3,000 postings takes about 20 ms.
 POSTINGS_BUDGET = 3000
 
 
@@ -106,14 +107,17 @@ class LexicalIndex:
             self._db.execute("DELETE FROM lex_df")
             self._add_df(df, +1)
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Best `k` (id, score) pairs for the OR of the query's tokens; score = -bm25 (higher is better)."""
+    def search(self, query: str, k: int, budget: int = POSTINGS_BUDGET) -> list[tuple[str, float]]:
+        """Best `k` (id, score) pairs for the OR of the query's tokens; score = -bm25 (higher is better).
+        At most about `budget` postings are read (see `_affordable`)."""
         if k <= 0:
             return []
         toks = list(dict.fromkeys(tokens(query))) or list(dict.fromkeys(tokens(query, stop_words=False)))
         if not toks:
             return []
-        toks = self._affordable(toks)
+        toks = self._affordable(toks, budget)
+        if not toks:
+            return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in toks)
         rows = self._db.execute(
             "SELECT lex_ids.id, bm25(lex_fts) AS s FROM lex_fts JOIN lex_ids ON lex_ids.rowid = lex_fts.rowid "
@@ -122,18 +126,20 @@ class LexicalIndex:
         ).fetchall()
         return [(memory_id, -score) for memory_id, score in rows]
 
-    def _affordable(self, toks: list[str]) -> list[str]:
-        """The query tokens worth matching: rarest first, within POSTINGS_BUDGET (at least one)."""
+    def _affordable(self, toks: list[str], budget: int = POSTINGS_BUDGET) -> list[str]:
+        """The query tokens worth matching: rarest first, as many as `budget` postings allow (none when even
+        the rarest is over it: a token in that many texts carries little weight in bm25, and reading its
+        postings is what a query's time goes on)."""
         placeholders = ",".join("?" * len(toks))
         df = dict(self._db.execute(f"SELECT term, df FROM lex_df WHERE term IN ({placeholders})", toks).fetchall())
         present = sorted((t for t in toks if t in df), key=lambda t: df[t])
-        if sum(df[t] for t in present) <= POSTINGS_BUDGET:
-            return present or toks[:1]
+        if sum(df[t] for t in present) <= budget:
+            return present
         half = self.count() / 2
         kept: list[str] = []
         total = 0
         for t in present:
-            if kept and (df[t] > half or total + df[t] > POSTINGS_BUDGET):
+            if df[t] > half or total + df[t] > budget:
                 break
             kept.append(t)
             total += df[t]

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from memory.crosslingual import BRIDGE_POSTINGS, english_glosses
 from memory.embedders import Embedder
 from memory.errors import MemwikiError
 from memory.lexical import LexicalIndex
@@ -30,7 +31,7 @@ class L2Index(Protocol):
 
     def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
 
-    def lexical_search(self, query: str, k: int) -> list[tuple[str, float]]: ...
+    def lexical_search(self, query: str, k: int, budget: int = ...) -> list[tuple[str, float]]: ...
 
     def get(self, ids: Sequence[str]) -> list[Memory]: ...
 
@@ -78,6 +79,11 @@ class RecallConfig:
     stop_threshold: float = 0.55  # cosine of a layer's best hit above which recall stops (see above)
     min_confidence: float = 0.45  # L1, L4 and file hits below this cosine are not returned ...
     min_coverage: float = 0.6  # ... unless they hold this share of the query's informative tokens (see above)
+    # The cross-language bridge (`memory.crosslingual`): a Chinese query's English glosses searched as a
+    # third lexical list, so that a Chinese question meets an English memory by its words too. Dev sets:
+    # zh_recall hit@1 .778 -> .800 (the one English memory its question missed now ranks first; no case lost),
+    # MADial and LoCoMo unchanged (one language each: the glosses match nothing or are not asked for).
+    bridge: bool = True
 
 
 @dataclass
@@ -111,6 +117,8 @@ class _Ranked:
     lexical: float | None
     dense_rank: int | None
     lexical_rank: int | None
+    bridge: float | None = None
+    bridge_rank: int | None = None
 
     def why(self, fusion: str) -> str:
         parts = []
@@ -120,6 +128,8 @@ class _Ranked:
             parts.append(f"dense {self.cosine:.2f}")
         if self.lexical_rank is not None:
             parts.append(f"lexical {self.lexical:.2f} (#{self.lexical_rank + 1})")
+        if self.bridge_rank is not None:
+            parts.append(f"English glosses {self.bridge:.2f} (#{self.bridge_rank + 1})")
         return f"{fusion}: " + " + ".join(parts)
 
 
@@ -129,51 +139,57 @@ def split_turns(query: str) -> list[str]:
 
 
 def fuse(
-    dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], config: RecallConfig
+    dense: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    config: RecallConfig,
+    bridge: Sequence[tuple[str, float]] = (),
 ) -> list[_Ranked]:
-    """Fuse a dense and a lexical ranking (each best first) into one, best first."""
-    cos = {i: s for i, s in dense}
-    lex = {i: s for i, s in lexical}
-    d_rank = {i: r for r, (i, _) in enumerate(dense)}
-    l_rank = {i: r for r, (i, _) in enumerate(lexical)}
-    ids = list(dict.fromkeys([i for i, _ in dense] + [i for i, _ in lexical]))
+    """Fuse a dense, a lexical and a bridge ranking (each best first; the bridge is the lexical search of the
+    query's English glosses, `memory.crosslingual`, weighed like the lexical list) into one, best first."""
+    lists = [(dense, config.dense_weight), (lexical, config.lexical_weight), (bridge, config.lexical_weight)]
+    values = [{i: s for i, s in ranking} for ranking, _ in lists]
+    ranks = [{i: r for r, (i, _) in enumerate(ranking)} for ranking, _ in lists]
+    ids = list(dict.fromkeys(i for ranking, _ in lists for i, _ in ranking))
     scores: dict[str, float] = {}
     if config.fusion == "rrf":
         for i in ids:
-            s = 0.0
-            if i in d_rank:
-                s += config.dense_weight / (config.rrf_k + d_rank[i] + 1)
-            if i in l_rank:
-                s += config.lexical_weight / (config.rrf_k + l_rank[i] + 1)
-            scores[i] = s
+            scores[i] = sum(
+                w / (config.rrf_k + rank[i] + 1) for (_, w), rank in zip(lists, ranks, strict=True) if i in rank
+            )
     elif config.fusion == "z":
         parts = []
-        for values, weight in ((cos, config.dense_weight), (lex, config.lexical_weight)):
-            if not values or weight == 0:
+        for scored, (_, weight) in zip(values, lists, strict=True):
+            if not scored or weight == 0:
                 continue
-            v = np.fromiter(values.values(), dtype=np.float64)
+            v = np.fromiter(scored.values(), dtype=np.float64)
             mu, sd = v.mean(), v.std() or 1.0
             peak = max(float((v.max() - mu) / sd), 0.0)  # how far the retriever's best stands out
-            parts.append((values, weight * peak if config.peak_weighting else weight, mu, sd, (v.min() - mu) / sd))
+            parts.append((scored, weight * peak if config.peak_weighting else weight, mu, sd, (v.min() - mu) / sd))
         total = sum(w for _, w, *_ in parts)
         if total <= 0:  # no retriever has a best that stands out (one candidate each, or all tied)
-            parts = [(values, 1.0, mu, sd, floor) for values, _, mu, sd, floor in parts]
+            parts = [(scored, 1.0, mu, sd, floor) for scored, _, mu, sd, floor in parts]
             total = float(len(parts))
-        for values, weight, mu, sd, floor in parts:
+        for scored, weight, mu, sd, floor in parts:
             share = weight / total
             for i in ids:
-                scores[i] = scores.get(i, 0.0) + share * float((values[i] - mu) / sd if i in values else floor)
+                scores[i] = scores.get(i, 0.0) + share * float((scored[i] - mu) / sd if i in scored else floor)
     elif config.fusion == "score":
+        cos = values[0]
         d_lo = min(cos.values(), default=0.0)
         d_hi = max(cos.values(), default=1.0)
-        l_hi = max(lex.values(), default=1.0) or 1.0
         for i in ids:
             d = (cos[i] - d_lo) / (d_hi - d_lo) if i in cos and d_hi > d_lo else (1.0 if i in cos else 0.0)
-            ll = lex.get(i, 0.0) / l_hi
-            scores[i] = config.dense_weight * d + config.lexical_weight * ll
+            scores[i] = config.dense_weight * d
+            for scored in values[1:]:
+                hi = max(scored.values(), default=1.0) or 1.0
+                scores[i] += config.lexical_weight * scored.get(i, 0.0) / hi
     else:
         raise MemwikiError(f"unknown fusion {config.fusion!r} (z, rrf or score)")
-    ranked = [_Ranked(i, scores.get(i, 0.0), cos.get(i), lex.get(i), d_rank.get(i), l_rank.get(i)) for i in ids]
+    (cos, lex, via), (d_rank, l_rank, b_rank) = values, ranks
+    ranked = [
+        _Ranked(i, scores.get(i, 0.0), cos.get(i), lex.get(i), d_rank.get(i), l_rank.get(i), via.get(i), b_rank.get(i))
+        for i in ids
+    ]
     ranked.sort(key=lambda r: -r.score)
     return ranked
 
@@ -267,7 +283,8 @@ class Recaller:
         depth = max(k, self.config.depth)
         dense = self.l2.search_ids(qv, depth)
         lexical = self.l2.lexical_search(query, depth) if self.config.lexical_weight > 0 else []
-        ranked = fuse(dense, lexical, self.config)[:k]
+        bridge = self._bridge(self.l2.lexical_search, query, depth)
+        ranked = fuse(dense, lexical, self.config, bridge)[:k]
         memories = {m.id: m for m in self.l2.get([r.id for r in ranked])}
         no_cosine = [r for r in ranked if r.cosine is None and r.id in memories]
         if no_cosine:  # lexical-only hits: their cosine too, so every hit has a comparable confidence
@@ -282,6 +299,15 @@ class Recaller:
                 Hit("L2", m.id, m.text, r.score, _memory_provenance(m), r.why(self.config.fusion), r.cosine or 0.0)
             )
         return hits
+
+    def _bridge(
+        self, search: Callable[[str, int, int], list[tuple[str, float]]], query: str, k: int
+    ) -> list[tuple[str, float]]:
+        """The lexical ranking of the query's English glosses (none for a query with no Chinese)."""
+        if not self.config.bridge or self.config.lexical_weight <= 0:
+            return []
+        glosses = english_glosses(query)
+        return search(" ".join(glosses), k, BRIDGE_POSTINGS) if glosses else []
 
     # -- small layers (hot memory, session snippets, wiki pages), ranked in memory --------------------
 
@@ -308,9 +334,10 @@ class Recaller:
         try:
             index.upsert((str(n), t) for n, t in enumerate(texts))
             lexical = index.search(query, len(texts))
+            bridge = self._bridge(index.search, query, len(texts))
         finally:
             index.close()
-        return fuse(dense, lexical, self.config)
+        return fuse(dense, lexical, self.config, bridge)
 
     def _recall_hot(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
         entries = [(f, e) for f in self.hot_files() for e in f.entries]

@@ -19,7 +19,7 @@ import numpy as np
 
 from memory.embedders import Embedder
 from memory.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError, MemwikiError
-from memory.lexical import LexicalIndex
+from memory.lexical import POSTINGS_BUDGET, LexicalIndex
 from memory.snapshot import CATEGORIES, Memory, ScoredMemory
 
 COLLECTION = "memories"
@@ -220,8 +220,8 @@ class SemanticMemory:
         )
         return [(i, 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0], strict=True)]
 
-    def lexical_search(self, query: str, k: int) -> list[tuple[str, float]]:
-        return self.lexical.search(query, k)
+    def lexical_search(self, query: str, k: int, budget: int = POSTINGS_BUDGET) -> list[tuple[str, float]]:
+        return self.lexical.search(query, k, budget)
 
     def all(self, batch: int = 1000) -> Iterator[Memory]:
         offset = 0

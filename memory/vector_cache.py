@@ -18,7 +18,7 @@ import numpy as np
 
 from memory.embedders import Embedder
 from memory.errors import MemwikiError
-from memory.lexical import LexicalIndex
+from memory.lexical import POSTINGS_BUDGET, LexicalIndex
 from memory.semantic import index_text
 from memory.snapshot import Memory, ScoredMemory
 from memory.textio import atomic_write_text, file_lock, read_text
@@ -111,8 +111,8 @@ class VectorCache:
     def search(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         return [ScoredMemory(self._memories[i], s) for i, s in self.search_ids(vector, k)]
 
-    def lexical_search(self, query: str, k: int) -> list[tuple[str, float]]:
-        return self.lexical.search(query, k)
+    def lexical_search(self, query: str, k: int, budget: int = POSTINGS_BUDGET) -> list[tuple[str, float]]:
+        return self.lexical.search(query, k, budget)
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
         return [self._memories[i] for i in ids if i in self._memories]

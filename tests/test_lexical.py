@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-import memory.lexical as lexical
 from memory.lexical import LexicalIndex
 
 
@@ -53,11 +52,14 @@ def test_fts_syntax_in_a_query_is_plain_text(index: LexicalIndex) -> None:
     assert index.search("postgresql AND (", 5)[0][0] == "b"
 
 
-def test_frequent_tokens_are_dropped_past_the_postings_budget(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_frequent_tokens_are_dropped_past_the_postings_budget() -> None:
     ix = LexicalIndex(":memory:")
     ix.upsert([(f"n{i}", f"common note number {i}") for i in range(40)] + [("rare", "common note zebra")])
-    monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 10)
-    assert ix._affordable(["common", "note", "zebra"]) == ["zebra"]
-    assert ix.search("common note zebra", 3)[0][0] == "rare"
+    assert ix._affordable(["common", "note", "zebra"], budget=10) == ["zebra"]
+    assert ix.search("common note zebra", 3, budget=10)[0][0] == "rare"
+    # only tokens in more than half the texts: none is worth its postings (bm25 gives them no weight)
+    assert ix._affordable(["common", "note"], budget=10) == [] and ix.search("common note", 3, budget=10) == []
+    assert len(ix.search("common note", 3, budget=1000)) == 3  # within the budget, every token is matched
+    assert ix._affordable(["common", "zebra"]) == ["zebra", "common"]  # the default budget: rarest first
+    assert ix._affordable(["zebra", "7"], budget=1) == ["zebra"]  # one text each: one fits the budget
+    assert ix._affordable(["zebra", "7"], budget=0) == []  # even the rarest is over the budget

@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 
 from memory.config import EmbedderConfig, StoreConfig
+from memory.crosslingual import BRIDGE_POSTINGS, english_glosses
 from memory.embedders import USEEmbedder
+from memory.recall import RecallConfig, fuse
 from memory.snapshot import Memory
 from memory.store import Store
 from memory.tokens import fts_text, tokens
@@ -48,11 +50,33 @@ QUERIES = {
     "备份存在哪里，多久同步？": "zh-nas",
     "回复时该用什么语言": "zh-lang",
     "用户的宠物叫什么名字": "zh-cat",
+    "推荐菜谱时要避开哪种食物？": "en-allergy",  # a Chinese question about an English memory
     "How do we publish the wiki?": "en-deploy",
     "Which food must I avoid when proposing meals?": "en-allergy",
     "When is the trip to Germany?": "en-flight",
     "what database stores the vectors": "en-chroma",
 }
+
+# Rankings to fuse, [dense, lexical]: one lexical list with no clear winner (peak weighting gives it little
+# say), one dense list with none, one of a single candidate each, and random ones.
+_rng = np.random.default_rng(5)
+
+
+def _descending(values: np.ndarray) -> list[float]:
+    return sorted(values.tolist(), reverse=True)
+
+
+FUSE_CASES = [
+    [[["a", 0.8], ["b", 0.5], ["c", 0.45], ["d", 0.44], ["e", 0.43]], [["b", 5.0], ["c", 4.9], ["d", 4.8], ["a", 1.0]]],
+    [[["a", 0.51], ["b", 0.50], ["c", 0.50]], [["c", 9.0], ["d", 2.0], ["a", 1.5]]],
+    [[["a", 0.5]], [["b", 3.0]]],
+] + [
+    [
+        [[f"d{i}", float(s)] for i, s in enumerate(_descending(_rng.uniform(0.1, 0.7, 20)))],
+        [[f"d{i}", float(s)] for i, s in zip(_rng.permutation(30), _descending(_rng.gamma(2, 2, 12)), strict=False)],
+    ]
+    for _ in range(20)
+]
 
 NODE_RANK = r"""
 const fs = require("fs"), path = require("path");
@@ -74,8 +98,10 @@ globalThis.MemwikiUSE.load("", {}).then(use => {  // the weights use-model.js pu
       hybrid: index.search(q, v, 3).map(h => data.docs[h.doc][0]),
       lexical: index.search(q, null, 3).map(h => data.docs[h.doc][0]),
       bm25: index.lexicalRank(q, 50).map(([d, s]) => [data.docs[d][0], s]),
+      bridge: index.bridgeRank(q, 50).map(([d, s]) => [data.docs[d][0], s]),
     };
   }
+  out.__fused = req.fuse.map(([dense, lexical]) => index.fuse(dense, lexical).map(h => h.doc));
   const tok = globalThis.MemwikiSearch.tokens;
   out.__tokens = req.texts.map(t => [tok(t, index.stop), tok(t, null), tok(t, null, true)]);
   process.stdout.write(JSON.stringify(out));
@@ -107,7 +133,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
         )
         proc = subprocess.run(
             ["node", "-e", NODE_RANK, str(tmp / "site")],
-            input=json.dumps({"queries": list(QUERIES), "texts": texts}),
+            input=json.dumps({"queries": list(QUERIES), "texts": texts, "fuse": FUSE_CASES}),
             capture_output=True,
             text=True,
             timeout=300,
@@ -122,6 +148,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
                 "dense": [ids[i] for i in np.argsort(-(vectors @ v))[:3]],
                 "recall": [h.id for h in store.recaller.rank_l2(q, 3)],
                 "bm25": store.semantic.lexical_search(q, 50),
+                "bridge": store.semantic.lexical_search(" ".join(english_glosses(q)), 50, BRIDGE_POSTINGS),
             }
             for q, v in zip(QUERIES, qv, strict=True)
         }
@@ -151,6 +178,12 @@ def test_js_hybrid_top_result_is_what_recall_finds(exported) -> None:
     assert hits >= len(QUERIES) - 1  # and it is the right memory
 
 
+def test_js_fusion_is_recalls_fusion(exported) -> None:
+    for (dense, lexical), js in zip(FUSE_CASES, exported["js"]["__fused"], strict=True):
+        want = [r.id for r in fuse([tuple(x) for x in dense], [tuple(x) for x in lexical], RecallConfig())]
+        assert js == want
+
+
 def test_js_lexical_scores_are_fts5_bm25(exported) -> None:
     js, py = exported["js"], exported["py"]
     for query in QUERIES:
@@ -159,6 +192,16 @@ def test_js_lexical_scores_are_fts5_bm25(exported) -> None:
         assert set(got) == set(want), query
         for key, score in want.items():
             assert got[key] == pytest.approx(score, rel=1e-9), (query, key)
+
+
+def test_js_bridge_is_recalls_bridge(exported) -> None:
+    js, py = exported["js"], exported["py"]
+    for query in QUERIES:
+        assert [d for d, _ in js[query]["bridge"]] == [d for d, _ in py[query]["bridge"]], query
+        for (_, got), (_, want) in zip(js[query]["bridge"], py[query]["bridge"], strict=True):
+            assert got == pytest.approx(want, rel=1e-9), query
+    assert py["推荐菜谱时要避开哪种食物？"]["bridge"][0][0] == "en-allergy"  # found by its English
+    assert not js["How do we publish the wiki?"]["bridge"]  # no Chinese, no glosses
 
 
 def test_js_tokens_mirror_memory_tokens(exported) -> None:

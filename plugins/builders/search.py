@@ -4,8 +4,10 @@ Exported: every (privacy-filtered) L2 memory's id, title, URL and text, its vect
 (`memory_vectors`, the embedder recall uses) quantised to int8, the recall fusion settings and stop words.
 The search page embeds the query in the browser with the same model (USE multilingual v3 ported to JS,
 `plugins/assets/use/`), ranks by cosine, ranks lexically with FTS5's bm25 over the tokens of
-`memory/tokens.py` (mirrored in JS), and fuses both the way `memory.recall.fuse` does. With another
-embedder (e.g. Ollama) the browser cannot embed a query: the page says so and ranks lexically only.
+`memory/tokens.py` (mirrored in JS), ranks the query's English glosses the same way (the part of the
+Chinese-English glossary, `memory.crosslingual`, whose English these memories hold), and fuses the three
+the way `memory.recall.fuse` does. With another embedder (e.g. Ollama) the browser cannot embed a query:
+the page says so and ranks lexically only.
 
 Everything loads through <script> files that assign globals (no fetch), so it works from file://.
 """
@@ -16,18 +18,21 @@ import base64
 import hashlib
 import importlib.metadata
 import shutil
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memory.crosslingual import BRIDGE_POSTINGS, MAX_WORD, browser_table
 from memory.embedders import USE_NAME
+from memory.lexical import POSTINGS_BUDGET
 from memory.recall import RecallConfig
 from memory.snapshot import Memory
 from memory.textio import atomic_write_text, read_text
-from memory.tokens import STOP_CHARS, STOP_WORDS
+from memory.tokens import STOP_CHARS, STOP_WORDS, fts_text
 from plugins.builders import site
 from plugins.concepts import slugify
 from plugins.graphviz import script_json
@@ -45,7 +50,7 @@ STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of plugins/as
 USE_JS = _HERE / "use" / "use.js"
 TITLE_CHARS = 80
 VECTOR_BATCH = 1000
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: bridge table, postings budgets, peak weighting
 
 MemoryUrl = Callable[[Memory], str]
 
@@ -77,6 +82,19 @@ def _vectors(ctx: BuildContext, ids: Sequence[str]) -> np.ndarray | None:
     return np.concatenate(parts) if parts else np.zeros((0, ctx.source.info().dim), dtype=np.float32)
 
 
+def _vocabulary(texts: Iterable[str]) -> set[str]:
+    """The lexical tokens of `texts` as the page indexes them (Latin diacritics folded, as FTS5 and the JS do)."""
+    out: set[str] = set()
+    for text in texts:
+        out.update(fts_text(text).split())
+    return out | {_fold(t) for t in out if not t.isascii()}
+
+
+def _fold(token: str) -> str:
+    bare = "".join(c for c in unicodedata.normalize("NFD", token) if not "\u0300" <= c <= "\u036f")
+    return unicodedata.normalize("NFC", bare)
+
+
 def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
     """What the page's JS needs (JSON-able) and the quantised vectors (None: lexical only, `why` says)."""
     memory_url = memory_url or ctx.options.get("memory_url") or default_memory_url
@@ -102,7 +120,13 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
         "fusion": {
             k: v
             for k, v in asdict(config).items()
-            if k in ("fusion", "rrf_k", "dense_weight", "lexical_weight", "depth")
+            if k in ("fusion", "rrf_k", "dense_weight", "lexical_weight", "peak_weighting", "bridge", "depth")
+        },
+        "postings_budget": POSTINGS_BUDGET,
+        "bridge": {
+            "table": browser_table(_vocabulary(m.text for m in memories)) if config.bridge else {},
+            "postings": BRIDGE_POSTINGS,
+            "max_word": MAX_WORD,
         },
         "stop_words": sorted(STOP_WORDS),
         "stop_chars": sorted(STOP_CHARS),
@@ -121,7 +145,8 @@ def _page(data: dict[str, Any]) -> str:
         how = (
             f"Your query is embedded in the browser with the store's own model ({esc(data['embedder'])}, "
             f"{data['dim']} dimensions) and compared with the same vectors that <code>memwiki recall</code> uses, "
-            "then fused with a lexical match (Chinese by character pairs) exactly as recall fuses them. "
+            "then fused with a lexical match (Chinese by character pairs, and a Chinese query's English glosses "
+            "for English memories) exactly as recall fuses them. "
             "The model (about 40 MB) loads on your first search; until then results are lexical."
         )
     else:

@@ -2,7 +2,8 @@
  *
  * Mirrors memory/tokens.py (CJK bigrams, light English stemmer, stop words), SQLite FTS5's bm25
  * (k1 = 1.2, b = 0.75) over the OR of the query's tokens as memory/lexical.py asks it, and
- * memory/recall.py's `fuse` (reciprocal-rank or normalised-score fusion of the top `depth` of each).
+ * memory/recall.py's `fuse` (z-score fusion weighted by how far each list's best stands out, reciprocal-rank
+ * or normalised-score fusion of the top `depth` of each).
  * Runs in a browser (window.MemwikiSearch) and under node (module.exports) for the tests.
  */
 (function (root) {
@@ -85,6 +86,11 @@
     this.n = data.docs.length;
     this.stop = {words: new Set(data.stop_words), chars: new Set(data.stop_chars)};
     this.fusion = data.fusion;
+    this.budget = data.postings_budget || Infinity;  // memory/lexical.py's POSTINGS_BUDGET
+    // memory/crosslingual.py: headword -> the English of its glosses that these memories hold
+    this.bridge = data.bridge ? new Map(Object.entries(data.bridge.table)) : null;
+    this.bridgeBudget = data.bridge ? data.bridge.postings : 0;
+    this.bridgeMaxWord = data.bridge ? data.bridge.max_word : 0;
     var textAt = data.fields.indexOf("text");
     // lexical: postings token -> [doc, tf, ...], doc lengths in tokens (as memory.tokens.fts_text indexes)
     this.postings = new Map();
@@ -151,13 +157,30 @@
     return order.slice(0, k);
   };
 
+  /* The query tokens worth matching, as memory/lexical.py's `_affordable`: rarest first, as many as
+   * `budget` postings allow. */
+  Index.prototype.affordable = function (terms, budget) {
+    var self = this, present = [], total = 0;
+    terms.forEach(function (t, at) { if (self.postings.has(t)) present.push([t, self.postings.get(t).length / 2, at]); });
+    present.sort(function (a, b) { return a[1] - b[1] || a[2] - b[2]; });  // stable, as Python's sorted
+    present.forEach(function (x) { total += x[1]; });
+    if (total <= budget) return present.map(function (x) { return x[0]; });
+    var kept = [];
+    total = 0;
+    for (var i = 0; i < present.length; i++) {
+      if (present[i][1] > this.n / 2 || total + present[i][1] > budget) break;
+      kept.push(present[i][0]);
+      total += present[i][1];
+    }
+    return kept;
+  };
+
   /* [[doc, score], ...] best first; score = -bm25 as memory/lexical.py returns it. */
-  Index.prototype.lexicalRank = function (query, k) {
-    var terms = this.queryTokens(query);
+  Index.prototype.lexicalRank = function (query, k, budget) {
+    var terms = this.affordable(this.queryTokens(query), budget === undefined ? this.budget : budget);
     var scores = new Map();
     for (var t = 0; t < terms.length; t++) {
       var list = this.postings.get(terms[t]);
-      if (!list) continue;
       var hits = list.length / 2;
       var idf = Math.log((this.n - hits + 0.5) / (hits + 0.5));
       if (idf <= 0) idf = 1e-6;
@@ -170,50 +193,92 @@
     return top(scores, k);
   };
 
-  /* memory.recall.fuse ("z", "rrf" or "score"): [{doc, score, cosine, lexical, denseRank, lexicalRank}] best first. */
-  Index.prototype.fuse = function (dense, lexical) {
-    var f = this.fusion, cos = new Map(), lex = new Map(), dr = new Map(), lr = new Map(), ids = [];
-    dense.forEach(function (x, r) { cos.set(x[0], x[1]); dr.set(x[0], r); ids.push(x[0]); });
-    lexical.forEach(function (x, r) { lex.set(x[0], x[1]); lr.set(x[0], r); if (!dr.has(x[0])) ids.push(x[0]); });
+  /* memory.crosslingual.english_glosses over the shipped part of the glossary: every dictionary word of
+   * the query's Chinese runs (overlaps included), its English words, each once. */
+  Index.prototype.glosses = function (query) {
+    var out = [], seen = new Set(), re = new RegExp("[" + CJK + "]+", "gu"), m;
+    if (!this.bridge) return out;
+    while ((m = re.exec(String(query))) !== null) {
+      var chars = Array.from(m[0]);
+      for (var i = 0; i + 1 < chars.length; i++) {
+        for (var size = 2; size <= Math.min(this.bridgeMaxWord, chars.length - i); size++) {
+          var words = this.bridge.get(chars.slice(i, i + size).join(""));
+          if (words) words.forEach(function (w) { if (!seen.has(w)) { seen.add(w); out.push(w); } });
+        }
+      }
+    }
+    return out;
+  };
+
+  /* The lexical ranking of the query's English glosses, within the bridge's smaller budget. */
+  Index.prototype.bridgeRank = function (query, k) {
+    var glosses = this.glosses(query);
+    return glosses.length ? this.lexicalRank(glosses.join(" "), k, this.bridgeBudget) : [];
+  };
+
+  /* memory.recall.fuse ("z", "rrf" or "score") of dense, lexical and bridge rankings:
+   * [{doc, score, cosine, lexical, bridge, denseRank, lexicalRank, bridgeRank}] best first. */
+  Index.prototype.fuse = function (dense, lexical, bridge) {
+    var f = this.fusion, ids = [], seen = new Set();
+    var lists = [[dense, f.dense_weight], [lexical, f.lexical_weight], [bridge || [], f.lexical_weight]];
+    var values = lists.map(function () { return new Map(); }), ranks = lists.map(function () { return new Map(); });
+    lists.forEach(function (pair, n) {
+      pair[0].forEach(function (x, r) {
+        values[n].set(x[0], x[1]);
+        ranks[n].set(x[0], r);
+        if (!seen.has(x[0])) { seen.add(x[0]); ids.push(x[0]); }
+      });
+    });
     var scores = new Map();
     function add(i, v) { scores.set(i, (scores.get(i) || 0) + v); }
     if (f.fusion === "rrf") {
       ids.forEach(function (i) {
         var s = 0;
-        if (dr.has(i)) s += f.dense_weight / (f.rrf_k + dr.get(i) + 1);
-        if (lr.has(i)) s += f.lexical_weight / (f.rrf_k + lr.get(i) + 1);
+        lists.forEach(function (pair, n) { if (ranks[n].has(i)) s += pair[1] / (f.rrf_k + ranks[n].get(i) + 1); });
         scores.set(i, s);
       });
     } else if (f.fusion === "z") {
-      [[cos, f.dense_weight], [lex, f.lexical_weight]].forEach(function (pair) {
-        var values = pair[0], weight = pair[1];
-        if (!values.size || weight === 0) return;
-        var v = Array.from(values.values()), mu = 0, sd = 0, lo = Infinity;
-        v.forEach(function (x) { mu += x; lo = Math.min(lo, x); });
+      var parts = [], total = 0;
+      lists.forEach(function (pair, n) {
+        var scored = values[n], weight = pair[1];
+        if (!scored.size || weight === 0) return;
+        var v = Array.from(scored.values()), mu = 0, sd = 0, lo = Infinity, hi = -Infinity;
+        v.forEach(function (x) { mu += x; lo = Math.min(lo, x); hi = Math.max(hi, x); });
         mu /= v.length;
         v.forEach(function (x) { sd += (x - mu) * (x - mu); });
         sd = Math.sqrt(sd / v.length) || 1;
-        var floor = (lo - mu) / sd;
-        ids.forEach(function (i) { add(i, weight * (values.has(i) ? (values.get(i) - mu) / sd : floor)); });
+        var peak = Math.max((hi - mu) / sd, 0); // how far the retriever's best stands out
+        parts.push({values: scored, weight: f.peak_weighting ? weight * peak : weight, mu: mu, sd: sd, floor: (lo - mu) / sd});
+      });
+      parts.forEach(function (p) { total += p.weight; });
+      if (total <= 0) { parts.forEach(function (p) { p.weight = 1; }); total = parts.length; }
+      parts.forEach(function (p) {
+        var share = p.weight / total;
+        ids.forEach(function (i) { add(i, share * (p.values.has(i) ? (p.values.get(i) - p.mu) / p.sd : p.floor)); });
       });
     } else if (f.fusion === "score") {
-      var dLo = Infinity, dHi = -Infinity, lHi = -Infinity;
+      var cos = values[0], dLo = Infinity, dHi = -Infinity;
       cos.forEach(function (x) { dLo = Math.min(dLo, x); dHi = Math.max(dHi, x); });
-      lex.forEach(function (x) { lHi = Math.max(lHi, x); });
       if (!cos.size) { dLo = 0; dHi = 1; }
-      if (!lex.size || !lHi) lHi = 1;
+      var his = values.slice(1).map(function (scored) {
+        var hi = -Infinity;
+        scored.forEach(function (x) { hi = Math.max(hi, x); });
+        return scored.size && hi ? hi : 1;
+      });
       ids.forEach(function (i) {
-        var d = cos.has(i) ? (dHi > dLo ? (cos.get(i) - dLo) / (dHi - dLo) : 1) : 0;
-        scores.set(i, f.dense_weight * d + f.lexical_weight * ((lex.get(i) || 0) / lHi));
+        var s = f.dense_weight * (cos.has(i) ? (dHi > dLo ? (cos.get(i) - dLo) / (dHi - dLo) : 1) : 0);
+        values.slice(1).forEach(function (scored, n) { s += f.lexical_weight * ((scored.get(i) || 0) / his[n]); });
+        scores.set(i, s);
       });
     } else {
       throw new Error("unknown fusion " + f.fusion);
     }
     var out = ids.map(function (i) {
-      return {doc: i, score: scores.get(i) || 0, cosine: cos.get(i), lexical: lex.get(i),
-              denseRank: dr.get(i), lexicalRank: lr.get(i)};
+      return {doc: i, score: scores.get(i) || 0, cosine: values[0].get(i), lexical: values[1].get(i),
+              bridge: values[2].get(i), denseRank: ranks[0].get(i), lexicalRank: ranks[1].get(i),
+              bridgeRank: ranks[2].get(i)};
     });
-    out.sort(function (a, b) { return b.score - a.score; }); // stable: ties keep dense-then-lexical order
+    out.sort(function (a, b) { return b.score - a.score; }); // stable: ties keep first-seen order
     return out;
   };
 
@@ -221,8 +286,10 @@
   Index.prototype.search = function (query, qvec, k) {
     var depth = Math.max(k, this.fusion.depth);
     var dense = qvec && this.dense ? this.denseRank(qvec, depth) : [];
-    var lexical = this.fusion.lexical_weight > 0 || !dense.length ? this.lexicalRank(query, depth) : [];
-    var fused = this.fuse(dense, lexical).slice(0, k);
+    var words = this.fusion.lexical_weight > 0 || !dense.length;
+    var lexical = words ? this.lexicalRank(query, depth) : [];
+    var bridge = words && this.fusion.bridge ? this.bridgeRank(query, depth) : [];
+    var fused = this.fuse(dense, lexical, bridge).slice(0, k);
     if (qvec && this.dense) {
       for (var i = 0; i < fused.length; i++) if (fused[i].cosine === undefined) fused[i].cosine = this.cosine(qvec, fused[i].doc);
     }

@@ -24,6 +24,7 @@
     if (hit.denseRank !== undefined) parts.push("meaning " + hit.cosine.toFixed(2) + " (#" + (hit.denseRank + 1) + ")");
     else if (hit.cosine !== undefined) parts.push("meaning " + hit.cosine.toFixed(2));
     if (hit.lexicalRank !== undefined) parts.push("words " + hit.lexical.toFixed(2) + " (#" + (hit.lexicalRank + 1) + ")");
+    if (hit.bridgeRank !== undefined) parts.push("English glosses " + hit.bridge.toFixed(2) + " (#" + (hit.bridgeRank + 1) + ")");
     return parts.join(" + ");
   }
 

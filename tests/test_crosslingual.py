@@ -1,0 +1,94 @@
+"""The Chinese-English bridge: CC-CEDICT glosses of a Chinese query, searched as a third lexical list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory import crosslingual
+from memory.crosslingual import browser_table, dictionary_words, english_glosses
+from memory.embedders import USEEmbedder
+from memory.recall import RecallConfig, Recaller, fuse
+from memory.semantic import SemanticMemory
+from memory.snapshot import Memory
+
+HOME_LAB = "The home lab's virtualisation platform is Proxmox VE, on Intel NUC hardware with 64 GB RAM."
+CORPUS = [
+    ("lab", HOME_LAB),
+    ("wifi", "The home Wi-Fi password is kept in Bitwarden, never in notes."),
+    ("github", "GitHub is the platform for the user's open-source code; the handle is kalend."),
+    ("docker", "踩坑记录：Docker Desktop 在 Mac 上挂载目录很慢，改用 OrbStack 后明显变快。"),
+    ("router", "主路由器刷了 OpenWrt，旁路由负责科学上网，网关是 192.168.1.1。"),
+    ("kindle", "用户买了一台 Kindle Paperwhite，主要用来看技术书。"),
+    ("vps", "The VPS lives in Tokyo, runs Debian 12, and SSH listens on port 2222 with keys only."),
+]
+QUESTION = "家里的虚拟化平台跑在什么硬件上？"
+
+
+def test_glosses_are_the_english_of_the_content_words() -> None:
+    glosses = english_glosses(QUESTION)
+    assert {"home", "platform", "hardware"} <= set(glosses)
+    assert "what" not in glosses  # 什么 holds a function character: scaffolding, not content
+    assert len(glosses) == len(set(glosses))
+    assert english_glosses("硬體") == ["hardware"]  # traditional headwords too
+
+
+def test_text_without_chinese_has_no_glosses() -> None:
+    assert english_glosses("Which port does SSH listen on?") == []
+    assert english_glosses("") == []
+    assert english_glosses("什么") == []  # only scaffolding
+
+
+def test_every_dictionary_word_counts_overlaps_included() -> None:
+    assert dictionary_words("数据库存储") == ["数据", "数据库", "库存", "存储"]
+    assert dictionary_words("我的什么") == []  # function characters: no word holding one is looked up
+
+
+def test_the_browser_gets_only_glosses_its_memories_can_match() -> None:
+    table = browser_table({"hardwar", "platform"})  # tokens, as the page indexes its memories (stemmed)
+    assert table["硬件"] == ["hardware"] and "platform" in table["平台"]
+    assert "家里" not in table  # "home" is in no memory of this page
+    assert all(set(words) <= {"hardware", "platform"} for words in table.values())
+    assert browser_table(set()) == {}
+
+
+def test_the_glossary_is_kept_in_the_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    crosslingual._load.cache_clear()
+    try:
+        made = crosslingual.glossary()
+        (kept,) = (tmp_path / "memwiki").glob("cedict-glossary-*.marshal")
+        crosslingual._load.cache_clear()
+        assert crosslingual.glossary() == made  # read back from the file
+        kept.write_bytes(b"\x00 not marshal")
+        crosslingual._load.cache_clear()
+        assert crosslingual.glossary() == made  # a damaged file is made again
+        assert kept.read_bytes() != b"\x00 not marshal"
+    finally:
+        crosslingual._load.cache_clear()
+
+
+def test_fusion_takes_a_candidate_only_the_bridge_found() -> None:
+    dense = [("a", 0.31), ("b", 0.30), ("c", 0.29)]
+    for fusion in ("z", "rrf", "score"):
+        ranked = fuse(dense, [], RecallConfig(fusion=fusion), bridge=[("d", 6.0), ("b", 1.0)])
+        assert {r.id for r in ranked} == {"a", "b", "c", "d"}
+        by_id = {r.id: r for r in ranked}
+        assert by_id["d"].bridge_rank == 0 and "English glosses 6.00 (#1)" in by_id["d"].why(fusion)
+
+
+@pytest.fixture(scope="module")
+def l2(tmp_path_factory: pytest.TempPathFactory) -> SemanticMemory:
+    semantic = SemanticMemory(tmp_path_factory.mktemp("bridge") / "l2", USEEmbedder())
+    semantic.upsert([Memory(id=i, text=t) for i, t in CORPUS])
+    return semantic
+
+
+def test_a_chinese_question_finds_an_english_memory_by_its_glosses(l2: SemanticMemory, tmp_path: Path) -> None:
+    use = USEEmbedder()
+    hits = Recaller(use, l2=l2).recall(QUESTION, k=3)
+    assert hits[0].id == "lab" and "English glosses" in hits[0].why
+    without = Recaller(use, l2=l2, config=RecallConfig(bridge=False)).recall(QUESTION, k=3)
+    assert all("English glosses" not in h.why for h in without)
+    assert Recaller(use, l2=l2).rank_l2(QUESTION, 3)[0].id == "lab"
