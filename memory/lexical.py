@@ -121,7 +121,7 @@ class LexicalIndex:
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in toks)
         rows = self._db.execute(
             "SELECT lex_ids.id, bm25(lex_fts) AS s FROM lex_fts JOIN lex_ids ON lex_ids.rowid = lex_fts.rowid "
-            "WHERE lex_fts MATCH ? ORDER BY s LIMIT ?",
+            "WHERE lex_fts MATCH ? ORDER BY s, lex_ids.id LIMIT ?",  # ties by id, as the site's search breaks them
             (match, k),
         ).fetchall()
         return [(memory_id, -score) for memory_id, score in rows]

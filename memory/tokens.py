@@ -16,7 +16,7 @@ import unicodedata
 
 # Bump whenever `fts_text` would index a text differently: lexical indexes and session history built by
 # another version re-index themselves when opened (they keep it in SQLite's `user_version`).
-TOKENIZER_VERSION = 2
+TOKENIZER_VERSION = 3  # 3: Latin diacritics removed (naïve → naiv)
 
 _CJK = (
     r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -89,8 +89,20 @@ def tokens(text: str, *, stop_words: bool = True, unigrams: bool = False, cjk: b
                 grams = [g for g in grams if not STOP_CHARS.intersection(g)]
             out.extend(grams)
         elif not (stop_words and run in STOP_WORDS):
-            out.append(_stem(run.replace("’", "'").split("'")[0]))
+            out.append(_latin(run.replace("’", "'").split("'")[0]))
     return out
+
+
+@functools.lru_cache(maxsize=65536)
+def _latin(word: str) -> str:
+    """A Latin-script word's token: stemmed, then its diacritics removed (naïve → naiv), as FTS5's unicode61
+    tokenizer removes them, so that the token looked up in an index's document frequencies is the one FTS5
+    matches (and the site's JS makes the same)."""
+    stem = _stem(word)
+    if stem.isascii():
+        return stem
+    bare = "".join(c for c in unicodedata.normalize("NFD", stem) if not "\u0300" <= c <= "\u036f")
+    return unicodedata.normalize("NFC", bare)
 
 
 def fts_text(text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -53,24 +54,42 @@ def test_the_browser_gets_only_glosses_its_memories_can_match() -> None:
     assert browser_table(set()) == {}
 
 
+def _forget_the_glossary() -> None:
+    """As a new process would start: no glossary found yet, no connection, no glosses remembered."""
+    crosslingual._made_glossary.cache_clear()
+    crosslingual._english_glosses.cache_clear()
+    crosslingual._local.__dict__.clear()
+
+
 def test_the_glossary_is_kept_in_the_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    crosslingual._made_glossary.cache_clear()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    _forget_the_glossary()
     try:
         glosses = english_glosses(QUESTION)
         (kept,) = (tmp_path / "cache" / "memwiki").glob("cedict-glossary-*.sqlite3")
         made = kept.stat().st_mtime_ns
-        crosslingual._made_glossary.cache_clear()
+        _forget_the_glossary()
         assert english_glosses(QUESTION) == glosses and kept.stat().st_mtime_ns == made  # read, not made again
-        kept.write_bytes(b"half-written")
-        crosslingual._made_glossary.cache_clear()
+
+        kept.write_bytes(b"half-written")  # as if a crash had left it (it is renamed in only when complete)
+        _forget_the_glossary()
         assert english_glosses(QUESTION) == glosses  # a damaged file is made again
+        assert kept.stat().st_size > 1_000_000
+
+        kept.write_bytes(b"damaged under a running process")
+        crosslingual._english_glosses.cache_clear()
+        assert english_glosses("数据库存储") == []  # that process goes on without the bridge, no error
+
         (tmp_path / "a-file").write_text("not a folder")
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))  # no cache folder can be made there
-        crosslingual._made_glossary.cache_clear()
-        assert english_glosses(QUESTION) == glosses  # made in a temporary folder instead
+        _forget_the_glossary()
+        assert english_glosses(QUESTION) == glosses  # made in this user's own temporary folder instead
+        (fallback,) = (tmp_path / "tmp").glob("memwiki-*/cedict-glossary-*.sqlite3")
+        assert fallback.parent.stat().st_mode & 0o077 == 0
     finally:
-        crosslingual._made_glossary.cache_clear()
+        _forget_the_glossary()
 
 
 def test_fusion_takes_a_candidate_only_the_bridge_found() -> None:

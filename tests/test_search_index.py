@@ -57,26 +57,38 @@ QUERIES = {
     "what database stores the vectors": "en-chroma",
 }
 
-# Rankings to fuse, [dense, lexical]: one lexical list with no clear winner (peak weighting gives it little
-# say), one dense list with none, one of a single candidate each, and random ones.
+# Rankings to fuse, [dense, lexical, bridge]: one lexical list with no clear winner (peak weighting gives it
+# little say), one dense list with none, one of a single candidate each, then random ones; each fused by
+# every fusion method.
 _rng = np.random.default_rng(5)
+FUSIONS = ("z", "rrf", "score")
 
 
 def _descending(values: np.ndarray) -> list[float]:
     return sorted(values.tolist(), reverse=True)
 
 
+def _ranking(n: int, scores: np.ndarray) -> list[list]:
+    return [[f"d{i}", s] for i, s in zip(_rng.permutation(n), _descending(scores), strict=False)]
+
+
 FUSE_CASES = [
-    [[["a", 0.8], ["b", 0.5], ["c", 0.45], ["d", 0.44], ["e", 0.43]], [["b", 5.0], ["c", 4.9], ["d", 4.8], ["a", 1.0]]],
-    [[["a", 0.51], ["b", 0.50], ["c", 0.50]], [["c", 9.0], ["d", 2.0], ["a", 1.5]]],
-    [[["a", 0.5]], [["b", 3.0]]],
+    [
+        [["a", 0.8], ["b", 0.5], ["c", 0.45], ["d", 0.44], ["e", 0.43]],
+        [["b", 5.0], ["c", 4.9], ["d", 4.8], ["a", 1.0]],
+        [["e", 2.0], ["b", 1.0]],
+    ],
+    [[["a", 0.51], ["b", 0.50], ["c", 0.50]], [["c", 9.0], ["d", 2.0], ["a", 1.5]], []],
+    [[["a", 0.5]], [["b", 3.0]], [["c", 1.0]]],
 ] + [
     [
-        [[f"d{i}", float(s)] for i, s in enumerate(_descending(_rng.uniform(0.1, 0.7, 20)))],
-        [[f"d{i}", float(s)] for i, s in zip(_rng.permutation(30), _descending(_rng.gamma(2, 2, 12)), strict=False)],
+        _ranking(20, _rng.uniform(0.1, 0.7, 20)),
+        _ranking(30, _rng.gamma(2, 2, 12)),
+        _ranking(30, _rng.gamma(2, 1, 6)) if n % 3 else [],
     ]
-    for _ in range(20)
+    for n in range(20)
 ]
+FUSE_REQUESTS = [[fusion, *case] for case in FUSE_CASES for fusion in FUSIONS]
 
 NODE_RANK = r"""
 const fs = require("fs"), path = require("path");
@@ -101,7 +113,11 @@ globalThis.MemwikiUSE.load("", {}).then(use => {  // the weights use-model.js pu
       bridge: index.bridgeRank(q, 50).map(([d, s]) => [data.docs[d][0], s]),
     };
   }
-  out.__fused = req.fuse.map(([dense, lexical]) => index.fuse(dense, lexical).map(h => h.doc));
+  out.__fused = req.fuse.map(([fusion, dense, lexical, bridge]) => {
+    index.fusion = Object.assign({}, data.fusion, {fusion: fusion});
+    return index.fuse(dense, lexical, bridge).map(h => h.doc);
+  });
+  index.fusion = data.fusion;
   const tok = globalThis.MemwikiSearch.tokens;
   out.__tokens = req.texts.map(t => [tok(t, index.stop), tok(t, null), tok(t, null, true)]);
   process.stdout.write(JSON.stringify(out));
@@ -133,7 +149,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
         )
         proc = subprocess.run(
             ["node", "-e", NODE_RANK, str(tmp / "site")],
-            input=json.dumps({"queries": list(QUERIES), "texts": texts, "fuse": FUSE_CASES}),
+            input=json.dumps({"queries": list(QUERIES), "texts": texts, "fuse": FUSE_REQUESTS}),
             capture_output=True,
             text=True,
             timeout=300,
@@ -179,9 +195,10 @@ def test_js_hybrid_top_result_is_what_recall_finds(exported) -> None:
 
 
 def test_js_fusion_is_recalls_fusion(exported) -> None:
-    for (dense, lexical), js in zip(FUSE_CASES, exported["js"]["__fused"], strict=True):
-        want = [r.id for r in fuse([tuple(x) for x in dense], [tuple(x) for x in lexical], RecallConfig())]
-        assert js == want
+    for (fusion, dense, lexical, bridge), js in zip(FUSE_REQUESTS, exported["js"]["__fused"], strict=True):
+        lists = [[tuple(x) for x in ranking] for ranking in (dense, lexical, bridge)]
+        want = [r.id for r in fuse(lists[0], lists[1], RecallConfig(fusion=fusion), lists[2])]
+        assert js == want, fusion
 
 
 def test_js_lexical_scores_are_fts5_bm25(exported) -> None:

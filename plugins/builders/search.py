@@ -18,7 +18,6 @@ import base64
 import hashlib
 import importlib.metadata
 import shutil
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -83,17 +82,11 @@ def _vectors(ctx: BuildContext, ids: Sequence[str]) -> np.ndarray | None:
 
 
 def _vocabulary(texts: Iterable[str]) -> set[str]:
-    """The words of `texts` that a gloss can match: their non-CJK lexical tokens as the page indexes them
-    (Latin diacritics folded, as FTS5 and the JS do)."""
+    """The words of `texts` that a gloss can match: their non-CJK lexical tokens, as the page indexes them."""
     out: set[str] = set()
     for text in texts:
         out.update(tokens(text, stop_words=False, cjk=False))
-    return out | {_fold(t) for t in out if not t.isascii()}
-
-
-def _fold(token: str) -> str:
-    bare = "".join(c for c in unicodedata.normalize("NFD", token) if not "\u0300" <= c <= "\u036f")
-    return unicodedata.normalize("NFC", bare)
+    return out
 
 
 def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[dict[str, Any], np.ndarray | None]:

@@ -62,13 +62,13 @@
           out.push(grams[g]);
         }
       } else if (!(stop && stop.words.has(run))) {
-        out.push(stem(run.replace(/\u2019/g, "'").split("'")[0]));
+        out.push(fold(stem(run.replace(/\u2019/g, "'").split("'")[0])));
       }
     }
     return out;
   }
 
-  /* FTS5's unicode61 tokenizer folds Latin diacritics on both sides; fold our tokens the same way. */
+  /* A stemmed word's diacritics removed, as memory/tokens.py's `_latin` (and FTS5's unicode61) does. */
   function fold(token) {
     return token.normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC");
   }
@@ -83,6 +83,7 @@
   function Index(data, vectorsB64) {
     this.data = data;
     this.docs = data.docs;
+    this.ids = data.docs.map(function (doc) { return doc[0]; });
     this.n = data.docs.length;
     this.stop = {words: new Set(data.stop_words), chars: new Set(data.stop_chars)};
     this.fusion = data.fusion;
@@ -101,7 +102,7 @@
       this.docLen[d] = toks.length;
       total += toks.length;
       var tf = new Map();
-      for (var t = 0; t < toks.length; t++) { var k = fold(toks[t]); tf.set(k, (tf.get(k) || 0) + 1); }
+      for (var t = 0; t < toks.length; t++) tf.set(toks[t], (tf.get(toks[t]) || 0) + 1);
       var self = this;
       tf.forEach(function (count, key) {
         var list = self.postings.get(key);
@@ -129,13 +130,17 @@
   Index.prototype.queryTokens = function (query) {
     var toks = tokens(query, this.stop);
     if (!toks.length) toks = tokens(query, null);
-    return Array.from(new Set(toks.map(fold)));
+    return Array.from(new Set(toks));
   };
 
-  function top(scores, k) {
+  /* The best `k` of a doc -> score map; ties by memory id, as memory/lexical.py's ORDER BY (SQLite compares
+   * UTF-8 bytes, JS UTF-16 units: the same order but for ids holding characters above U+FFFF). */
+  function top(scores, k, ids) {
     var order = [];
     scores.forEach(function (s, i) { order.push([i, s]); });
-    order.sort(function (a, b) { return b[1] - a[1] || a[0] - b[0]; });
+    order.sort(function (a, b) {
+      return b[1] - a[1] || (ids[a[0]] < ids[b[0]] ? -1 : ids[a[0]] > ids[b[0]] ? 1 : a[0] - b[0]);
+    });
     return order.slice(0, k);
   }
 
@@ -190,7 +195,7 @@
         scores.set(d, (scores.get(d) || 0) + w);
       }
     }
-    return top(scores, k);
+    return top(scores, k, this.ids);
   };
 
   /* memory.crosslingual.english_glosses over the shipped part of the glossary: every dictionary word of
