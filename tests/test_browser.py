@@ -19,7 +19,11 @@ from memory.store import Store
 from tests.test_site import ROOT, demo_build, site  # noqa: F401 - fixtures: the demo site built once
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-QUERIES = ["向量是在哪台机器上算的？", "Which server runs the embedding model?"]
+QUERIES = [
+    "向量是在哪台机器上算的？",
+    "Which server runs the embedding model?",
+    "回忆的顺序是什么？",  # an English memory, found by the query's English glosses (6th by meaning alone)
+]
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -64,7 +68,7 @@ def browser_top(browser: Browser, base: str, query: str) -> tuple[str, list[str]
             else None
         ),
     )
-    page.goto(f"{base}search/index.html?q={query}")
+    page.goto(f"{base}search/index.html?query={query}")
     page.wait_for_function(
         "document.getElementById('memwiki-search-status').textContent.includes('as recall ranks')", timeout=60_000
     )

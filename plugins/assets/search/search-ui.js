@@ -95,7 +95,8 @@
     input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 200); });
     input.form.addEventListener("submit", function (e) { e.preventDefault(); run(); });
     if (index.dense && !window.MemwikiUSE) status.textContent = "The browser embedder did not load; results are lexical only.";
-    var q = new URLSearchParams(window.location.search).get("q");
+    // not "q": Material's own search opens its dialog over the page for that one
+    var q = new URLSearchParams(window.location.search).get("query");
     if (q) { input.value = q; run(); }
   }
 
