@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.metadata
 import importlib.resources
 import logging
 import os
@@ -27,6 +28,7 @@ import re
 import sqlite3
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from memory.errors import MemwikiError
@@ -87,14 +89,19 @@ def _made_glossary() -> Path | None:
     except (ModuleNotFoundError, OSError) as exc:
         log.warning("CC-CEDICT not found (%s): recall runs without the Chinese-English bridge", exc)
         return None
-    name = f"{_PREFIX}v{GLOSSARY_VERSION}.{TOKENIZER_VERSION}-{stat.st_size}-{stat.st_mtime_ns}.sqlite3"
-    for folder in (default_cache_dir(), Path(tempfile.gettempdir()) / f"memwiki-{os.getuid()}"):
+    # Named by what makes it (this code's versions, the dictionary package's version and file size), not by
+    # where it was installed: every installation of the same versions shares one file.
+    made_of = f"v{GLOSSARY_VERSION}.{TOKENIZER_VERSION}-{_package_version()}-{stat.st_size}"
+    name = f"{_PREFIX}{made_of}.sqlite3"
+    shared_tmp = Path(tempfile.gettempdir()) / f"memwiki-{os.getuid()}"
+    for folder, others_may_write in ((default_cache_dir(), True), (shared_tmp, False)):
         path = folder / name
         try:
-            _private_folder(folder)
+            _own_folder(folder, others_may_write)
             if not _readable(path):
                 with file_lock(folder / f".{_PREFIX}lock", timeout=120):
                     if not _readable(path):  # another process may have made it meanwhile
+                        _remove_stale_parts(folder)
                         _make_glossary(source.read_text(encoding="utf-8"), path)
             return path
         except (OSError, sqlite3.Error, MemwikiError) as exc:
@@ -106,13 +113,29 @@ def _made_glossary() -> Path | None:
     return None
 
 
-def _private_folder(folder: Path) -> None:
-    """Make `folder` (this user's only) or check that it is: a shared temporary folder must not hand us a
-    glossary another user planted."""
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version(_SOURCE[0].replace("_", "-"))
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+def _own_folder(folder: Path, others_may_write: bool) -> None:
+    """Make `folder` (private) or check that it is this user's; in the shared temporary folder also that no
+    one else may write in it, so that no other user can plant a glossary there."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = folder.stat()
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+    if st.st_uid != os.getuid() or (not others_may_write and st.st_mode & 0o022):
         raise OSError(f"{folder} belongs to another user or others may write in it")
+
+
+def _remove_stale_parts(folder: Path, age: float = 3600.0) -> None:
+    """Remove what an interrupted making left behind (a half-written temporary file over an hour old); other
+    glossaries stay: another installation may be using them."""
+    for part in folder.glob(f".{_PREFIX}*.tmp"):
+        with contextlib.suppress(OSError):
+            if time.time() - part.stat().st_mtime > age:
+                part.unlink()
 
 
 def _readable(path: Path) -> bool:
@@ -159,39 +182,49 @@ def _make_glossary(text: str, path: Path) -> None:
         finally:
             conn.close()
         os.replace(tmp, path)
-        for older in path.parent.glob(f"{_PREFIX}*.sqlite3"):
-            if older != path:
-                with contextlib.suppress(OSError):
-                    older.unlink()  # made by another version of the dictionary or of this code
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
 
 
+class _Unavailable(Exception):
+    """No glossary can be read: the dictionary is missing, or its glossary was damaged and not made again."""
+
+
 def _query(sql: str, values: list[str]) -> list[tuple]:
-    """Rows of `sql` (whose one IN list is written "IN ({})") for `values`, in batches; [] without a glossary."""
-    path = _glossary_path()
-    if path is None or not values:
+    """Rows of `sql` (whose one IN list is written "IN ({})") for `values`, in batches. A glossary damaged or
+    removed under this process is looked for (and made) again once; raises _Unavailable without one."""
+    if not values:
         return []
-    conn = getattr(_local, "conn", None)
-    if conn is None or getattr(_local, "path", None) != path:
+    problem: Exception | None = None
+    for _attempt in range(2):
+        path = _glossary_path()
+        if path is None:
+            raise _Unavailable("no CC-CEDICT glossary")
         try:
-            conn = _local.conn = connect_readonly(path)
-        except MemwikiError as exc:  # removed meanwhile: the next process makes it again
-            log.warning("CC-CEDICT glossary unreadable (%s): no Chinese-English bridge", exc)
-            return []
-        _local.path = path
-    out: list[tuple] = []
-    try:
-        for start in range(0, len(values), _BATCH):
-            batch = values[start : start + _BATCH]
-            out.extend(tuple(row) for row in conn.execute(sql.format(",".join("?" * len(batch))), batch))
-    except sqlite3.Error as exc:  # damaged under us: this process goes on without the bridge
-        log.warning("CC-CEDICT glossary %s unreadable (%s): no Chinese-English bridge", path, exc)
-        _local.conn = None
-        return []
-    return out
+            if getattr(_local, "path", None) != path:
+                _close_connection()
+                _local.conn, _local.path = connect_readonly(path), path
+            out: list[tuple] = []
+            for start in range(0, len(values), _BATCH):
+                batch = values[start : start + _BATCH]
+                out.extend(tuple(row) for row in _local.conn.execute(sql.format(",".join("?" * len(batch))), batch))
+            return out
+        except (MemwikiError, sqlite3.Error) as exc:
+            problem = exc
+            _close_connection()
+            _made_glossary.cache_clear()
+    log.warning("CC-CEDICT glossary unreadable (%s): no Chinese-English bridge for this query", problem)
+    raise _Unavailable(str(problem))
+
+
+def _close_connection() -> None:
+    conn = getattr(_local, "conn", None)
+    _local.conn = _local.path = None
+    if conn is not None:
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
 
 
 @functools.cache
@@ -236,12 +269,20 @@ def _glosses_of(text: str) -> list[tuple[str, list[str]]]:
 
 def dictionary_words(text: str) -> list[str]:
     """The glossary's words in `text`'s Chinese runs (every one found, overlaps included), in order of place."""
-    return [word for word, _ in _glosses_of(text)]
+    try:
+        return [word for word, _ in _glosses_of(text)]
+    except _Unavailable:
+        return []
 
 
 def english_glosses(text: str) -> list[str]:
     """English words glossing the content words of `text`'s Chinese, in order, each once ([] for none)."""
-    return list(_english_glosses(text)) if _RUN.search(text) else []
+    if not _RUN.search(text):
+        return []
+    try:
+        return list(_english_glosses(text))
+    except _Unavailable:  # not remembered: the next query looks again
+        return []
 
 
 @functools.lru_cache(maxsize=1024)
@@ -252,8 +293,12 @@ def _english_glosses(text: str) -> tuple[str, ...]:  # one recall asks for each 
 def browser_table(vocabulary: set[str]) -> dict[str, list[str]]:
     """The bridge for a page that searches texts holding `vocabulary` (their lexical tokens): each headword
     with the English words of its glosses whose token is in it. A word found in a query then gives in the
-    browser exactly the glosses that can match there, in the order `english_glosses` gives them."""
-    rows = _query("SELECT headword, rank, word FROM gloss WHERE token IN ({})", sorted(vocabulary))
+    browser exactly the glosses that can match there, in the order `english_glosses` gives them. {} (and a
+    warning) without a glossary: the page then searches without the bridge."""
+    try:
+        rows = _query("SELECT headword, rank, word FROM gloss WHERE token IN ({})", sorted(vocabulary))
+    except _Unavailable:
+        return {}
     table: dict[str, list[str]] = {}
     for headword, _, word in sorted(rows, key=lambda row: (row[0], row[1])):
         table.setdefault(headword, []).append(word)

@@ -72,6 +72,12 @@ class LexicalIndex:
                 self._db.execute("INSERT INTO lex_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
             self._add_df(df, +1)
 
+    def clear(self) -> None:
+        """Remove every text (before indexing all again, e.g. for another tokenizer version)."""
+        with self._db:
+            for table in ("lex_fts", "lex_ids", "lex_df"):
+                self._db.execute(f"DELETE FROM {table}")
+
     def delete(self, ids: Iterable[str]) -> None:
         with self._db:
             self._delete(ids)

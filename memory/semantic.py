@@ -105,7 +105,7 @@ class SemanticMemory:
     def rebuild_lexical(self) -> None:
         """Re-index every memory lexically (after a crash between the Chroma and the lexical write, or when
         the index was built by another tokenizer version)."""
-        self.lexical.delete(list(self.lexical.ids()))
+        self.lexical.clear()
         batch: list[tuple[str, str]] = []
         for memory in self.all():
             batch.append((memory.id, index_text(memory)))

@@ -1,6 +1,7 @@
 """CJK-aware lexical tokens, shared by every lexical index (L2 hybrid ranking, L4 session search).
 
-Latin text: lower-cased words and numbers, with a light English suffix stemmer and stop words dropped.
+Other text (Latin, Greek, Cyrillic …): lower-cased words and numbers, combining marks removed (café →
+cafe), with a light English suffix stemmer and stop words dropped.
 CJK text (Han, kana, hangul): each run becomes its character bigrams, and a one-character run
 becomes the character itself, so a two-character query such as 跳舞 matches its message.
 On the query side (`stop_words=True`) a CJK bigram holding a function character (STOP_CHARS: 的, 了, 吗,
@@ -16,7 +17,7 @@ import unicodedata
 
 # Bump whenever `fts_text` would index a text differently: lexical indexes and session history built by
 # another version re-index themselves when opened (they keep it in SQLite's `user_version`).
-TOKENIZER_VERSION = 3  # 3: Latin diacritics removed (naïve → naiv)
+TOKENIZER_VERSION = 4  # 4: combining marks removed before stemming (café, cafe → caf)
 
 _CJK = (
     r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -95,14 +96,12 @@ def tokens(text: str, *, stop_words: bool = True, unigrams: bool = False, cjk: b
 
 @functools.lru_cache(maxsize=65536)
 def _latin(word: str) -> str:
-    """A Latin-script word's token: stemmed, then its diacritics removed (naïve → naiv), as FTS5's unicode61
-    tokenizer removes them, so that the token looked up in an index's document frequencies is the one FTS5
-    matches (and the site's JS makes the same)."""
-    stem = _stem(word)
-    if stem.isascii():
-        return stem
-    bare = "".join(c for c in unicodedata.normalize("NFD", stem) if not "\u0300" <= c <= "\u036f")
-    return unicodedata.normalize("NFC", bare)
+    """A word's token: its combining marks (U+0300-U+036F, in any script) removed, then stemmed, so that café
+    and cafe, naïve and naive meet; the site's JS does the same."""
+    if not word.isascii():
+        bare = "".join(c for c in unicodedata.normalize("NFD", word) if not "\u0300" <= c <= "\u036f")
+        word = unicodedata.normalize("NFC", bare)
+    return _stem(word)
 
 
 def fts_text(text: str) -> str:

@@ -91,9 +91,13 @@ class VectorCache:
                 self.dir / "index.json",
                 json.dumps({"embedder": self.embedder.identity(), "ids": ids, "hashes": hashes}),
             )
-            gone = set(self._ids) - set(ids)
-            self.lexical.delete(gone)
-            self.lexical.upsert((memories[n].id, index_text(memories[n])) for n in todo)
+            if self.lexical.current():
+                self.lexical.delete(set(self._ids) - set(ids))
+                self.lexical.upsert((memories[n].id, index_text(memories[n])) for n in todo)
+            else:  # made by another version of the tokenizer: every text is indexed again
+                self.lexical.clear()
+                self.lexical.upsert((m.id, index_text(m)) for m in memories)
+                self.lexical.mark_current()
         self._ids, self._hashes, self._vectors = ids, hashes, vectors
         self._memories = dict(zip(ids, memories, strict=True))
         return len(todo)

@@ -63,3 +63,16 @@ def test_frequent_tokens_are_dropped_past_the_postings_budget() -> None:
     assert ix._affordable(["common", "zebra"]) == ["zebra", "common"]  # the default budget: rarest first
     assert ix._affordable(["zebra", "7"], budget=1) == ["zebra"]  # one text each: one fits the budget
     assert ix._affordable(["zebra", "7"], budget=0) == []  # even the rarest is over the budget
+
+
+def test_diacritics_do_not_keep_words_apart() -> None:
+    ix = LexicalIndex(":memory:")
+    ix.upsert([("a", "A naïve approach at the café"), ("b", "a plain résumé"), ("c", "nothing here")])
+    assert [i for i, _ in ix.search("naive", 3)] == ["a"] and [i for i, _ in ix.search("cafe", 3)] == ["a"]
+    assert [i for i, _ in ix.search("café naïve", 3)] == ["a"] and [i for i, _ in ix.search("resume", 3)] == ["b"]
+
+
+def test_equal_scores_are_ranked_by_id() -> None:
+    ix = LexicalIndex(":memory:")
+    ix.upsert([("m3", "tea time"), ("m1", "tea time"), ("m2", "tea time")])  # the same text: the same bm25
+    assert [i for i, _ in ix.search("tea", 3)] == ["m1", "m2", "m3"]

@@ -154,3 +154,23 @@ def test_peak_weighting_gives_a_flat_retriever_less_say() -> None:
     assert fuse(dense, lexical, RecallConfig(peak_weighting=False))[0].id == "b"
     ranked = fuse([("a", 0.5)], [("b", 3.0)], RecallConfig())  # nothing stands out: equal weights
     assert {r.id for r in ranked} == {"a", "b"}
+
+
+def test_vector_cache_reindexes_words_made_by_another_tokenizer(use: USEEmbedder, tmp_path: Path) -> None:
+    import sqlite3
+
+    from memory.tokens import TOKENIZER_VERSION
+
+    source = [Memory(id=i, text=t) for i, t in CORPUS]
+    VectorCache(tmp_path / "cache", use).update(source)
+    (lexical,) = (tmp_path / "cache").glob("*/lexical.sqlite3")
+    db = sqlite3.connect(lexical)
+    db.execute("UPDATE lex_fts SET body = 'stale'")  # what an older tokenizer might have left
+    db.execute("UPDATE lex_df SET df = 999")
+    db.execute(f"PRAGMA user_version = {TOKENIZER_VERSION - 1}")
+    db.commit()
+    db.close()
+    cache = VectorCache(tmp_path / "cache", use)
+    assert cache.update(source) == 0  # no text embedded again: only the words are indexed again
+    assert cache.lexical.current() and cache.lexical_search("pg_dump", 3)[0][0] == "pg"
+    assert cache.lexical_search("stale", 3) == []

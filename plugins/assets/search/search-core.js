@@ -62,13 +62,13 @@
           out.push(grams[g]);
         }
       } else if (!(stop && stop.words.has(run))) {
-        out.push(fold(stem(run.replace(/\u2019/g, "'").split("'")[0])));
+        out.push(stem(fold(run.replace(/\u2019/g, "'").split("'")[0])));
       }
     }
     return out;
   }
 
-  /* A stemmed word's diacritics removed, as memory/tokens.py's `_latin` (and FTS5's unicode61) does. */
+  /* A word's combining marks removed (before stemming), as memory/tokens.py's `_latin` does. */
   function fold(token) {
     return token.normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC");
   }
