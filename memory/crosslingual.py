@@ -79,16 +79,12 @@ _PREFIX = "cedict-glossary-"
 _local = threading.local()
 
 
+@functools.cache
 def _glossary_path() -> Path | None:
     """The glossary's SQLite file: (headword, rank, English word, its lexical token) for every headword of 2 to
     MAX_WORD characters with no function character; made from the dictionary on first use (about 6 s) and
     kept in the cache folder, else in a private folder of this user's in the temporary folder. None when the
     dictionary is missing or no folder will take it."""
-    return _made_glossary()
-
-
-@functools.cache
-def _made_glossary() -> Path | None:
     try:
         source = importlib.resources.files(_SOURCE[0]).joinpath(*_SOURCE[1].split("/"))
         stat = os.stat(str(source))
@@ -221,7 +217,7 @@ def _query(sql: str, values: list[str]) -> list[tuple]:
         except (MemwikiError, sqlite3.Error) as exc:
             problem = exc
             _close_connection()
-            _made_glossary.cache_clear()
+            _glossary_path.cache_clear()
     log.warning("CC-CEDICT glossary unreadable (%s): no Chinese-English bridge for this query", problem)
     raise _Unavailable(str(problem))
 

@@ -177,12 +177,12 @@ def fuse(
         cos = values[0]
         d_lo = min(cos.values(), default=0.0)
         d_hi = max(cos.values(), default=1.0)
+        his = [max(scored.values(), default=1.0) or 1.0 for scored in values[1:]]
         for i in ids:
             d = (cos[i] - d_lo) / (d_hi - d_lo) if i in cos and d_hi > d_lo else (1.0 if i in cos else 0.0)
-            scores[i] = config.dense_weight * d
-            for scored in values[1:]:
-                hi = max(scored.values(), default=1.0) or 1.0
-                scores[i] += config.lexical_weight * scored.get(i, 0.0) / hi
+            scores[i] = config.dense_weight * d + sum(
+                config.lexical_weight * scored.get(i, 0.0) / hi for scored, hi in zip(values[1:], his, strict=True)
+            )
     else:
         raise MemwikiError(f"unknown fusion {config.fusion!r} (z, rrf or score)")
     (cos, lex, via), (d_rank, l_rank, b_rank) = values, ranks

@@ -39,7 +39,6 @@ STOP_WORDS = frozenset(
 STOP_CHARS = frozenset("的了吗呢吧啊呀嘛么什哪怎是这那我你他她它们个在有")
 
 
-@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """A light English stemmer, so that use / uses / used and dance / dancing / danced meet.
 

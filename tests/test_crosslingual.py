@@ -56,7 +56,7 @@ def test_the_browser_gets_only_glosses_its_memories_can_match() -> None:
 
 def _forget_the_glossary() -> None:
     """As a new process would start: no glossary found yet, no connection, no glosses remembered."""
-    crosslingual._made_glossary.cache_clear()
+    crosslingual._glossary_path.cache_clear()
     crosslingual._english_glosses.cache_clear()
     crosslingual._local.__dict__.clear()
 
