@@ -44,22 +44,26 @@ from memory.snapshot import Memory, MemorySource
 from plugins import gcpolicy
 from plugins.builders import build_all, names_version, site
 from plugins.builders.audit import KINDS, TITLES, findings
+from plugins.detectors import Detectors
 from plugins.fastwrite import WriteJob, write_pages
+from plugins.graphviz import _PYVIS_VIS as VIS_SOURCE  # vis-network, copied from pyvis as it is
 from plugins.keptsite import KeptSite
 from plugins.layercache import CachedSource
 from plugins.pagecache import PageCache, output_path, search_index
 from plugins.pagememo import key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.pageshell import PageShell, fast_path_ok, probe_markdown, probe_name, shell_folder
-from plugins.privacy import PrivacyFilter, PrivacyRules
+from plugins.privacy import PROFILES, PrivacyFilter, PrivacyRules, load_key
 from plugins.rawblocks import join, new_nonce, split
 from plugins.render import esc, page_url
 from plugins.searchentries import EntryMaker, strip_search_attrs
+from plugins.sitescan import SiteScan
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 ASSETS = Path(__file__).resolve().parent / "assets"
 LAYERS = "layers"  # in cache_dir: each layer's records, see plugins.layercache
 JINJA = "jinja"  # in cache_dir: the theme's compiled templates
+SITESCAN = "sitescan.marshal"  # in cache_dir: files the last build's scan found clean, see plugins.sitescan
 SEGMENTS = "segments.json"  # Chinese runs segmented for the search index, see plugins.searchentries
 CSS = "assets/memwiki/memwiki.css"
 JS = "assets/memwiki/memwiki.js"
@@ -72,6 +76,7 @@ class MemwikiConfig(base.Config):
     palace = c.Optional(c.Type(str))  # a MemPalace palace ("auto": located as MemPalace does)
     cache_dir = c.Type(str, default=".cache/memwiki")
     audit_errors = c.ListOfItems(c.Choice(KINDS), default=[])
+    profile = c.Choice(PROFILES, default="public")  # public: secrets redacted, private records withheld; or private
     privacy = c.Type(dict, default={})
     today = c.Optional(c.Type(str))  # fixes "today" for the expired-facts check (reproducible builds)
     page_cache = c.Type(bool, default=True)
@@ -124,6 +129,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.kept: KeptSite | None = None  # the last build's site, kept through MkDocs' clean
         self.hollow: list[str] = []  # pages the builders did not make again (see plugins.pagememo)
         self.times: dict[str, float] = {}  # where this build's time went, logged at its end
+        self.rules = PrivacyRules()  # this build's privacy rules (the profile and what the gate removes)
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         self._forget_last_build()
@@ -168,8 +174,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         # builders may fork (see plugins.fastwrite): on Linux, in a plain `mkdocs build`, unless told not to
         options["fork"] = sys.platform.startswith("linux") and self.link_pages and self.config.render_workers != 1
         try:
-            rules = PrivacyRules.from_options(self.config.privacy)
-            source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir)
+            self.rules = rules = PrivacyRules.from_options(self.config.privacy, self.config.profile)
+            key = load_key(Path(options["cache_dir"]) if self.config.page_cache else None)
+            source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir, key)
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
         if self.config.page_cache:
@@ -415,7 +422,28 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
                 log.info("memwiki: kept the last site; %d stale files removed in %.2f s", removed, seconds)
         self.kept = None
 
-    on_post_build = CombinedEvent(_post_build_pages, _post_build_search)
+    @event_priority(-200)  # last: every plugin has written into the site
+    def _post_build_scan(self, *, config: MkDocsConfig) -> None:
+        """A public build's last check: the gate's own rules over every file in the site (see plugins.sitescan)."""
+        if not self.rules.public:
+            return
+        t0 = time.perf_counter()
+        static = [Path(d) for d in config.theme.dirs] + [ASSETS, self._cache_dir(config) / "use", VIS_SOURCE]
+        cache = self._cache_dir(config) / SITESCAN if self.config.page_cache else None
+        scan = SiteScan(Detectors(contact=self.rules.contact, extra=self.rules.redact, library=False), static, cache)
+        leaks = scan.scan(Path(config.site_dir))
+        for leak in leaks[:20]:
+            log.warning("memwiki privacy: a %s is in site/%s, line %d (the value is not shown)", *leak.row)
+        if len(leaks) > 20:
+            log.warning("memwiki privacy: %d more findings in the site", len(leaks) - 20)
+        log.info(
+            "memwiki: site scanned for secrets: %d files read, %d findings in %.1f s",
+            scan.read_files,
+            len(leaks),
+            time.perf_counter() - t0,
+        )
+
+    on_post_build = CombinedEvent(_post_build_pages, _post_build_search, _post_build_scan)
     on_files = CombinedEvent(_put_back_site, _files)
 
     def _write_fast_pages(self, config: MkDocsConfig) -> None:

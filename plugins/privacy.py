@@ -1,29 +1,45 @@
-"""The one privacy filter between a memory source and every page builder, the search index and the graph.
+"""The privacy gate: the one filter between a memory source and every page builder, the search index and the graph.
 
-`PrivacyFilter` wraps any `MemorySource` and is itself one: what it drops or redacts cannot reach any
-output, because builders only ever see the wrapped source.
+`PrivacyFilter` wraps any `MemorySource` and is itself one: what it drops or redacts cannot reach any output,
+because builders only ever see the wrapped source. It works on records generically (`scrub` walks every
+string of a record, in every field, nested tuples, lists and dicts included), so a field added to a record
+type later is covered without touching this module.
 
-Options (plugin config `privacy:`):
-- `private_markers`: a record whose text holds one of these is dropped (default `[private]`, `#private`,
-  `<private>`, `[私密]`);
-- `exclude_categories`, `exclude_wings`: L2 memories (and hot entries, by category) dropped;
-- `redact`: regular expressions whose matches become `[redacted]` (defaults catch API keys, bearer
-  tokens and `password=` values).
+Two profiles:
+- `public` (the default): secrets are redacted (`plugins.detectors`: `[redacted: api key · 3f2a9c]`, where the
+  tag is a keyed digest of the secret, so one secret has one label and two secrets never merge into one name),
+  private records are withheld entirely, and `[[links]]` to a withheld page or entity become plain text;
+- `private`: everything, for the owner's own machine.
+
+A record is private when any of its strings holds a marker (`[private]`, `#private`, `<private>`, `[私密]`),
+is exactly a private word (a tag, category, wing or room named `private` / `私密`), or matches one of the
+`private_patterns`, or when one of its mappings (a memory's `meta`, an entity's properties) says
+`private: true`. A fact whose subject or object is private goes with it; an entity named only by withheld facts
+goes too. Persona lines are judged one by one.
+
+Vectors: the store keeps the embeddings of what it was told (the owner's recall finds secrets, as it should).
+A memory whose text the gate changed gets, through this filter, the embedding of its redacted text: no vector
+that leaves the machine is a fingerprint of a secret.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+import secrets
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from memory.errors import MemwikiError
+from memory.semantic import index_text
 from memory.snapshot import (
     Entity,
     HotFile,
@@ -39,183 +55,488 @@ from memory.snapshot import (
     Triple,
     WikiPage,
 )
+from plugins.detectors import RULES, Detectors
 
-REDACTED = "[redacted]"
-DEFAULT_MARKERS = ("[private]", "#private", "<private>", "[私密]")
-DEFAULT_REDACT = (
-    r"\bsk-[A-Za-z0-9_-]{16,}",  # OpenAI-style secret keys
-    r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-    r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}",
-    r"(?i)(?<=password[=:])\s*\S+",
-    r"(?i)(?<=密码[:：=])\s*\S+",
-)
+PROFILES = ("public", "private")
+PROFILE_ENV = "MEMWIKI_PROFILE"  # overrides the plugin's `profile` option
+DEFAULT_MARKERS = ("[private]", "#private", "<private>", "[私密]", "#私密")
+PRIVATE_WORDS = ("private", "私密")  # a tag, category, wing or room with exactly this name
+KEY_FILE = "privacy.key"  # in cache_dir: the key of the redaction tags (stable labels and URLs across builds)
+_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]+))?\]\]")
+_CODE_VERSION = "2"  # bump when what the gate does changes: every cached layer is filtered again
+
+# what the audit counts, per layer (the names plugins.layercache keeps layers under)
+LAYERS = {
+    "persona": "L0 persona",
+    "hot": "L1 hot memory",
+    "memories": "L2 semantic memory",
+    "graph": "L3 knowledge graph",
+    "sessions": "L4 session history",
+    "wiki": "wiki pages",
+}
+WITHHELD_PRIVATE = "private record"  # a record withheld for a private marker
+WITHHELD_EXCLUDED = "excluded record"  # a record withheld by `exclude_categories` / `exclude_wings`
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class PrivacyRules:
-    """What the filter removes; built from the plugin's `privacy:` option."""
+    """What the gate removes; built from the plugin's `profile` and `privacy:` options."""
 
+    profile: str = "public"
     markers: tuple[str, ...] = DEFAULT_MARKERS
+    private_patterns: tuple[re.Pattern[str], ...] = ()
     exclude_categories: frozenset[str] = frozenset()
     exclude_wings: frozenset[str] = frozenset()
-    redact: tuple[re.Pattern[str], ...] = field(default_factory=lambda: tuple(re.compile(p) for p in DEFAULT_REDACT))
+    contact: bool = True  # e-mail addresses, phone numbers, private addresses, internal host names
+    redact: tuple[re.Pattern[str], ...] = ()  # the user's own secret patterns, on top of the detectors
+    detectors: Detectors = field(default_factory=Detectors, compare=False, repr=False)
 
     @classmethod
-    def from_options(cls, options: dict[str, Any] | None) -> PrivacyRules:
-        options = options or {}
-        try:
-            patterns = tuple(re.compile(p) for p in options.get("redact", DEFAULT_REDACT))
-        except re.error as exc:
-            raise MemwikiError(f"privacy.redact: invalid regular expression ({exc})") from None
+    def from_options(cls, options: dict[str, Any] | None, profile: str | None = None) -> PrivacyRules:
+        """`options`: the plugin's `privacy:` mapping; `profile`: the plugin's option ($MEMWIKI_PROFILE wins)."""
+        options = dict(options or {})
+        profile = os.environ.get(PROFILE_ENV) or profile or options.pop("profile", None) or "public"
+        options.pop("profile", None)
+        if profile not in PROFILES:
+            raise MemwikiError(f"privacy profile {profile!r}: choose one of {', '.join(PROFILES)}")
+        known = {"private_markers", "private_patterns", "exclude_categories", "exclude_wings", "contact", "redact"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise MemwikiError(f"privacy.{unknown[0]}: unknown option (known: {', '.join(sorted(known))})")
+
+        def patterns(name: str) -> tuple[re.Pattern[str], ...]:
+            try:
+                return tuple(re.compile(p) for p in options.get(name, ()))
+            except (re.error, TypeError) as exc:
+                raise MemwikiError(f"privacy.{name}: invalid regular expression ({exc})") from None
+
+        contact = bool(options.get("contact", True))
+        redact = patterns("redact")
         return cls(
+            profile=profile,
             markers=tuple(options.get("private_markers", DEFAULT_MARKERS)),
+            private_patterns=patterns("private_patterns"),
             exclude_categories=frozenset(options.get("exclude_categories", ())),
             exclude_wings=frozenset(options.get("exclude_wings", ())),
-            redact=patterns,
+            contact=contact,
+            redact=redact,
+            detectors=Detectors(contact=contact, extra=redact),
         )
+
+    @property
+    def public(self) -> bool:
+        return self.profile == "public"
 
     def fingerprint(self) -> str:
         raw = [
+            _CODE_VERSION,
+            self.profile,
             self.markers,
+            [p.pattern for p in self.private_patterns],
             sorted(self.exclude_categories),
             sorted(self.exclude_wings),
+            self.contact,
             [p.pattern for p in self.redact],
+            [(r.kind, r.pattern) for r in RULES],
+            _library_version(),
         ]
-        return hashlib.sha1(json.dumps(raw).encode()).hexdigest()
+        return hashlib.sha1(json.dumps(raw, ensure_ascii=False).encode()).hexdigest()
 
-    def private(self, text: str) -> bool:
+    def private_text(self, text: str) -> bool:
+        """A string that makes its record private: a marker, a private word, or a private pattern."""
+        if not text:
+            return False
         low = text.casefold()
-        return any(m.casefold() in low for m in self.markers)
+        if low.strip() in PRIVATE_WORDS or any(m.casefold() in low for m in self.markers):
+            return True
+        return any(p.search(text) for p in self.private_patterns)
 
-    def clean(self, text: str) -> str:
-        for pattern in self.redact:
-            text = pattern.sub(REDACTED, text)
-        return text
+    def private(self, record: object) -> bool:
+        """Whether any string of `record` (walked as `scrub` walks it) or any `private: true` in it says so."""
+        return any(self.private_text(s) for s in strings(record)) or _flagged(record)
+
+
+def _library_version() -> str:
+    try:
+        import importlib.metadata
+
+        return importlib.metadata.version("detect-secrets")
+    except Exception:  # noqa: BLE001 - not installed: the detectors say so
+        return ""
+
+
+def load_key(cache_dir: Path | None) -> bytes:
+    """The redaction tags' key, kept in `cache_dir` (made on first use, readable by its owner only); a
+    fresh one for this process when there is no cache folder."""
+    if cache_dir is None:
+        return secrets.token_bytes(32)
+    path = Path(cache_dir) / KEY_FILE
+    try:
+        key = path.read_bytes()
+        if len(key) == 32:
+            return key
+    except OSError:
+        pass
+    key = secrets.token_bytes(32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(key)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache folder: labels are stable within this build only
+    return key
+
+
+# ── walking records ──
+
+
+def strings(value: object) -> Iterator[str]:
+    """Every string in a record: its fields, and the items, keys and values of its tuples, lists and dicts."""
+    if isinstance(value, str):
+        yield value
+    elif is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            yield from strings(getattr(value, f.name))
+    elif isinstance(value, (tuple, list, set, frozenset)):
+        for item in value:
+            yield from strings(item)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from strings(k)
+            yield from strings(v)
+
+
+def _flagged(value: object) -> bool:
+    """A mapping anywhere in the record that says `private: true` (frontmatter, meta, properties)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return any(_flagged(getattr(value, f.name)) for f in fields(value))
+    if isinstance(value, dict):
+        if value.get("private") is True or str(value.get("private", "")).casefold() in ("true", "yes", "1"):
+            return True
+        return any(_flagged(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(_flagged(v) for v in value)
+    return False
+
+
+def scrub(value: T, clean: Callable[[str], str]) -> T:
+    """`value` with `clean` applied to every string in it (a record comes back as the same type; unchanged
+    parts are the same objects)."""
+    if isinstance(value, str):
+        return clean(value)  # type: ignore[return-value]
+    if is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in fields(value):
+            if not f.init:
+                continue
+            old = getattr(value, f.name)
+            new = scrub(old, clean)
+            if new is not old:
+                changes[f.name] = new
+        return replace(value, **changes) if changes else value  # type: ignore[type-var]
+    if isinstance(value, (tuple, list)):
+        items = [scrub(v, clean) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        pairs = [(scrub(k, clean), scrub(v, clean)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)  # type: ignore[return-value]
+    return value
 
 
 class PrivacyFilter:
-    """A `MemorySource` that shows another one minus what the rules remove."""
+    """A `MemorySource` that shows another one minus what the rules remove (see the module's docstring)."""
 
-    def __init__(self, source: MemorySource, rules: PrivacyRules | None = None, base_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        source: MemorySource,
+        rules: PrivacyRules | None = None,
+        base_dir: Path | None = None,
+        key: bytes | None = None,
+    ) -> None:
         self.source = source
         self.rules = rules or PrivacyRules()
-        self._hidden_entities: set[str] | None = None
+        self._key = key if key is not None else secrets.token_bytes(32)
         # Local paths say who built the site and where: shown relative to the site's folder, or from ~.
         prefixes = {str(Path.home()): "~"}
         if base_dir is not None:
             prefixes[str(Path(base_dir).resolve())] = "."
         self._prefixes = sorted(prefixes.items(), key=lambda kv: -len(kv[0]))
+        self._cleaned: dict[str, tuple[str, Counter[str]]] = {}  # text -> (shown, redactions made)
+        self._counts: dict[str, Counter[str]] = {}  # part ("memories", "sessions/<id>", ...) -> kind -> count
+        self._kinds: Counter[str] = Counter()  # redactions made by the string being cleaned now
+        self._hidden_entities: set[str] | None = None
+        self._private_names: set[str] | None = None
+        self._private_sessions: set[str] | None = None
+        self._session_ids: dict[str, str] = {}  # shown session id -> the source's
+        self._memory_ids: dict[str, str] = {}  # shown memory id -> the source's
+        self._redacted_texts: dict[str, str] = {}  # shown memory id -> its redacted embedded text (text changed)
+
+    @property
+    def profile(self) -> str:
+        return self.rules.profile
+
+    # ── strings ──
 
     def local(self, text: str) -> str:
         """`text` with the build machine's folders shortened (`/home/lin/site/x` → `./x`, `/home/lin` → `~`)."""
         for prefix, short in self._prefixes:
-            text = text.replace(prefix + "/", short + "/").replace(prefix, short)
+            if prefix in text:
+                text = text.replace(prefix + "/", short + "/").replace(prefix, short)
         return text
 
-    def _keep_memory(self, memory: Memory) -> bool:
-        r = self.rules
-        return not (r.private(memory.text) or memory.category in r.exclude_categories or memory.wing in r.exclude_wings)
+    def _label(self, kind: str, secret: str, made: Counter[str]) -> str:
+        made[kind] += 1
+        tag = hmac.new(self._key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:6]
+        return f"[redacted: {kind} · {tag}]"
 
-    def _memory(self, memory: Memory) -> Memory:
-        return replace(memory, text=self.rules.clean(memory.text))
+    def clean(self, text: str) -> str:
+        """One string as the public site may show it (memoised: each distinct string is cleaned once)."""
+        done = self._cleaned.get(text)
+        if done is None:
+            made: Counter[str] = Counter()
+            out = self.local(text)
+            if self.rules.public:
+                out = self.rules.detectors.redact(out, lambda kind, secret: self._label(kind, secret, made))[0]
+                if "[[" in out:
+                    out = self._unlink_private(out)
+            done = self._cleaned[text] = (out, made)
+        self._kinds.update(done[1])
+        return done[0]
+
+    def _record(self, record: T) -> T:
+        return scrub(record, self.clean)
+
+    def _count(self, part: str, records: Sequence[T], keep: Callable[[T], bool | str]) -> list[T]:
+        """The records to show, cleaned; what was withheld or redacted is counted under `part`."""
+        counts: Counter[str] = Counter()
+        out = []
+        self._kinds = Counter()
+        for record in records:
+            verdict = keep(record)
+            if verdict is True:
+                out.append(self._record(record))
+            else:
+                counts[verdict or WITHHELD_PRIVATE] += 1
+        counts.update(self._kinds)
+        self._counts[part] = counts
+        return out
+
+    def _unlink_private(self, text: str) -> str:
+        """`[[a withheld page or entity]]` as plain text (its label, or its name)."""
+        names = self._names()
+
+        def plain(match: re.Match[str]) -> str:
+            target = match.group(1).strip()
+            if target.casefold() not in names:
+                return match.group(0)
+            return (match.group(3) or target).strip()
+
+        return _WIKILINK.sub(plain, text)
+
+    def _names(self) -> set[str]:
+        """Names of withheld wiki pages and entities (their titles, aliases, file stems, ids), case-folded."""
+        if self._private_names is None:
+            names: set[str] = set()
+            for page in self.source.wiki_pages():
+                if self.rules.private(page):
+                    stem = page.path.rsplit("/", 1)[-1].removesuffix(".md")
+                    names.update(n.casefold() for n in (page.title, stem, page.path, *page.aliases) if n)
+            hidden = self._hidden()
+            for entity in self.source.entities():
+                if entity.id in hidden:
+                    names.update(n.casefold() for n in (entity.name, entity.id) if n)
+            self._private_names = names
+        return self._private_names
+
+    # ── the interface ──
+
+    def withheld(self) -> dict[str, dict[str, int]]:
+        """What this build withheld, per layer (`LAYERS`' keys) and kind: counts, never values."""
+        out: dict[str, Counter[str]] = {}
+        for part, counts in self._counts.items():
+            out.setdefault(part.split("/", 1)[0], Counter()).update(counts)
+        return {layer: dict(c) for layer, c in out.items() if c}
 
     def info(self) -> SourceInfo:
-        info = self.source.info()
-        return replace(info, location=self.local(info.location), notes=tuple(self.local(n) for n in info.notes))
+        return self._record(self.source.info())
 
     def persona(self) -> Persona | None:
         persona = self.source.persona()
-        return replace(persona, text=self.rules.clean(persona.text), path=self.local(persona.path)) if persona else None
+        if persona is None:
+            return None
+        lines = persona.text.splitlines(keepends=True)
+        kept = self._count("persona", lines, lambda line: not (self.rules.public and self.rules.private_text(line)))
+        return replace(self._record(replace(persona, text="")), text="".join(kept))
 
     def hot_files(self) -> Sequence[HotFile]:
-        r = self.rules
         out = []
         for hot in self.source.hot_files():
-            entries = tuple(
-                replace(e, text=r.clean(e.text))
-                for e in hot.entries
-                if not r.private(e.text) and e.category not in r.exclude_categories
-            )
-            out.append(replace(hot, entries=entries, path=self.local(hot.path)))
+            entries = self._count(f"hot/{hot.target}", hot.entries, self._keep_hot)
+            out.append(replace(self._record(replace(hot, entries=())), entries=tuple(entries)))
         return out
 
+    def _keep_hot(self, entry: Any) -> bool | str:  # noqa: ANN401 - a HotEntry or a SinkRecord
+        if not self.rules.public:
+            return True
+        if entry.category in self.rules.exclude_categories:
+            return WITHHELD_EXCLUDED
+        return not self.rules.private(entry)
+
     def sinks(self) -> Sequence[SinkRecord]:
+        return self._count("hot/sinks", list(self.source.sinks()), self._keep_hot)
+
+    def _keep_memory(self, memory: Memory) -> bool | str:
         r = self.rules
-        return [
-            replace(s, text=r.clean(s.text))
-            for s in self.source.sinks()
-            if not r.private(s.text) and s.category not in r.exclude_categories
-        ]
+        if not r.public:
+            return True
+        if memory.category in r.exclude_categories or memory.wing in r.exclude_wings:
+            return WITHHELD_EXCLUDED
+        return not r.private(memory)
+
+    def _memory(self, memory: Memory) -> Memory:
+        if self.rules.public and memory.session_id in self._private_session_ids():
+            memory = replace(memory, session_id="", message_id="")  # its session is withheld: no link to it
+        shown = self._record(memory)
+        self._memory_ids[shown.id] = memory.id
+        if index_text(shown) != index_text(memory):
+            self._redacted_texts[shown.id] = index_text(shown)
+        return shown
 
     def memories(self) -> Iterator[Memory]:
+        counts: Counter[str] = Counter()
+        self._kinds = Counter()
         for memory in self.source.memories():
-            if self._keep_memory(memory):
+            verdict = self._keep_memory(memory)
+            if verdict is True:
                 yield self._memory(memory)
+            else:
+                counts[verdict or WITHHELD_PRIVATE] += 1
+        counts.update(self._kinds)
+        self._counts["memories"] = counts
 
     def memory_count(self) -> int:
         return sum(1 for _ in self.memories())
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
-        return self.source.memory_vectors(ids)
+        """The source's vectors; a memory whose text was redacted gets the embedding of its redacted text
+        (zeros when no embedder can run here: it is then found by its words only)."""
+        if any(i not in self._memory_ids for i in ids):
+            for _ in self.memories():  # learn the shown ids of this build
+                pass
+        vectors = self.source.memory_vectors([self._memory_ids.get(i, i) for i in ids])
+        if vectors is None:
+            return None
+        redacted = [n for n, i in enumerate(ids) if i in self._redacted_texts]
+        if redacted:
+            vectors = np.array(vectors, dtype=np.float32, copy=True)
+            fresh = self.source.embed([self._redacted_texts[ids[n]] for n in redacted])
+            for row, n in enumerate(redacted):
+                vectors[n] = fresh[row] if fresh is not None else 0.0
+        return vectors
 
     def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         hits = self.source.search_memories(vector, k * 2 + 10)
-        return [replace(h, memory=self._memory(h.memory)) for h in hits if self._keep_memory(h.memory)][:k]
+        return [replace(h, memory=self._memory(h.memory)) for h in hits if self._keep_memory(h.memory) is True][:k]
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Pass the source's embedder through when it has one (AttributeError otherwise)."""
-        return self.source.embed(texts)  # type: ignore[attr-defined]
+    def embed(self, texts: list[str]) -> np.ndarray | None:
+        return self.source.embed(texts)
+
+    def l2_index(self) -> None:
+        """None: recall ranks the store's own (unfiltered) vectors and words, so it does not run through the gate."""
+        return None
 
     def _hidden(self) -> set[str]:
-        """Entities whose name is private: they and their facts are dropped."""
+        """Entities withheld: private ones, and those named only by withheld facts."""
         if self._hidden_entities is None:
-            self._hidden_entities = {e.id for e in self.source.entities() if self.rules.private(e.name)}
+            if not self.rules.public:
+                self._hidden_entities = set()
+                return self._hidden_entities
+            hidden = {e.id for e in self.source.entities() if self.rules.private(e)}
+            named_by_kept: set[str] = set()
+            named_by_withheld: set[str] = set()
+            for t in self.source.triples():
+                ends = {t.subject, t.object}
+                if self.rules.private(t) or ends & hidden:
+                    named_by_withheld |= ends
+                else:
+                    named_by_kept |= ends
+            self._hidden_entities = hidden | (named_by_withheld - named_by_kept)
         return self._hidden_entities
 
     def entities(self) -> Sequence[Entity]:
         hidden = self._hidden()
-        return [e for e in self.source.entities() if e.id not in hidden]
+        return self._count("graph/entities", list(self.source.entities()), lambda e: e.id not in hidden)
 
     def triples(self) -> Sequence[Triple]:
-        hidden, r = self._hidden(), self.rules
-        return [
-            replace(t, source=r.clean(t.source))
-            for t in self.source.triples()
-            if t.subject not in hidden and t.object not in hidden and not r.private(t.source)
-        ]
+        hidden = self._hidden()
+
+        def keep(t: Triple) -> bool:
+            return not self.rules.public or not (t.subject in hidden or t.object in hidden or self.rules.private(t))
+
+        return self._count("graph/triples", list(self.source.triples()), keep)
+
+    def _private_session_ids(self) -> set[str]:
+        if self._private_sessions is None:
+            public = self.rules.public
+            self._private_sessions = {s.id for s in self.source.sessions() if public and self.rules.private(s)}
+        return self._private_sessions
 
     def sessions(self) -> Sequence[Session]:
-        r = self.rules
-        return [replace(s, title=r.clean(s.title)) for s in self.source.sessions() if not r.private(s.title)]
+        hidden = self._private_session_ids()
+        every = list(self.source.sessions())
+        originals = [s for s in every if s.id not in hidden]
+        shown = self._count("sessions", every, lambda s: s.id not in hidden)
+        self._session_ids = {s.id: o.id for s, o in zip(shown, originals, strict=True)}
+        return shown
+
+    def _source_session(self, session_id: str) -> str:
+        if not self._session_ids:
+            self.sessions()
+        return self._session_ids.get(session_id, "")
 
     def messages(self, session_id: str) -> Sequence[Message]:
-        r = self.rules
-        return [
-            replace(m, content=r.clean(m.content)) for m in self.source.messages(session_id) if not r.private(m.content)
-        ]
+        original = self._source_session(session_id)
+        if not original:
+            return []
+
+        def keep(m: Message) -> bool:
+            return not self.rules.public or not self.rules.private(m)
+
+        return self._count(f"sessions/{original}", list(self.source.messages(original)), keep)
 
     def search_sessions(self, query: str, limit: int = 10) -> list[SessionHit]:
-        r = self.rules
-        return [
-            replace(h, snippets=tuple(r.clean(s) for s in h.snippets if not r.private(s)))
-            for h in self.source.search_sessions(query, limit)
-            if not r.private(h.session.title)
-        ]
+        hidden = self._private_session_ids()
+        hits = []
+        for hit in self.source.search_sessions(query, limit):
+            if hit.session.id in hidden:
+                continue
+            snippets = tuple(s for s in hit.snippets if not (self.rules.public and self.rules.private_text(s)))
+            hits.append(self._record(replace(hit, snippets=snippets)))
+        return hits
 
     def wiki_pages(self) -> Sequence[WikiPage]:
-        r = self.rules
-        return [
-            replace(p, body=r.clean(p.body))
-            for p in self.source.wiki_pages()
-            if not r.private(p.body) and not r.private(p.title) and not any(r.private(t) for t in p.tags)
-        ]
+        public = self.rules.public
+        return self._count("wiki", list(self.source.wiki_pages()), lambda p: not (public and self.rules.private(p)))
 
     def fingerprint(self) -> str:
-        return hashlib.sha1(f"{self.source.fingerprint()}:{self.rules.fingerprint()}".encode()).hexdigest()
+        return hashlib.sha1(f"{self.source.fingerprint()}:{self._rules_key()}".encode()).hexdigest()
+
+    def _rules_key(self) -> str:
+        return f"{self.rules.fingerprint()}:{hashlib.sha1(self._key).hexdigest()}"
 
     def layer_fingerprints(self) -> dict[str, str]:
-        """The source's per-layer fingerprints with the rules folded in ({} when the source has none)."""
+        """The source's per-layer fingerprints with the rules and the key folded in ({} when the source has none).
+        Every layer depends on the names withheld in the wiki and graph layers (their links become plain text)."""
         get = getattr(self.source, "layer_fingerprints", None)
-        rules = self.rules.fingerprint()
-        return {k: hashlib.sha1(f"{v}:{rules}".encode()).hexdigest() for k, v in (get() if get else {}).items()}
+        got = dict(get()) if get else {}
+        shared = f"{self._rules_key()}:{got.get('wiki', '')}:{got.get('graph', '')}:{got.get('sessions', '')}"
+        return {k: hashlib.sha1(f"{v}:{shared}".encode()).hexdigest() for k, v in got.items()}

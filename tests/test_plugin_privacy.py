@@ -12,7 +12,8 @@ from memory.snapshot import Memory
 from memory.store import Store
 from plugins.builders import build_all
 from plugins.pages import BuildContext
-from plugins.privacy import REDACTED, PrivacyFilter, PrivacyRules
+from plugins.detectors import REDACTED_PREFIX
+from plugins.privacy import PrivacyFilter, PrivacyRules
 
 ROOT = Path(__file__).resolve().parent.parent
 PRIVATE = "[private] Lin Xiao's bank PIN is 4321 and her diary lives at ~/diary"
@@ -60,15 +61,15 @@ def test_filter_removes_and_redacts_everywhere(store_dir: Path, tmp_path: Path) 
         ctx = BuildContext(source, {"cache_dir": str(tmp_path / "cache")})
         out = _everything(ctx)
         assert "bank PIN" not in out and "diary lives" not in out
-        assert SECRET not in out and REDACTED in out
+        assert SECRET not in out and f"{REDACTED_PREFIX}openai key · " in out
         assert "Wing-level secret plans" not in out and "secret-wing" not in out
         assert "Juniper" in out  # the rest is there
 
 
 def test_unfiltered_source_shows_them(store_dir: Path, tmp_path: Path) -> None:
-    """The same build without rules that match shows the texts (so the test above can fail)."""
+    """The same build in the private profile shows the texts (so the test above can fail)."""
     with Store.open(store_dir) as store:
-        rules = PrivacyRules(markers=("[nothing-matches]",), redact=())
+        rules = PrivacyRules(profile="private")
         ctx = BuildContext(PrivacyFilter(store.reader(), rules), {"cache_dir": str(tmp_path / "cache")})
         out = _everything(ctx)
         assert "bank PIN" in out and SECRET in out

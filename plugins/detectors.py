@@ -1,0 +1,319 @@
+"""Secret detectors: `detect-secrets`' provider, keyword and high-entropy plugins, plus our own rules for what
+it misses (passwords in English and Chinese prose, credentials in URLs, PEM keys across lines, JWTs, bearer
+tokens, e-mail addresses, phone numbers, private addresses and internal host names).
+
+`Detectors.find(text)` gives the spans to withhold with their kind; `Detectors.redact(text, label)` replaces
+each span by `label(kind, secret)`. Both are deterministic. The same detectors scan the built site at the end
+(plugins.sitescan), so whatever reaches an output by a path the privacy filter does not cover fails the build.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+import re2
+
+log = logging.getLogger("mkdocs.plugins.memwiki")
+
+REDACTED_PREFIX = "[redacted: "  # how every label starts: the rules never take a label for a secret
+_NOT_A_LABEL = r"(?!\[redacted)"
+_END = r"""(?=[\s"'”’)\]}>,;，。；、！？!?]|\.(?:\s|$)|$)"""  # a value ends at a space, a quote or a sentence's end
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One detector: `pattern` (Python re) finds the secret (group `group`; 0 = the whole match); `trigger` (RE2)
+    is a cheap necessary condition that finds where `pattern` may match, so a text is read once by RE2 and each
+    rule only looks near its triggers."""
+
+    kind: str  # what the audit counts and the label says
+    pattern: str
+    trigger: str
+    group: int = 0
+
+
+_PASSWORD_EN = (
+    r"(?i)\b(?:password|passwd|passcode|passphrase|pass phrase|pwd|pin|pw)s?\b"
+    r"(?:\s+(?:for|of|to|on)\s+(?:the\s+|my\s+|our\s+)?[^\s:：=]{1,40}?)?"
+    r"\s*(?:\bis\b:?|\bwas\b|\bare\b|=|:|：|->|=>)\s*[\"'“‘`]?" + _NOT_A_LABEL + r"([^\s\"'”’`]+?)" + _END
+)
+_PASSWORD_ZH = (
+    r"(?:密码|密碼|口令|pin码|PIN码)(?:\s*(?:是|为|為|都是|改成了?|改为|设为|设置为|:|：|=)\s*|\s+)"
+    r"[\"'“‘「]?" + _NOT_A_LABEL + r"([^\s\"'”’」，。；,;、]+)"
+)
+_SECRET_EN = (
+    r"(?i)\b(?:secret|api[_ -]?key|access[_ -]?key|client[_ -]?secret|auth[_ -]?token|access[_ -]?token"
+    r"|private[_ -]?key|token|credentials?)\b\s*(?:is\b|[:=：])\s*[\"'“‘`]?"
+    + _NOT_A_LABEL
+    + r"([^\s\"'”’`]{6,}?)"
+    + _END
+)
+_SECRET_ZH = (
+    r"(?:密钥|秘钥|令牌|私钥|访问码)(?:\s*(?:是|为|為|:|：|=)\s*|\s+)[\"'“‘「]?"
+    + _NOT_A_LABEL
+    + r"([^\s\"'”’」，。；,;、]{6,})"
+)
+_PRIVATE_V4 = (
+    r"(?<![\w.])(?:10(?:\.\d{1,3}){3}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}|192\.168(?:\.\d{1,3}){2}"
+    r"|169\.254(?:\.\d{1,3}){2}|100\.(?:6[4-9]|[7-9]\d|1[01]\d|12[0-7])(?:\.\d{1,3}){2})(?::\d{1,5})?(?![\w.]*\d)"
+)
+_INTERNAL = "internal|intranet|intra|corp|lan|local|localdomain|home\\.arpa|priv"
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "private key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",
+    ),
+    Rule("openai key", r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}", r"sk-"),
+    Rule("stripe key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}", r"[srp]k_(?:live|test)_"),
+    Rule("aws key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b", r"A(?:KIA|SIA|GPA|IDA|ROA)"),
+    Rule(
+        "aws secret",
+        r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})\b",
+        r"(?i)aws_?secret",
+        1,
+    ),
+    Rule("github token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", r"gh[pousr]_|github_pat_"),
+    Rule("gitlab token", r"\bglpat-[A-Za-z0-9_-]{20,}", r"glpat-"),
+    Rule("slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", r"xox[abposr]-"),
+    Rule("slack webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+", r"hooks\.slack\.com"),
+    Rule("google key", r"\bAIza[0-9A-Za-z_-]{35}", r"AIza"),
+    Rule("hugging face token", r"\bhf_[A-Za-z0-9]{30,}", r"hf_"),
+    Rule("npm token", r"\bnpm_[A-Za-z0-9]{36}\b", r"npm_"),
+    Rule("sendgrid key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", r"SG\."),
+    Rule("telegram token", r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}", r"\d:AA"),
+    Rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", r"eyJ"),
+    Rule(
+        "bearer token",
+        r"(?i)\b(?:bearer\s+|(?:token|basic)\s+(?=\S*\d))" + _NOT_A_LABEL + r"([A-Za-z0-9._~+/=-]{16,})",
+        r"(?i)bearer|token|basic",
+        1,
+    ),
+    Rule(
+        "url credentials",
+        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://([^\s:/@\[\]]+:[^\s@/]+)@",
+        r"://[^\s:/@]+:[^\s@/]+@",
+        1,
+    ),
+    Rule(
+        "url secret",
+        r"(?i)[?&](?:access_token|token|api_?key|key|secret|password|passwd|pwd|sig|signature|auth)=([^&\s#\"'<>]{6,})",
+        r"(?i)[?&](?:access_token|token|api_?key|key|secret|password|passwd|pwd|sig|signature|auth)=",
+        1,
+    ),
+    Rule("password", _PASSWORD_EN, r"(?i)pass|pwd|pin|pw", 1),
+    Rule("password", _PASSWORD_ZH, r"密码|密碼|口令|(?i:pin)码", 1),
+    Rule("secret", _SECRET_EN, r"(?i)secret|key|token|credential", 1),
+    Rule("secret", _SECRET_ZH, r"密钥|秘钥|令牌|私钥|访问码", 1),
+    Rule("email", r"(?<![\w.+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}\b", r"@[A-Za-z0-9-]+\."),
+    Rule("phone", r"(?<![\w+])(?:\+?86[\s-]?)?1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}(?!\d)", r"1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}"),
+    Rule("phone", r"(?<![\w+])\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,5}(?!\d)", r"\+\d"),
+    Rule(
+        "phone",
+        r"(?<![\w-])(?:\(\d{3}\)\s?|\d{3}[.-])\d{3}[.-]\d{4}(?![\w-])",
+        r"\(\d{3}\)\s?\d{3}[.-]\d{4}|\d{3}[.-]\d{3}[.-]\d{4}",
+    ),
+    Rule("phone", r"(?<![\w-])0\d{2,3}-\d{7,8}(?![\w-])", r"0\d{2,3}-\d{7}"),
+    Rule("private ip", _PRIVATE_V4, r"10\.\d|172\.(?:1[6-9]|2\d|3[01])\.|192\.168\.|169\.254\.|100\.\d"),
+    Rule(
+        "private ip",
+        r"(?i)(?<![\w:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*[0-9a-f](?:%\w+)?(?![\w:])",
+        r"(?i)f[cd][0-9a-f]{2}:|fe[89ab][0-9a-f]:",
+    ),
+    Rule(
+        "internal host",
+        rf"(?i)\b(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+(?:{_INTERNAL})\b(?![.-]\w)",
+        rf"(?i)\.(?:{_INTERNAL})",
+    ),
+    Rule("card number", r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])", r"(?:\d[ -]?){12}\d"),
+    Rule(
+        "id number",
+        r"(?<!\d)[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![\dA-Za-z])",
+        r"\d{17}[\dXx]",
+    ),
+)
+CONTACT_KINDS = frozenset({"email", "phone", "private ip", "internal host"})
+BEHIND = 160  # how far before a trigger a rule's match may start (a local part, a scheme, "password for X")
+AHEAD = 400  # how far after it a rule looks (a longer match is followed to its end)
+BLOCK = 4096  # a long text is asked block by block which rules' triggers it holds
+OVERLAP = 128  # blocks overlap by this much, so a trigger across a block's end is seen whole
+
+# Checks a candidate must pass besides its pattern (a card number's Luhn sum, an ID number's check digit).
+_CHECKS: dict[str, Callable[[str], bool]] = {}
+
+# detect-secrets plugins left out: public addresses are not secrets (private ones are our own rule)
+_SKIPPED_PLUGINS = {"Public IP (ipv4)"}
+# a line worth handing to detect-secrets (it costs about 0.1 ms a line): a long token, a keyword or a PEM header
+_WORTH_SCANNING = re.compile(r"[A-Za-z0-9+/_=.-]{16,}|(?i:key|secret|token|pass|pwd|auth|cred|BEGIN)")
+_PLUGIN_KINDS = {
+    "Secret Keyword": "secret",
+    "Base64 High Entropy String": "high-entropy string",
+    "Hex High Entropy String": "high-entropy string",
+    "Basic Auth Credentials": "url credentials",
+    "JSON Web Token": "jwt",
+    "Private Key": "private key",
+}
+
+
+def _luhn(candidate: str) -> bool:
+    digits = [int(c) for c in candidate if c.isdigit()]
+    if not 13 <= len(digits) <= 19 or len(set(digits)) < 2:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        total += d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2)
+    return total % 10 == 0
+
+
+def _id_check(candidate: str) -> bool:
+    weights = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+    total = sum(int(c) * w for c, w in zip(candidate[:17], weights, strict=True))
+    return "10X98765432"[total % 11] == candidate[17].upper()
+
+
+def _phone_digits(candidate: str) -> bool:
+    return 8 <= sum(c.isdigit() for c in candidate) <= 15
+
+
+_CHECKS["card number"] = _luhn
+_CHECKS["id number"] = _id_check
+_CHECKS["phone"] = _phone_digits
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    kind: str
+    rank: int = 1000  # the rule's place in RULES: where two spans start together, the earlier rule names them
+
+
+class Detectors:
+    """Our rules and detect-secrets' plugins; `contact`: also e-mail addresses, phone numbers, private
+    addresses and internal host names (on by default); `extra`: the user's own patterns (kind "custom");
+    `library`: detect-secrets' plugins too (the site scan leaves them out: they take hashes for secrets)."""
+
+    def __init__(self, contact: bool = True, extra: Iterable[re.Pattern[str]] = (), library: bool = True) -> None:
+        self.rules = [r for r in RULES if contact or r.kind not in CONTACT_KINDS]
+        self._patterns = [re.compile(r.pattern) for r in self.rules]
+        self._triggers = [re2.compile(r.trigger) for r in self.rules]
+        self._any = re2.Set.SearchSet()  # which rules' triggers occur in a text, in one pass
+        for rule in self.rules:
+            self._any.Add(rule.trigger)
+        self._any.Compile()
+        self.extra = tuple(extra)
+        self.library = library
+
+    @cached_property
+    def _plugins(self) -> list[object]:
+        try:
+            from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        except ImportError:  # pragma: no cover - a dependency of the package
+            log.warning("memwiki: detect-secrets is not installed; only memwiki's own secret rules run")
+            return []
+        plugins = []
+        for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
+            if secret_type in _SKIPPED_PLUGINS:
+                continue
+            if "High Entropy" in secret_type:
+                plugins.append(cls(limit=4.5 if "Base64" in secret_type else 3.0))
+            else:
+                plugins.append(cls())
+        return plugins
+
+    def find(self, text: str) -> list[Span]:
+        """The spans of `text` to withhold, sorted and not overlapping (an overlap withholds the union)."""
+        if not text:
+            return []
+        spans = self._rule_spans(text)
+        for pattern in self.extra:
+            spans += [Span(*m.span(), "custom", 999) for m in pattern.finditer(text) if m.end() > m.start()]
+        if self.library:
+            spans += self._library_spans(text)
+        return _disjoint(spans)
+
+    def _rule_spans(self, text: str) -> list[Span]:
+        """Each rule looks only near its triggers, and only in the blocks of `text` where RE2's set says they occur."""
+        spans = []
+        n = len(text)
+        last = [0] * len(self.rules)  # where each rule's last window ended
+        for block in range(0, n, BLOCK):
+            stop = min(n, block + BLOCK + OVERLAP)
+            chunk = _re2_safe(text[block:stop])  # (RE2 encodes what it is given: a slice, not the whole text each time)
+            for i in sorted(self._any.Match(chunk) or ()):
+                rule, pattern = self.rules[i], self._patterns[i]
+                check = _CHECKS.get(rule.kind)
+                for hit in self._triggers[i].finditer(chunk):
+                    start, end = max(last[i], block + hit.start() - BEHIND, 0), min(n, block + hit.end() + AHEAD)
+                    if start >= end:
+                        continue
+                    last[i] = end
+                    for match in pattern.finditer(text, start, end):
+                        if match.end() >= end - 1 and end < n:  # it may go on past the window: read it whole
+                            match = pattern.match(text, match.start()) or match
+                            last[i] = max(last[i], match.end())
+                        a, b = match.span(rule.group)
+                        if a < b and (check is None or check(text[a:b])):
+                            spans.append(Span(a, b, rule.kind, i))
+        return spans
+
+    def _library_spans(self, text: str) -> list[Span]:
+        spans = []
+        offset = 0
+        for line in text.splitlines(keepends=True):
+            if _WORTH_SCANNING.search(line):
+                for plugin in self._plugins:
+                    for secret in plugin.analyze_line(filename="memory.yaml", line=line, line_number=1):
+                        value = secret.secret_value
+                        if not value or len(value) < 6 or value.startswith(REDACTED_PREFIX):
+                            continue
+                        kind = _PLUGIN_KINDS.get(secret.type, secret.type.lower())
+                        at = line.find(value)
+                        while at >= 0:
+                            spans.append(Span(offset + at, offset + at + len(value), kind))
+                            at = line.find(value, at + len(value))
+            offset += len(line)
+        return spans
+
+    def redact(self, text: str, label: Callable[[str, str], str]) -> tuple[str, list[str]]:
+        """`text` with each span replaced by `label(kind, secret)`, and the kinds replaced (in order)."""
+        spans = self.find(text)
+        if not spans:
+            return text, []
+        out, at = [], 0
+        for span in spans:
+            out += [text[at : span.start], label(span.kind, text[span.start : span.end])]
+            at = span.end
+        out.append(text[at:])
+        return "".join(out), [s.kind for s in spans]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _re2_safe(text: str) -> str:
+    """`text` as RE2 can take it: a lone surrogate (from invalid UTF-8 kept as it was) becomes U+FFFD, one
+    code point for one, so offsets stay those of `text`."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _disjoint(spans: list[Span]) -> list[Span]:
+    spans.sort(key=lambda s: (s.start, -(s.end - s.start), s.rank))
+    kept: list[Span] = []
+    for span in spans:
+        if kept and span.start < kept[-1].end:
+            if span.end > kept[-1].end:  # overlapping: withhold the union, under the first one's kind
+                kept[-1] = Span(kept[-1].start, span.end, kept[-1].kind)
+            continue
+        kept.append(span)
+    return kept

@@ -1,0 +1,164 @@
+"""The last check of a public build: every file in `site/` read by the privacy gate's own rules.
+
+The gate redacts records before anything is made from them; this scan is the net under it. A leak through a
+path nobody thought of (a builder that reads around the gate, an asset made from raw data, an escape that
+hides a secret from the gate's view) is found in the output and reported by file, line and kind, never by
+value, so that `mkdocs build --strict` fails.
+
+What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded,
+`.gz` files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
+page). Files byte-identical to one of the build's static inputs (the theme's files, the plugin's own assets, the
+browser model exported from its package) are not read: no memory reaches them. A file whose size, time and inode
+are those of a file found clean in the last build is not read again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import hashlib
+import html
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from plugins import cachefile
+from plugins.detectors import Detectors
+
+MAX_GZ = 256 << 20  # a .gz file is read up to this many bytes decompressed
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+@dataclass(frozen=True)
+class Leak:
+    kind: str
+    path: str  # relative to the site folder
+    line: int
+
+    @property
+    def row(self) -> tuple[str, str, int]:
+        return self.kind, self.path, self.line
+
+
+def _decoded(text: str) -> str:
+    """`text` with HTML entities and JSON escapes turned back into the characters they stand for."""
+    if "\\u" in text:
+        text = _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    if "&" in text:
+        text = html.unescape(text)
+    return text
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha1()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def static_digests(folders: Iterable[Path], sizes: set[int]) -> set[tuple[int, str]]:
+    """(size, SHA-1) of the files under these folders (the build's inputs that hold no memory) that are of one
+    of these sizes (only those can be copies of a site file)."""
+    found: set[tuple[int, str]] = set()
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for root, _dirs, names in os.walk(folder):
+            for name in names:
+                path = Path(root) / name
+                try:
+                    size = path.stat().st_size
+                    if size in sizes:
+                        found.add((size, _digest(path)))
+                except OSError:
+                    continue
+    return found
+
+
+class SiteScan:
+    """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
+    last build's clean files are remembered (None: read everything)."""
+
+    VERSION = "1"
+
+    def __init__(self, detectors: Detectors, static_folders: Iterable[Path], cache: Path | None = None) -> None:
+        self.detectors = detectors
+        self.static_folders = list(static_folders)
+        self.cache = cache
+        self.read_files = 0
+        self.skipped_static = 0
+
+    def scan(self, site_dir: Path) -> list[Leak]:
+        site_dir = Path(site_dir)
+        key = cachefile.version("sitescan", self.VERSION, repr(sorted(r.pattern for r in self.detectors.rules)))
+        clean_before: set[tuple[str, int, int, int]] = set()
+        if self.cache is not None:
+            saved = cachefile.load(self.cache, key)
+            if isinstance(saved, list):
+                clean_before = {tuple(x) for x in saved if isinstance(x, (list, tuple)) and len(x) == 4}
+        clean_now: list[tuple[str, int, int, int]] = []
+        todo: list[tuple[Path, tuple[str, int, int, int]]] = []
+        for root, dirs, names in os.walk(site_dir):
+            dirs.sort()
+            for name in sorted(names):
+                path = Path(root) / name
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                stamp = (path.relative_to(site_dir).as_posix(), st.st_size, st.st_mtime_ns, st.st_ino)
+                if stamp in clean_before:
+                    clean_now.append(stamp)
+                else:
+                    todo.append((path, stamp))
+        static = static_digests(self.static_folders, {stamp[1] for _, stamp in todo})
+        static_sizes = {size for size, _ in static}
+        seen_lines: set[str] = set()
+        leaks: list[Leak] = []
+        for path, stamp in todo:
+            size = stamp[1]
+            if size in static_sizes and (size, _digest(path)) in static:
+                self.skipped_static += 1
+                clean_now.append(stamp)
+                continue
+            found = self._scan_file(path, stamp[0], seen_lines)
+            leaks += found
+            if not found:
+                clean_now.append(stamp)
+        if self.cache is not None:
+            cachefile.dump(self.cache, key, clean_now)
+        return leaks
+
+    def _scan_file(self, path: Path, rel: str, seen_lines: set[str]) -> list[Leak]:
+        try:
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                with gzip.open(path) as f:
+                    data = f.read(MAX_GZ)
+        except (OSError, EOFError, gzip.BadGzipFile):
+            return []  # (a damaged .gz is read as it is by whoever serves it: nothing readable)
+        self.read_files += 1
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")
+        fresh: list[tuple[int, str]] = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line not in seen_lines:
+                seen_lines.add(line)
+                fresh.append((number, line))
+        if not fresh:
+            return []
+        decoded = [_decoded(line) for _, line in fresh]
+        joined = "\n".join(decoded)
+        spans = self.detectors.find(joined)
+        if not spans:
+            return []
+        starts, at = [], 0  # where each fresh line starts in `joined`, to name the line of a finding
+        for line in decoded:
+            starts.append(at)
+            at += len(line) + 1
+        return [Leak(s.kind, rel, fresh[bisect.bisect_right(starts, s.start) - 1][0]) for s in spans]
