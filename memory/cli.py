@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from memory.config import resolve_store_path
-from memory.errors import InputFormatError, MemwikiError
+from memory.errors import DamagedStoreError, InputFormatError, MemwikiError
 from memory.jsonl import iter_jsonl
 
 
@@ -137,6 +139,37 @@ def _open_store(args: argparse.Namespace):  # noqa: ANN202
     return Store.open(resolve_store_path(args.store))
 
 
+@contextlib.contextmanager
+def _naming_damage(root: Path) -> Iterator[None]:
+    """A SQLite or Chroma failure in the middle of a command becomes the one-line error naming the damaged part
+    (SQLite's quick_check over the store's files says which), never a traceback."""
+    try:
+        yield
+    except Exception as exc:
+        if not (isinstance(exc, sqlite3.DatabaseError) or type(exc).__module__.startswith("chromadb")):
+            raise
+        from memory.damage import find_damage
+
+        found = find_damage(root)
+        if found:
+            raise found[0] from None
+        reason = " ".join(str(exc).split())
+        raise DamagedStoreError(f"{root}: a layer of the store failed to read ({reason}); it may be damaged") from None
+
+
+def _warnings_to_stderr() -> None:
+    """Show the store's logged warnings (a query cut to what the embedder reads) as `memwiki: warning: ...`."""
+    import logging
+
+    logger = logging.getLogger("memory")
+    if not any(getattr(h, "memwiki_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter("memwiki: warning: %(message)s"))
+        handler.memwiki_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+
+
 def _recall(args: argparse.Namespace, recall) -> None:  # noqa: ANN001
     if args.batch and args.query:
         raise MemwikiError("recall takes a QUERY or --batch FILE, not both")
@@ -207,7 +240,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if _uses_sources(args):
         return _run_on_sources(args)
 
-    with _open_store(args) as store:
+    with _open_store(args) as store, _naming_damage(store.root):
         cmd = args.command
         if cmd == "context":
             print(store.context())

@@ -39,3 +39,8 @@ class InputFormatError(MemwikiError):
 
 class SourceError(MemwikiError):
     """An external source (hermes home, MemPalace palace) cannot be read."""
+
+
+class DamagedStoreError(MemwikiError):
+    """A part of the store cannot be read (a damaged or half-written file); the message names the part,
+    its file and what to do."""

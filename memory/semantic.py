@@ -20,6 +20,7 @@ import numpy as np
 from memory.embedders import Embedder
 from memory.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError, MemwikiError
 from memory.lexical import POSTINGS_BUDGET, LexicalIndex
+from memory.recovery import open_local
 from memory.snapshot import CATEGORIES, Memory, ScoredMemory
 
 COLLECTION = "memories"
@@ -65,25 +66,38 @@ class SemanticMemory:
     """
 
     def __init__(self, path: Path, embedder: Embedder, client: Any = None, collection: str = COLLECTION) -> None:
-        import chromadb
-
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder
         self._own_client = client is None  # close() releases only a client made here
-        self.client = client if client is not None else chromadb.PersistentClient(path=str(self.path))
-        self._col = self.client.get_or_create_collection(
+        if client is None:  # a local folder: a vector index a crash damaged is rebuilt here (memory.recovery)
+            self.client, self._col = open_local(
+                self.path, lambda: self._connect(None, collection), _record_text, embedder.embed, int(embedder.dim or 0)
+            )
+        else:
+            self.client, self._col = self._connect(client, collection)
+        self._check_embedder()
+        self.lexical = LexicalIndex(self.path / LEXICAL_FILE)
+        if self.lexical.count() != self.count() or not self.lexical.current():
+            self.rebuild_lexical()
+
+    def _connect(self, client: Any, collection: str) -> tuple[Any, Any]:
+        import chromadb
+
+        client = client if client is not None else chromadb.PersistentClient(path=str(self.path))
+        col = client.get_or_create_collection(
             collection,
             embedding_function=None,
             configuration={
                 "hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": HNSW_EF_CONSTRUCTION}
             },
-            metadata={"embedder": embedder.name, "model": _model_name(embedder), "dim": int(embedder.dim or 0)},
+            metadata={
+                "embedder": self.embedder.name,
+                "model": _model_name(self.embedder),
+                "dim": int(self.embedder.dim or 0),
+            },
         )
-        self._check_embedder()
-        self.lexical = LexicalIndex(self.path / LEXICAL_FILE)
-        if self.lexical.count() != self.count() or not self.lexical.current():
-            self.rebuild_lexical()
+        return client, col
 
     def close(self) -> None:
         """Release the lexical index and Chroma's shared system for this folder (Chroma keeps one per path in
@@ -307,6 +321,11 @@ def read_memories_jsonl(path: Path) -> list[Memory]:
         known.setdefault("source", "import")
         memories.append(Memory(id=memory_id, text=text, meta=meta, **known))
     return memories
+
+
+def _record_text(memory_id: str, document: str | None, metadata: dict[str, Any]) -> str:
+    """What a stored record was embedded by (for a rebuild that must re-embed it)."""
+    return index_text(memory_from_record(memory_id, document, metadata))
 
 
 def _model_name(embedder: Embedder) -> str:

@@ -17,20 +17,24 @@ for a store; running `init` again completes it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 
 from memory.config import STORE_FILE, StoreConfig, load_config, save_config
 from memory.context import FrozenContext
 from memory.core_guard import CoreGuard
+from memory.damage import damaged
 from memory.embedders import USE_NAME, Embedder, check_embedder, make_embedder
-from memory.errors import MemwikiError, NotAStoreError
+from memory.errors import MemwikiError, NotAStoreError, SourceError, StoreLockedError
 from memory.graph import KnowledgeGraph
 from memory.hot import FILE_NAMES, HotMemoryFile
 from memory.overflow import SinkLog, remember, sink
 from memory.persona import read_persona, write_persona
 from memory.recall import Hit, RecallConfig, Recaller
+from memory.recovery import REBUILD_SUFFIX, finish_interrupted, recovery_lock
 from memory.semantic import SemanticMemory
 from memory.sessions import SessionHistory
 from memory.snapshot import HotFile, Persona, SinkRecord
@@ -46,6 +50,20 @@ LAYER_PATHS = {
     "wiki": "wiki",
 }
 REQUIRED_PARTS = ("SOUL.md", *FILE_NAMES.values(), "l2", "knowledge_graph.sqlite3", "sessions.sqlite3", "wiki")
+
+
+@contextlib.contextmanager
+def _names_damage(part: str, path: Path) -> Iterator[None]:
+    """Turn a SQLite layer that will not open (garbage, half-written, not our schema) into a DamagedStoreError
+    naming the layer; a locked file stays a StoreLockedError."""
+    try:
+        yield
+    except (sqlite3.DatabaseError, SourceError) as exc:
+        raise damaged(part, path, exc) from None
+    except MemwikiError as exc:
+        if isinstance(exc, StoreLockedError) or "SQLite" not in str(exc):
+            raise
+        raise damaged(part, path, exc) from None
 
 
 def missing_parts(root: Path) -> list[str]:
@@ -103,6 +121,9 @@ class Store:
         never recreates a missing layer empty: that would hide the loss)."""
         root = Path(root)
         config = load_config(root)
+        if (root / f"{LAYER_PATHS['l2']}{REBUILD_SUFFIX}").exists():  # an L2 rebuild a crash cut short
+            with recovery_lock(root / LAYER_PATHS["l2"]):
+                finish_interrupted(root / LAYER_PATHS["l2"])
         missing = missing_parts(root)
         if missing:
             raise NotAStoreError(
@@ -141,11 +162,15 @@ class Store:
 
     @cached_property
     def graph(self) -> KnowledgeGraph:
-        return KnowledgeGraph(self.root / LAYER_PATHS["graph"])
+        path = self.root / LAYER_PATHS["graph"]
+        with _names_damage("L3 knowledge graph", path):
+            return KnowledgeGraph(path)
 
     @cached_property
     def sessions(self) -> SessionHistory:
-        return SessionHistory(self.root / LAYER_PATHS["sessions"])
+        path = self.root / LAYER_PATHS["sessions"]
+        with _names_damage("L4 session history", path):
+            return SessionHistory(path)
 
     @cached_property
     def core_guard(self) -> CoreGuard:
