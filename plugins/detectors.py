@@ -37,7 +37,7 @@ class Rule:
 
 
 _PASSWORD_EN = (
-    r"(?i)\b(?:password|passwd|passcode|passphrase|pass phrase|pwd|pin|pw)s?\b"
+    r"(?i)(?<![A-Za-z])(?:password|passwd|passcode|passphrase|pass phrase|pwd|pin|pw)s?(?![A-Za-z])"
     r"(?:\s+(?:for|of|to|on)\s+(?:the\s+|my\s+|our\s+)?[^\s:：=]{1,40}?)?"
     r"\s*(?:\bis\b:?|\bwas\b|\bare\b|=|:|：|->|=>)\s*[\"'“‘`]?" + _NOT_A_LABEL + r"([^\s\"'”’`]+?)" + _END
 )
@@ -58,9 +58,11 @@ _SECRET_ZH = (
     + r"([^\s\"'”’」，。；,;、]{6,})"
 )
 _PRIVATE_V4 = (
-    r"(?<![\w.])(?:10(?:\.\d{1,3}){3}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}|192\.168(?:\.\d{1,3}){2}"
-    r"|169\.254(?:\.\d{1,3}){2}|100\.(?:6[4-9]|[7-9]\d|1[01]\d|12[0-7])(?:\.\d{1,3}){2})(?::\d{1,5})?(?![\w.]*\d)"
+    r"(?<![A-Za-z0-9.])(?:10(?:\.\d{1,3}){3}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}|192\.168(?:\.\d{1,3}){2}"
+    r"|169\.254(?:\.\d{1,3}){2}|100\.(?:6[4-9]|[7-9]\d|1[01]\d|12[0-7])(?:\.\d{1,3}){2})(?::\d{1,5})?(?!\.?\d)"
 )
+_B = r"(?<![A-Za-z0-9])"  # a token starts here: ids join words with "_", so \b is not enough
+_E = r"(?![A-Za-z0-9])"
 _INTERNAL = "internal|intranet|intra|corp|lan|local|localdomain|home\\.arpa|priv"
 
 RULES: tuple[Rule, ...] = (
@@ -70,34 +72,46 @@ RULES: tuple[Rule, ...] = (
         r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",
     ),
-    Rule("openai key", r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}", r"sk-"),
-    Rule("stripe key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}", r"[srp]k_(?:live|test)_"),
-    Rule("aws key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b", r"A(?:KIA|SIA|GPA|IDA|ROA)"),
+    Rule("openai key", r"(?i)" + _B + r"sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}", r"(?i)sk-"),
+    Rule("stripe key", r"(?i)" + _B + r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}", r"(?i)[srp]k_(?:live|test)_"),
+    Rule(
+        "aws key",
+        r"(?i)" + _B + r"(?:AKIA|ASIA|AGPA|AIDA|AROA)(?=[A-Z]*\d)[0-9A-Z]{16}" + _E,
+        r"(?i)A(?:KIA|SIA|GPA|IDA|ROA)",
+    ),
     Rule(
         "aws secret",
         r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})\b",
         r"(?i)aws_?secret",
         1,
     ),
-    Rule("github token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", r"gh[pousr]_|github_pat_"),
-    Rule("gitlab token", r"\bglpat-[A-Za-z0-9_-]{20,}", r"glpat-"),
-    Rule("slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", r"xox[abposr]-"),
-    Rule("slack webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+", r"hooks\.slack\.com"),
-    Rule("google key", r"\bAIza[0-9A-Za-z_-]{35}", r"AIza"),
-    Rule("hugging face token", r"\bhf_[A-Za-z0-9]{30,}", r"hf_"),
-    Rule("npm token", r"\bnpm_[A-Za-z0-9]{36}\b", r"npm_"),
-    Rule("sendgrid key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", r"SG\."),
-    Rule("telegram token", r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}", r"\d:AA"),
-    Rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", r"eyJ"),
+    Rule(
+        "github token",
+        r"(?i)" + _B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        r"(?i)gh[pousr]_|github_pat_",
+    ),
+    Rule("gitlab token", r"(?i)" + _B + r"glpat-[A-Za-z0-9_-]{20,}", r"(?i)glpat-"),
+    Rule("slack token", r"(?i)" + _B + r"xox[abposr]-[A-Za-z0-9-]{10,}", r"(?i)xox[abposr]-"),
+    Rule("slack webhook", r"(?i)https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+", r"(?i)hooks\.slack\.com"),
+    Rule("google key", r"(?i)" + _B + r"AIza[0-9A-Za-z_-]{35}", r"(?i)AIza"),
+    Rule("hugging face token", r"(?i)" + _B + r"hf_[A-Za-z0-9]{30,}", r"(?i)hf_"),
+    Rule("npm token", r"(?i)" + _B + r"npm_[A-Za-z0-9]{36}" + _E, r"(?i)npm_"),
+    Rule("sendgrid key", r"(?i)" + _B + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", r"(?i)SG\."),
+    Rule("telegram token", r"(?i)(?<!\d)\d{8,10}:AA[A-Za-z0-9_-]{30,}", r"(?i)\d:AA"),
+    Rule("jwt", r"(?i)" + _B + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", r"(?i)eyJ"),
     Rule(
         "bearer token",
-        r"(?i)\b(?:bearer\s+|(?:token|basic)\s+(?=\S*\d))" + _NOT_A_LABEL + r"([A-Za-z0-9._~+/=-]{16,})",
+        r"(?i)"
+        + _B
+        + r"(?:bearer[\s_:]+|(?:token|basic)[\s_]+(?=\S*\d))"
+        + _NOT_A_LABEL
+        + r"([A-Za-z0-9._~+/=-]{16,})",
         r"(?i)bearer|token|basic",
         1,
     ),
     Rule(
         "url credentials",
-        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://([^\s:/@\[\]]+:[^\s@/]+)@",
+        r"(?i)(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://([^\s:/@\[\]]+:[^\s@/]+)@",
         r"://[^\s:/@]+:[^\s@/]+@",
         1,
     ),
@@ -111,27 +125,35 @@ RULES: tuple[Rule, ...] = (
     Rule("password", _PASSWORD_ZH, r"密码|密碼|口令|(?i:pin)码", 1),
     Rule("secret", _SECRET_EN, r"(?i)secret|key|token|credential", 1),
     Rule("secret", _SECRET_ZH, r"密钥|秘钥|令牌|私钥|访问码", 1),
-    Rule("email", r"(?<![\w.+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}\b", r"@[A-Za-z0-9-]+\."),
-    Rule("phone", r"(?<![\w+])(?:\+?86[\s-]?)?1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}(?!\d)", r"1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}"),
-    Rule("phone", r"(?<![\w+])\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,5}(?!\d)", r"\+\d"),
+    Rule(
+        "email",
+        r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])",
+        r"@[A-Za-z0-9-]+\.",
+    ),
     Rule(
         "phone",
-        r"(?<![\w-])(?:\(\d{3}\)\s?|\d{3}[.-])\d{3}[.-]\d{4}(?![\w-])",
+        r"(?<![A-Za-z0-9+])(?:\+?86[\s_-]?)?1[3-9]\d[\s_-]?\d{4}[\s_-]?\d{4}(?!\d)",
+        r"1[3-9]\d[\s_-]?\d{4}[\s_-]?\d{4}",
+    ),
+    Rule("phone", r"(?<![A-Za-z0-9+])\+\d{1,3}(?:[\s._-]?\(?\d{1,4}\)?){2,5}(?!\d)", r"\+\d"),
+    Rule(
+        "phone",
+        r"(?<![A-Za-z0-9-])(?:\(\d{3}\)\s?|\d{3}[.-])\d{3}[.-]\d{4}(?![A-Za-z0-9-])",
         r"\(\d{3}\)\s?\d{3}[.-]\d{4}|\d{3}[.-]\d{3}[.-]\d{4}",
     ),
-    Rule("phone", r"(?<![\w-])0\d{2,3}-\d{7,8}(?![\w-])", r"0\d{2,3}-\d{7}"),
+    Rule("phone", r"(?<![A-Za-z0-9-])0\d{2,3}-\d{7,8}(?![A-Za-z0-9-])", r"0\d{2,3}-\d{7}"),
     Rule("private ip", _PRIVATE_V4, r"10\.\d|172\.(?:1[6-9]|2\d|3[01])\.|192\.168\.|169\.254\.|100\.\d"),
     Rule(
         "private ip",
-        r"(?i)(?<![\w:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*[0-9a-f](?:%\w+)?(?![\w:])",
+        r"(?i)(?<![A-Za-z0-9:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*[0-9a-f](?:%\w+)?(?![A-Za-z0-9:])",
         r"(?i)f[cd][0-9a-f]{2}:|fe[89ab][0-9a-f]:",
     ),
     Rule(
         "internal host",
-        rf"(?i)\b(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+(?:{_INTERNAL})\b(?![.-]\w)",
+        rf"(?i)(?<![A-Za-z0-9-])(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+(?:{_INTERNAL})(?![A-Za-z0-9-]|\.[A-Za-z0-9])",
         rf"(?i)\.(?:{_INTERNAL})",
     ),
-    Rule("card number", r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])", r"(?:\d[ -]?){12}\d"),
+    Rule("card number", r"(?<!\d)[2-6](?:[ -]?\d){14,15}(?!\d)", r"[2-6](?:[ -]?\d){13}"),
     Rule(
         "id number",
         r"(?<!\d)[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![\dA-Za-z])",
@@ -163,7 +185,7 @@ _PLUGIN_KINDS = {
 
 def _luhn(candidate: str) -> bool:
     digits = [int(c) for c in candidate if c.isdigit()]
-    if not 13 <= len(digits) <= 19 or len(set(digits)) < 2:
+    if not 15 <= len(digits) <= 16 or len(set(digits)) < 2:
         return False
     total = 0
     for i, d in enumerate(reversed(digits)):

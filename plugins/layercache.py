@@ -80,6 +80,7 @@ class CachedSource:
         self._vectors: dict[str, np.ndarray] | None = None
         self._vectors_changed = False
         self._memories_by_id: dict[str, Memory] | None = None
+        self._withheld: dict[str, dict[str, int]] = {}  # layer -> what the privacy gate withheld from it, by kind
 
     def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - whatever the source offers beyond the layers
         return getattr(self.source, name)
@@ -94,13 +95,26 @@ class CachedSource:
             return self._loaded[layer]
         fp = self.fingerprints.get(layer)
         value = self._load(layer, fp) if fp else None
-        if value is None:
+        withheld = (
+            cachefile.load(self._path(f"{layer}.withheld"), cachefile.version("withheld", layer, fp)) if fp else None
+        )
+        if value is None or not isinstance(withheld, dict):
             value = read()
             self.reads.append(layer)
+            withheld = self.source.withheld().get(layer, {})
             if fp:
                 self._save(layer, fp, value)
+                cachefile.dump(self._path(f"{layer}.withheld"), cachefile.version("withheld", layer, fp), withheld)
+        self._withheld[layer] = withheld
         self._loaded[layer] = value
         return value
+
+    def withheld(self) -> dict[str, dict[str, int]]:
+        """What the privacy gate withheld, per layer: the source's count for layers read in this build, the
+        count saved with a layer's records for layers kept from the last build."""
+        out = {k: v for k, v in self.source.withheld().items() if k not in self._withheld}
+        out.update({k: v for k, v in self._withheld.items() if v})
+        return out
 
     def _load(self, layer: str, fp: str) -> Any:  # noqa: ANN401
         plain = cachefile.load(self._path(layer), cachefile.version("layer", layer, fp))

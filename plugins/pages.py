@@ -6,9 +6,23 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from memory.snapshot import MemorySource
+
+
+@runtime_checkable
+class GatedSource(MemorySource, Protocol):
+    """A source seen through the privacy gate (plugins.privacy): the only kind a builder is given."""
+
+    @property
+    def profile(self) -> str:
+        """"public" or "private" (see plugins.privacy)."""
+        ...
+
+    def withheld(self) -> dict[str, dict[str, int]]:
+        """What the gate withheld, per layer and kind: counts, never values."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -48,8 +62,16 @@ class GeneratedAsset:
 
 @dataclass
 class BuildContext:
-    """What every builder is given: the (privacy-filtered) source and the plugin's options."""
+    """What every builder is given: the source through the privacy gate, and the plugin's options. A source
+    that has not been through the gate is put through it with the default (public) rules here, so no builder
+    ever reads around it."""
 
-    source: MemorySource
+    source: GatedSource
     options: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # things a person should see on the audit page
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, GatedSource):
+            from plugins.privacy import PrivacyFilter
+
+            self.source = PrivacyFilter(self.source)

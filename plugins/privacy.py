@@ -373,9 +373,13 @@ class PrivacyFilter:
         persona = self.source.persona()
         if persona is None:
             return None
+        # private lines go one by one; the rest is cleaned as one text (a PEM key spans lines)
         lines = persona.text.splitlines(keepends=True)
-        kept = self._count("persona", lines, lambda line: not (self.rules.public and self.rules.private_text(line)))
-        return replace(self._record(replace(persona, text="")), text="".join(kept))
+        kept = [line for line in lines if not (self.rules.public and self.rules.private_text(line))]
+        self._kinds = Counter()
+        shown = self._record(replace(persona, text="".join(kept)))
+        self._counts["persona"] = Counter({WITHHELD_PRIVATE: len(lines) - len(kept)}) + self._kinds
+        return shown
 
     def hot_files(self) -> Sequence[HotFile]:
         out = []

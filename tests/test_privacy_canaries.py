@@ -1,0 +1,82 @@
+"""Secrets of 24 kinds planted in 29 fields of every layer of a real store: a default (public) build of the
+real MkDocs site publishes none of them, in any spelling; the private profile publishes them (so the check
+can fail); the privacy report counts what was withheld, and a strict build fails on a leak the gate did not see."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory.store import Store
+from plugins.detectors import Detectors
+from plugins.sitescan import SiteScan
+from tests.canaries import FIELDS, KINDS, found_in, plant
+from tests.test_site import build_site
+
+
+@pytest.fixture(scope="module")
+def canary_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    root = tmp_path_factory.mktemp("canaries")
+    with Store.init(root / "store") as store:
+        planted = plant(store)
+    return root, planted
+
+
+@pytest.fixture(scope="module")
+def public_site(canary_store: tuple[Path, list]) -> Path:
+    root, _ = canary_store
+    _, error = build_site(root / "public", root / "cache-public", store=str(root / "store"), demo_src=None)
+    assert error is None, error
+    return root / "public"
+
+
+def test_enough_canaries_of_enough_kinds_in_enough_fields(canary_store: tuple[Path, list]) -> None:
+    _, planted = canary_store
+    assert len(planted) >= 400
+    assert len({c.kind for c in planted}) >= 18 and len(KINDS) >= 18
+    assert len({c.field for c in planted}) == len(FIELDS) >= 25
+
+
+def test_public_build_publishes_no_canary(public_site: Path, canary_store: tuple[Path, list]) -> None:
+    _, planted = canary_store
+    leaks = found_in(public_site, planted)
+    assert not leaks, [(c.kind, c.field, where) for c, where in leaks[:20]]
+
+
+def test_private_profile_publishes_them(canary_store: tuple[Path, list]) -> None:
+    """The same store built with the private profile shows the canaries: the check above can fail."""
+    root, planted = canary_store
+    _, error = build_site(
+        root / "private", root / "cache-private", store=str(root / "store"), demo_src=None, profile="private"
+    )
+    assert error is None, error
+    shown = found_in(root / "private", planted)
+    assert len(shown) >= len(planted) * 0.75, len(shown)  # (some fields, e.g. message ids, are on no page)
+    assert {c.kind for c, _ in shown} == set(KINDS)
+    home = (root / "private" / "privacy.html").read_text(encoding="utf-8")
+    assert "private</strong> profile" in home
+
+
+def test_privacy_report_counts_without_values(public_site: Path, canary_store: tuple[Path, list]) -> None:
+    _, planted = canary_store
+    report = (public_site / "privacy.html").read_text(encoding="utf-8")
+    assert "public</strong> profile" in report
+    for kind in ("openai key", "password", "email", "phone", "private ip"):
+        assert f"<th>{kind}</th>" in report
+    assert not found_in(public_site, planted)
+
+
+def test_site_scan_finds_a_leak_the_gate_never_saw(public_site: Path, tmp_path: Path) -> None:
+    """A secret written into the site behind the gate's back is found by the final scan, by file and line."""
+    page = public_site / "index.html"
+    leaked = tmp_path / "site"
+    leaked.mkdir()
+    (leaked / "index.html").write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    (leaked / "extra.js").write_text('var x = "mail \\u0061lice@example.org";\n', encoding="utf-8")
+    (leaked / "page.html").write_text("<p>root&#64;db.corp.internal and 密码是hunter2xyz</p>", encoding="utf-8")
+    leaks = SiteScan(Detectors(library=False), []).scan(leaked)
+    kinds = {(leak.path, leak.kind) for leak in leaks}
+    assert ("extra.js", "email") in kinds
+    assert ("page.html", "password") in kinds and ("page.html", "email") in kinds
+    assert not [leak for leak in leaks if leak.path == "index.html"]
