@@ -54,7 +54,8 @@ def parse_page(text: str, rel_path: str) -> WikiPage:
         path=rel_path,
         title=title,
         aliases=_as_tuple(meta.get("aliases")),
-        tags=_as_tuple(meta.get("tags")),
+        # `private: true` in the frontmatter is the tag `private`: the site's privacy gate withholds the page
+        tags=_as_tuple(meta.get("tags")) + (("private",) if meta.get("private") is True else ()),
         body=body,
     )
 

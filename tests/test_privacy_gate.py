@@ -1,0 +1,127 @@
+"""The privacy gate on a real store: every string field of every record (present and future) is redacted,
+private records vanish with everything that names them, and a redacted memory's vector is that of its
+redacted text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, make_dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory.snapshot import Memory, Triple
+from memory.store import Store
+from plugins.builders import build_all
+from plugins.pages import BuildContext
+from plugins.privacy import PrivacyFilter, PrivacyRules, scrub, strings
+
+KEY = "sk-proj-Zx81kQ2mW9pLr4Tt7Yv3Bn6Hc5Jd0Fs1"
+MAIL = "lin.xiao@example.org"
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("gate") / "store"
+    with Store.init(root) as store:
+        store.set_persona("I help Lin.\n[private] Lin's therapist is Dr. Wang.\nI answer in Chinese.\n")
+        store.semantic.add(
+            [
+                Memory(id="m-key", text=f"The KB token is {KEY}; rotate it monthly.", category="technical"),
+                Memory(id="m-plain", text="Chroma keeps the vectors on embed-01.", category="technical"),
+                Memory(id="m-private", text="[private] the divorce lawyer is Zhang.", category="other"),
+                Memory(id="m-flag", text="Salary review notes.", meta={"private": True}),
+                Memory(id="m-room", text="Diary entry one.", wing="life", room="private"),
+            ]
+        )
+        store.graph.add_triple("Lin Xiao", "sees", "Dr Wang", source_file="[private] health notes")
+        store.graph.add_triple("Lin Xiao", "works on", "memwiki")
+        store.sessions.add_session("s-1", title=f"Mail to {MAIL}")
+        store.sessions.add_message("s-1", "user", "please remember my mail")
+        store.wiki_dir.mkdir(parents=True, exist_ok=True)
+        (store.wiki_dir / "secret-plans.md").write_text("---\ntitle: Secret Plans\nprivate: true\n---\n\nX.\n")
+        (store.wiki_dir / "memwiki.md").write_text("# memwiki\n\nSee [[Secret Plans|the plans]] and [[Dr Wang]].\n")
+    return root
+
+
+def test_a_new_string_field_is_redacted_without_touching_the_filter() -> None:
+    """`scrub` walks records: a record type with a field the filter has never heard of is covered."""
+    Future = make_dataclass("Future", [("id", str), ("notes", tuple), ("extra", dict)], frozen=True)
+    record = Future(id="f-1", notes=(f"mail {MAIL}",), extra={"owner": MAIL, MAIL: 1})
+    gate = PrivacyFilter(None, PrivacyRules())  # type: ignore[arg-type]
+    shown = scrub(record, gate.clean)
+    assert type(shown) is Future and shown.id == "f-1"
+    assert MAIL not in " ".join(strings(shown))
+    assert "[redacted: email · " in shown.notes[0]
+    assert gate.rules.private(Future(id="x", notes=("[private] x",), extra={}))
+
+    @dataclass(frozen=True)
+    class Later(Triple):
+        comment: str = ""
+
+    assert (
+        "[redacted: email"
+        in scrub(Later(id="t", subject="a", predicate="p", object="b", comment=MAIL), gate.clean).comment
+    )
+
+
+def test_labels_are_deterministic_and_keep_two_secrets_apart() -> None:
+    gate = PrivacyFilter(None, PrivacyRules(), key=b"k" * 32)  # type: ignore[arg-type]
+    again = PrivacyFilter(None, PrivacyRules(), key=b"k" * 32)  # type: ignore[arg-type]
+    one, two = gate.clean(f"a {MAIL}"), gate.clean("a bob@example.org")
+    assert one == again.clean(f"a {MAIL}") and one != two
+    assert one.startswith("a [redacted: email · ")
+
+
+def test_private_records_and_what_names_them_are_withheld(store_dir: Path, tmp_path: Path) -> None:
+    with Store.open(store_dir) as store:
+        gate = PrivacyFilter(store.reader(), PrivacyRules())
+        assert {m.id for m in gate.memories()} == {"m-key", "m-plain"}
+        assert "therapist" not in gate.persona().text and "I answer in Chinese." in gate.persona().text
+        names = {e.name for e in gate.entities()}
+        assert "Dr Wang" not in names and {"Lin Xiao", "memwiki"} <= names  # named only by a private fact
+        assert all(t.object_name != "Dr Wang" for t in gate.triples())
+        assert [p.title for p in gate.wiki_pages()] == ["memwiki"]
+        body = gate.wiki_pages()[0].body
+        assert "[[" not in body and "the plans" in body and "Dr Wang" in body  # links to withheld pages: text
+        gate.sessions()
+        withheld = gate.withheld()
+        assert withheld["memories"]["private record"] == 3 and withheld["persona"]["private record"] == 1
+        assert withheld["memories"]["openai key"] == 1 and withheld["sessions"]["email"] == 1
+        pages, assets = build_all(BuildContext(gate, {"cache_dir": str(tmp_path / "cache")}))
+        out = "\n".join(p.markdown for p in pages) + "".join(
+            a.content.decode("utf-8", "replace") for a in assets if a.dest_uri.endswith((".js", ".json", ".html"))
+        )
+        for gone in ("Dr Wang</", "dr-wang", "Secret Plans", "divorce", "Salary review", "Diary entry", KEY, MAIL):
+            assert gone not in out, gone
+        assert "Chroma keeps the vectors" in out
+
+
+def test_the_private_profile_shows_everything(store_dir: Path) -> None:
+    with Store.open(store_dir) as store:
+        gate = PrivacyFilter(store.reader(), PrivacyRules(profile="private"))
+        assert len(list(gate.memories())) == 5 and KEY in " ".join(m.text for m in gate.memories())
+        assert "therapist" in gate.persona().text and len(gate.wiki_pages()) == 2
+
+
+def test_a_redacted_memorys_vector_is_that_of_its_redacted_text(store_dir: Path) -> None:
+    with Store.open(store_dir) as store:
+        raw = store.reader()
+        gate = PrivacyFilter(raw, PrivacyRules())
+        shown = {m.id: m for m in gate.memories()}
+        got = gate.memory_vectors(["m-key", "m-plain"])
+        original = raw.memory_vectors(["m-key", "m-plain"])
+        expected = store.embedder.embed([shown["m-key"].text])[0]
+        assert float(np.dot(got[0], expected)) > 0.999
+        assert float(np.dot(got[0], original[0])) < 0.99  # not the fingerprint of the secret
+        assert np.allclose(got[1], original[1])  # an unredacted memory keeps the store's vector
+
+
+def test_profile_from_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMWIKI_PROFILE", "private")
+    assert PrivacyRules.from_options({}, "public").profile == "private"
+    monkeypatch.setenv("MEMWIKI_PROFILE", "open")
+    from memory.errors import MemwikiError
+
+    with pytest.raises(MemwikiError, match="profile"):
+        PrivacyRules.from_options({}, "public")
