@@ -14,6 +14,7 @@ from plugins.builders import (
     frontmatter,
     site,
 )
+from plugins.builders.privacy import PRIVACY, profile_line
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href
 
@@ -100,6 +101,7 @@ def build(ctx: BuildContext) -> BuildResult:
         + "# Memory wiki\n\n"
         + f"What the agent knows, read from the {esc(info.kind)} at <code>{esc(info.location)}</code>, "
         + f"embedded with <code>{esc(info.embedder)}</code> ({info.dim} dimensions).\n\n"
+        + f"{profile_line(ctx.source.profile)} {link(PRIVACY, 'What was withheld')}.\n\n"
         + "## Layers\n"
         + table
         + "\n## Start here\n\n"
