@@ -29,6 +29,8 @@ _SLUG_DROP = re.compile(r"[^\w\s-]", re.UNICODE)
 _SLUG_SEP = re.compile(r"[./:\\]+")
 _SLUG_DASH = re.compile(r"[\s_-]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
+SLUG_CHARS = 80
+SLUG_BYTES = 200  # UTF-8: with `-NN` and `.html` a slug stays a valid file name
 
 
 @lru_cache(maxsize=1 << 16)  # a build asks for the same names many times (every link, every page title)
@@ -44,11 +46,48 @@ def slugify(text: str, fallback: str = "") -> str:
     Only word characters and dashes survive, so no slug can hold `/`, `..` or a scheme.
     """
     slug = _SLUG_DASH.sub("-", _SLUG_DROP.sub("", _SLUG_SEP.sub(" ", norm(text)))).strip("-")
-    slug = slug[:80].strip("-")
+    slug = slug[:SLUG_CHARS]
+    while len(slug.encode()) > SLUG_BYTES:  # 4-byte letters: a file name has at most 255 bytes
+        slug = slug[:-1]
+    slug = slug.strip("-")
     if slug:
         return slug
     seed = fallback or text
     return "c-" + hashlib.sha1(seed.encode()).hexdigest()[:10]
+
+
+def paged_uri(base: str, page: int, suffix: str = ".md") -> str:
+    """`memory/category/pitfall.md`, then `memory/category/pitfall-2.md`, ..."""
+    return f"{base}{suffix}" if page == 1 else f"{base}-{page}{suffix}"
+
+
+def claim_order(name: str) -> tuple[bool, str]:
+    """The order in which names claim their slugs: a name that is its own slug first (it keeps it whatever
+    else collides with it), then by the name itself, so the same names always get the same paths."""
+    return slugify(name) != name, name
+
+
+class UniquePaths:
+    """Paths made from names by their slug, each given out once: a name whose path is taken, or matches
+    `reserved` (a section's own pages), gets `-2`, `-3`, ... Deterministic for a given order of claims
+    (see `claim_order`)."""
+
+    def __init__(self, reserved: re.Pattern[str] | None = None) -> None:
+        self.taken: set[str] = set()
+        self.reserved = reserved
+
+    def _free(self, path: str) -> bool:
+        return path not in self.taken and not (self.reserved and self.reserved.fullmatch(path))
+
+    def claim(self, name: str, prefix: str = "", *, fallback: str = "", suffix: str = "", pages: int = 1) -> str:
+        """The first free `prefix + slug(name)` (then with `-2`, `-3`, ...) whose `pages` paged paths
+        (`paged_uri(base, n, suffix)`) are all free; they are taken and the base is returned."""
+        slug = slugify(name, fallback)
+        base, n = prefix + slug, 2
+        while not all(self._free(paged_uri(base, p, suffix)) for p in range(1, pages + 1)):
+            base, n = f"{prefix}{slug}-{n}", n + 1
+        self.taken.update(paged_uri(base, p, suffix) for p in range(1, pages + 1))
+        return base
 
 
 def heading_anchors(markdown: str, texts: TextCache | None = None) -> dict[str, str]:
@@ -125,17 +164,12 @@ class ConceptIndex:
         self.concepts: list[Concept] = []
         self._by_key: dict[str, Concept] = {}
         self._by_entity: dict[str, Concept] = {}
-        self._uris: set[str] = set()
+        self._paths = UniquePaths(_RESERVED)
         self.texts = texts or TextCache()  # what is derived from memory texts, shared with the renderer
 
     # -- building ---------------------------------------------------------------------------------
     def _uri(self, folder: str, name: str, fallback: str) -> str:
-        slug = slugify(name, fallback)
-        uri, n = f"{folder}/{slug}.md", 2
-        while uri in self._uris or _RESERVED.fullmatch(uri):
-            uri, n = f"{folder}/{slug}-{n}.md", n + 1
-        self._uris.add(uri)
-        return uri
+        return self._paths.claim(name, f"{folder}/", fallback=fallback, suffix=".md") + ".md"
 
     def _claim(self, concept: Concept, names: Iterable[str]) -> None:
         for name in names:
@@ -146,7 +180,7 @@ class ConceptIndex:
     def add_page(self, title: str, src_uri: str, aliases: Sequence[str] = ()) -> Concept:
         """A built-in page (e.g. the audit page) that wikilinks may name."""
         concept = Concept(title=title, src_uri=src_uri, kind="page", aliases=tuple(aliases))
-        self._uris.add(src_uri)
+        self._paths.taken.add(src_uri)
         self.concepts.append(concept)
         self._claim(concept, [title, *aliases])
         return concept
@@ -206,7 +240,7 @@ class ConceptIndex:
         ]
         by_key = {key: position[id(c)] for key, c in self._by_key.items()}
         by_entity = {eid: position[id(c)] for eid, c in self._by_entity.items()}
-        return concepts, by_key, by_entity, sorted(self._uris)
+        return concepts, by_key, by_entity, sorted(self._paths.taken)
 
     def restore(self, saved: tuple, wiki: Sequence[WikiPage], entities: Sequence[Entity]) -> None:
         """Take back what `export` gave for the same `wiki` and `entities` (an empty index only).
@@ -229,7 +263,8 @@ class ConceptIndex:
         ]
         keys = {key: concepts[i] for key, i in by_key.items()}
         by_entity_id = {eid: concepts[i] for eid, i in by_entity.items()}
-        self.concepts, self._by_key, self._by_entity, self._uris = concepts, keys, by_entity_id, set(uris)
+        self.concepts, self._by_key, self._by_entity = concepts, keys, by_entity_id
+        self._paths.taken = set(uris)
 
     # -- lookups ----------------------------------------------------------------------------------
     def resolve(self, target: str) -> Concept | None:

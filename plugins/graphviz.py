@@ -171,6 +171,7 @@ _LOADER_JS = """/* memwiki: draw the network whose data sits in #graph-data (vis
   el.textContent = "";
   var nodes = new vis.DataSet(data.nodes), edges = new vis.DataSet(data.edges);
   var network = new vis.Network(el, {nodes: nodes, edges: edges}, data.options);
+  window.memwikiNetwork = network;  // for the console and the browser tests (hovering nodes and edges)
   network.once("stabilizationIterationsDone", function () { network.setOptions({physics: {enabled: false}}); });
   network.on("doubleClick", function (params) {
     if (!params.nodes.length) return;

@@ -26,11 +26,18 @@ from plugins.wikilinks import WikiLink, make_parser
 _MD_SPECIAL = re.compile(r"[\\`*_{}\[\]()<>#+!|~^:&\"'$=-]")
 _WS = re.compile(r"\s+")
 _SLOT = re.compile("\0(\\d+)\0")
+_MD_INERT = tuple((c, f"&#{ord(c)};") for c in "[]`\\{}")
 
 
 def esc(text: object) -> str:
-    """HTML-escape any value (quotes included)."""
-    return html.escape(str(text), quote=True)
+    """HTML-escape any value (quotes included), and the marks of Markdown links, code and attribute lists (square
+    and curly brackets, backquote, backslash) as entities: the text stays text in raw HTML and in a Markdown line
+    alike (no link from `[x](javascript:...)`, no attribute from `*x*{: onclick=...}` outside a raw block)."""
+    out = html.escape(str(text), quote=True)
+    for raw, entity in _MD_INERT:
+        if raw in out:
+            out = out.replace(raw, entity)
+    return out
 
 
 def md_esc(text: object) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from typing import Any
 
 from memory.snapshot import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
 from plugins import cachefile
-from plugins.concepts import ConceptIndex, TextSource, slugify
+from plugins.concepts import ConceptIndex, TextSource, UniquePaths, claim_order, paged_uri
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
 from plugins.render import TextRenderer
@@ -34,6 +35,7 @@ SESSIONS = "sessions/index.md"
 AUDIT = "audit.md"
 GRAPH = "graph/index.md"
 SEARCH = "search/index.md"
+SESSION_PAGES = re.compile(r"sessions/(index|page-\d+)\.md")  # the timeline's own pages (builders.sessions)
 PER_PAGE = 40
 INDEX_CACHE = "concept-index.marshal"  # in cache_dir: the concept index before the scan (see _fill_index)
 TEXT_CACHE = "texts.marshal"  # in cache_dir: what was derived from each memory text (see plugins.textcache)
@@ -45,29 +47,12 @@ def hot_anchor(target: str, index: int) -> str:
     return f"{target}-{index}"
 
 
-def memory_anchor(memory_id: str) -> str:
-    return "mem-" + slugify(memory_id)
-
-
-def session_uri(session_id: str) -> str:
-    return f"sessions/{slugify(session_id)}.md"
-
-
 def message_anchor(n: int) -> str:
     return f"msg-{n}"
 
 
-def paged_uri(base: str, page: int) -> str:
-    """`memory/category/pitfall.md`, then `memory/category/pitfall-2.md`, ..."""
-    return f"{base}.md" if page == 1 else f"{base}-{page}.md"
-
-
-def category_base(category: str) -> str:
-    return f"memory/category/{slugify(category)}"
-
-
-def room_base(wing: str, room: str) -> str:
-    return f"memory/wing/{slugify(wing or 'no-wing')}/{slugify(room or 'no-room')}"
+def _pages_of(count: int) -> int:
+    return max(1, -(-count // PER_PAGE))
 
 
 def _newest_first(memories: list[Memory]) -> list[Memory]:
@@ -95,6 +80,23 @@ class Site:
     memory_home: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (page, anchor) of its card
     entity_names: dict[str, str] = field(default_factory=dict)
     session_by_id: dict[str, Session] = field(default_factory=dict)
+    # where things are shown, claimed once per build so that names colliding after slugging get -2, -3 (see _paths)
+    session_uris: dict[str, str] = field(default_factory=dict)  # session id -> its digest page
+    category_bases: dict[str, str] = field(default_factory=dict)  # category -> base of its pages (paged_uri)
+    room_bases: dict[tuple[str, str], str] = field(default_factory=dict)  # (wing, room) -> base of its pages
+    memory_anchors: dict[str, str] = field(default_factory=dict)  # memory id -> anchor of its card
+
+    def session_uri(self, session_id: str) -> str:
+        return self.session_uris[session_id]
+
+    def category_base(self, category: str) -> str:
+        return self.category_bases[category or "other"]
+
+    def room_base(self, wing: str, room: str) -> str:
+        return self.room_bases[(wing, room)]
+
+    def memory_anchor(self, memory_id: str) -> str:
+        return self.memory_anchors[memory_id]
 
     def by_category(self) -> dict[str, list[Memory]]:
         groups: dict[str, list[Memory]] = {}
@@ -123,7 +125,7 @@ class Site:
         for session in self.sessions:
             for n, message in enumerate(self.messages.get(session.id, ()), 1):
                 yield TextSource(
-                    session_uri(session.id), message_anchor(n), session.title or session.id, message.content
+                    self.session_uri(session.id), message_anchor(n), session.title or session.id, message.content
                 )
         for concept in self.index.concepts:
             if concept.wiki is not None:
@@ -154,14 +156,41 @@ def _read(ctx: BuildContext) -> Site:
     site.session_by_id = {x.id: x for x in sessions}
     _fill_index(ctx, site)
     site.entity_names = {e.id: e.name or e.id for e in site.entities}
+    _paths(site)
     for category, memories in site.by_category().items():
         for i, memory in enumerate(memories):
             site.memory_home[memory.id] = (
-                paged_uri(category_base(category), i // PER_PAGE + 1),
-                memory_anchor(memory.id),
+                paged_uri(site.category_base(category), i // PER_PAGE + 1),
+                site.memory_anchor(memory.id),
             )
     index.scan(site.texts())
     return site
+
+
+def _paths(site: Site) -> None:
+    """Claim the paths of session pages, category and wing / room listings and memory anchors: distinct for
+    names that collide after slugging (`Foo Bar`, `foo-bar`, `café` in NFC and NFD), never a section's own
+    index, and the same for the same store (names claim in `claim_order`)."""
+    sessions = UniquePaths(SESSION_PAGES)
+    site.session_uris = {
+        sid: sessions.claim(sid, "sessions/", suffix=".md") + ".md"
+        for sid in sorted(site.session_by_id, key=claim_order)
+    }
+    categories = UniquePaths()
+    by_category = site.by_category()
+    site.category_bases = {
+        c: categories.claim(c, "memory/category/", suffix=".md", pages=_pages_of(len(by_category[c])))
+        for c in sorted(by_category, key=claim_order)
+    }
+    by_room = site.by_room()
+    wings, rooms = UniquePaths(), {}
+    folders = {w: wings.claim(w or "no-wing", "memory/wing/") for w in sorted({w for w, _ in by_room}, key=claim_order)}
+    for wing, room in sorted(by_room, key=lambda pair: (claim_order(pair[0]), claim_order(pair[1]))):
+        paths = rooms.setdefault(wing, UniquePaths())
+        pages = _pages_of(len(by_room[(wing, room)]))
+        site.room_bases[(wing, room)] = paths.claim(room or "no-room", folders[wing] + "/", suffix=".md", pages=pages)
+    anchors = UniquePaths()
+    site.memory_anchors = {m: anchors.claim(m, "mem-") for m in sorted((m.id for m in site.memories), key=claim_order)}
 
 
 def _fill_index(ctx: BuildContext, site: Site) -> None:

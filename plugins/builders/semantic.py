@@ -8,16 +8,12 @@ from plugins.builders import (
     PER_PAGE,
     BuildResult,
     Site,
-    category_base,
     frontmatter,
     layer_version,
-    memory_anchor,
     message_anchor,
     names_version,
     page_memo,
     paged_uri,
-    room_base,
-    session_uri,
     site,
 )
 from plugins.builders.persona import category_badge
@@ -35,7 +31,7 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
     du = s.directory_urls
     bits = [category_badge(memory.category)]
     if with_room and (memory.wing or memory.room):
-        url = href(page, paged_uri(room_base(memory.wing, memory.room), 1), directory_urls=du)
+        url = href(page, paged_uri(s.room_base(memory.wing, memory.room), 1), directory_urls=du)
         bits.append(f'<a href="{esc(url)}">{esc(memory.wing or "—")} / {esc(memory.room or "—")}</a>')
     if memory.session_id:
         session = s.session_by_id.get(memory.session_id)
@@ -44,7 +40,7 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
             if memory.message_id:
                 ids = [m.id for m in s.messages.get(session.id, ())]
                 anchor = message_anchor(ids.index(memory.message_id) + 1) if memory.message_id in ids else ""
-            url = href(page, session_uri(session.id), anchor, du)
+            url = href(page, s.session_uri(session.id), anchor, du)
             bits.append(f'session <a href="{esc(url)}">{esc(session.title or session.id)}</a>')
         else:
             bits.append(f"session {esc(memory.session_id)}")
@@ -56,7 +52,7 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
         bits.append(f"via {esc(memory.source)}")
     meta = " · ".join(bits)
     return (
-        f'<article class="mw-memory" id="{memory_anchor(memory.id)}">'
+        f'<article class="mw-memory" id="{esc(s.memory_anchor(memory.id))}">'
         f"<header><code>{esc(memory.id)}</code> {meta}</header>{s.renderer.html(memory.text, page)}</article>"
     )
 
@@ -94,7 +90,9 @@ def _listing(
             md += _pager(base, n, pages, uri, s.directory_urls)
             return GeneratedPage(uri, head, md, section="memory", meta={"lexical": False})  # the search page has them
 
-        out.append(memo.page(uri, key_of(world, head, len(memories), pages, n, with_room, chunk), make))
+        # a card's anchor and room link are claimed among all memories (see plugins.builders._paths)
+        claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]
+        out.append(memo.page(uri, key_of(world, head, len(memories), pages, n, with_room, chunk, claimed), make))
     return out
 
 
@@ -109,9 +107,9 @@ def build(ctx: BuildContext) -> BuildResult:
         names_version(ctx, s), du, layer_version(ctx, "sessions", (s.sessions, s.messages))
     )  # cards link messages
     for category, memories in cats.items():
-        pages += _listing(s, memo, world, category_base(category), f"Category: {category}", memories, True)
+        pages += _listing(s, memo, world, s.category_base(category), f"Category: {category}", memories, True)
     for (wing, room), memories in rooms.items():
-        pages += _listing(s, memo, world, room_base(wing, room), f"{wing or '—'} / {room or '—'}", memories, False)
+        pages += _listing(s, memo, world, s.room_base(wing, room), f"{wing or '—'} / {room or '—'}", memories, False)
     memo.save()
 
     sunk = sum(1 for m in s.memories if m.sunk_at or m.source == "L1")
@@ -119,7 +117,7 @@ def build(ctx: BuildContext) -> BuildResult:
     md += f"{len(s.memories):,} memories in L2, recalled on demand; {sunk:,} of them sank from hot memory.\n"
     md += "\n## By category\n"
     items = [
-        f'<li>{category_badge(c)} <a href="{esc(href(MEMORY, paged_uri(category_base(c), 1), directory_urls=du))}">'
+        f'<li>{category_badge(c)} <a href="{esc(href(MEMORY, paged_uri(s.category_base(c), 1), directory_urls=du))}">'
         f"{esc(c)}</a> <span class='mw-muted'>{len(ms):,}</span></li>"
         for c, ms in cats.items()
     ]
@@ -127,7 +125,7 @@ def build(ctx: BuildContext) -> BuildResult:
     md += "\n## By wing and room\n"
     wings: dict[str, list[str]] = {}
     for (wing, room), ms in rooms.items():
-        url = href(MEMORY, paged_uri(room_base(wing, room), 1), directory_urls=du)
+        url = href(MEMORY, paged_uri(s.room_base(wing, room), 1), directory_urls=du)
         wings.setdefault(wing, []).append(
             f'<li><a href="{esc(url)}">{esc(room or "—")}</a> <span class="mw-muted">{len(ms):,}</span></li>'
         )

@@ -33,7 +33,6 @@ from plugins.builders import (
     names_version,
     page_memo,
     safe_title,
-    session_uri,
     site,
 )
 from plugins.pagememo import key_of
@@ -248,7 +247,7 @@ def _touched(s: Site, mentions: _Mentions, session: Session, messages: list[Mess
 
 
 def _digest_page(s: Site, digester: Digester, mentions: _Mentions, session: Session) -> GeneratedPage:
-    uri = session_uri(session.id)
+    uri = s.session_uri(session.id)
     messages = s.messages.get(session.id, [])
     title = session.title or session.id
     roles = Counter(m.role for m in messages)
@@ -307,7 +306,7 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
                 month = session.started[:7]
                 md += f"\n## {esc(month or 'undated')}\n"
             messages = s.messages.get(session.id, [])
-            url = href(uri, session_uri(session.id), directory_urls=s.directory_urls)
+            url = href(uri, s.session_uri(session.id), directory_urls=s.directory_urls)
             first = next((m.content for m in messages if m.role == "user"), "")
             teaser = s.renderer.inline(first[:160] + ("…" if len(first) > 160 else ""), uri) if first else ""
             md += block(
@@ -342,7 +341,7 @@ def build(ctx: BuildContext) -> BuildResult:
     memo = page_memo(ctx, "sessions")
     pages = [
         memo.page(
-            session_uri(session.id),
+            s.session_uri(session.id),
             key_of(world, session, s.messages.get(session.id, [])),
             lambda session=session: make(session),
         )
