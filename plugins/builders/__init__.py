@@ -271,7 +271,7 @@ def _optional(module: str) -> Callable[[BuildContext], BuildResult] | None:
 
 def build_all(ctx: BuildContext) -> BuildResult:
     """Run every builder; the concept builder goes after the others so it sees every backlink."""
-    from plugins.builders import audit, concepts, home, persona, semantic, sessions
+    from plugins.builders import audit, concepts, home, persona, privacy, semantic, sessions
 
     site(ctx)
     with contextlib.suppress(ModuleNotFoundError):  # the graph files may be drawn in a forked process meanwhile
@@ -286,7 +286,7 @@ def build_all(ctx: BuildContext) -> BuildResult:
             builders.append(build)
         else:
             ctx.notes.append(f"{name} is not available: its pages were not built")
-    builders += [concepts.build, audit.build]
+    builders += [concepts.build, audit.build, privacy.build]
     pages: list[GeneratedPage] = []
     assets: list[GeneratedAsset] = []
     for build in builders:
