@@ -42,7 +42,6 @@ def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     return root / "slow", root / "fast", plugin
 
 
-@pytest.mark.xfail(reason="KNOWN FAILURE since the privacy gate / crash-recovery landing (issue 11, listed in the closing note): fix next", strict=False)
 def test_fast_pages_are_the_pages_mkdocs_renders(both: tuple[Path, Path, object]) -> None:
     slow, fast, plugin = both
     assert len(plugin.fast) > 20, "the demo's generated pages should take the fast path"  # type: ignore[attr-defined]
@@ -58,7 +57,6 @@ def test_fast_pages_are_the_pages_mkdocs_renders(both: tuple[Path, Path, object]
     assert not differing, f"{len(differing)} pages differ, e.g. {differing[:3]}"
 
 
-@pytest.mark.xfail(reason="KNOWN FAILURE since the privacy gate / crash-recovery landing (issue 11, listed in the closing note): fix next", strict=False)
 def test_fast_search_entries_are_materials(both: tuple[Path, Path, object]) -> None:
     slow, fast, _ = both
 

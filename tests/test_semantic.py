@@ -128,7 +128,6 @@ def test_import_errors_name_file_and_line_and_write_nothing(
     assert l2.count() == 0 and l2.lexical.count() == 0
 
 
-@pytest.mark.xfail(reason="KNOWN FAILURE since the privacy gate / crash-recovery landing (issue 11, listed in the closing note): fix next", strict=False)
 def test_another_embedder_is_refused(tmp_path: Path, use: USEEmbedder) -> None:
     SemanticMemory(tmp_path / "l2", use).upsert(MEMORIES[:1])
     with pytest.raises(EmbedderMismatchError, match="use-multilingual-v3"):
