@@ -11,8 +11,8 @@ from memory.demo import build_demo_store
 from memory.snapshot import Memory
 from memory.store import Store
 from plugins.builders import build_all
-from plugins.pages import BuildContext
 from plugins.detectors import REDACTED_PREFIX
+from plugins.pages import BuildContext
 from plugins.privacy import PrivacyFilter, PrivacyRules
 
 ROOT = Path(__file__).resolve().parent.parent
