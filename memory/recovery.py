@@ -316,8 +316,10 @@ def probe(client: Any, dim: int) -> None:
     """Make Chroma load every collection's segments now (count replays the log; a 1-NN query loads the vector
     index), so that a damaged one shows on open rather than in the middle of a command."""
     for col in client.list_collections():
-        if col.count() and dim:
-            col.query(query_embeddings=np.full((1, dim), 1.0, dtype=np.float32), n_results=1, include=[])
+        # the dimension the collection was made with (another embedder's mismatch is memory.semantic's error)
+        made = int((col.metadata or {}).get("dim", 0) or 0) or dim
+        if col.count() and made:
+            col.query(query_embeddings=np.full((1, made), 1.0, dtype=np.float32), n_results=1, include=[])
 
 
 def open_local(path: Path, connect: Callable[[], tuple[Any, Any]], text_of: TextOf, embed: Embed, dim: int) -> Any:

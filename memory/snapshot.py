@@ -64,10 +64,13 @@ class HotFile:
     threshold: float  # e.g. 0.70
     path: str = ""
     modified: str = ""
+    counted: int | None = None  # characters used as counted on disk, when `entries` are not all of them
 
     @property
     def chars(self) -> int:
         """Characters used, counted over the joined text as hermes-agent counts them."""
+        if self.counted is not None:
+            return self.counted
         return len(DELIMITER.join(e.text for e in self.entries))
 
     @property

@@ -175,8 +175,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         options["fork"] = sys.platform.startswith("linux") and self.link_pages and self.config.render_workers != 1
         try:
             self.rules = rules = PrivacyRules.from_options(self.config.privacy, self.config.profile)
-            key = load_key(Path(options["cache_dir"]) if self.config.page_cache else None)
-            source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir, key)
+            cache = Path(options["cache_dir"]) if self.config.page_cache else None
+            source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir, load_key(), cache)
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
         if self.config.page_cache:

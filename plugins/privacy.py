@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memory.errors import MemwikiError
+from memory.readers.locate import default_cache_dir
 from memory.semantic import index_text
 from memory.snapshot import (
     Entity,
@@ -55,13 +56,16 @@ from memory.snapshot import (
     Triple,
     WikiPage,
 )
+from plugins import cachefile
 from plugins.detectors import RULES, Detectors
 
 PROFILES = ("public", "private")
 PROFILE_ENV = "MEMWIKI_PROFILE"  # overrides the plugin's `profile` option
 DEFAULT_MARKERS = ("[private]", "#private", "<private>", "[私密]", "#私密")
 PRIVATE_WORDS = ("private", "私密")  # a tag, category, wing or room with exactly this name
-KEY_FILE = "privacy.key"  # in cache_dir: the key of the redaction tags (stable labels and URLs across builds)
+KEY_FILE = "privacy.key"  # in memwiki's cache folder: the redaction tags' key (stable labels and URLs)
+NAMES_FILE = "withheld-names.marshal"  # in cache_dir: see PrivacyFilter.layer_fingerprints
+NAME_LAYERS = ("wiki", "graph", "sessions")  # the layers whose withheld records others may name
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]+))?\]\]")
 _CODE_VERSION = "2"  # bump when what the gate does changes: every cached layer is filtered again
 
@@ -167,12 +171,11 @@ def _library_version() -> str:
         return ""
 
 
-def load_key(cache_dir: Path | None) -> bytes:
-    """The redaction tags' key, kept in `cache_dir` (made on first use, readable by its owner only); a
-    fresh one for this process when there is no cache folder."""
-    if cache_dir is None:
-        return secrets.token_bytes(32)
-    path = Path(cache_dir) / KEY_FILE
+def load_key(folder: Path | None = None) -> bytes:
+    """The redaction tags' key: this user's, kept in memwiki's cache folder (made on first use, readable by its
+    owner only), so one secret has one label in every build on this machine; a fresh key for this process when
+    the folder cannot be written."""
+    path = Path(folder or default_cache_dir()) / KEY_FILE
     try:
         key = path.read_bytes()
         if len(key) == 32:
@@ -186,9 +189,13 @@ def load_key(cache_dir: Path | None) -> bytes:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as out:
             out.write(key)
-        os.replace(tmp, path)
+        os.link(tmp, path)  # the first build to make it wins; the others read its key
+        tmp.unlink()
+    except FileExistsError:
+        tmp.unlink(missing_ok=True)
+        return load_key(folder)
     except OSError:
-        pass  # a read-only cache folder: labels are stable within this build only
+        pass  # labels are stable within this build only
     return key
 
 
@@ -261,10 +268,12 @@ class PrivacyFilter:
         rules: PrivacyRules | None = None,
         base_dir: Path | None = None,
         key: bytes | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         self.source = source
         self.rules = rules or PrivacyRules()
         self._key = key if key is not None else secrets.token_bytes(32)
+        self._cache_dir = cache_dir  # where the digest of what is withheld by name is kept (layer_fingerprints)
         # Local paths say who built the site and where: shown relative to the site's folder, or from ~.
         prefixes = {str(Path.home()): "~"}
         if base_dir is not None:
@@ -385,7 +394,8 @@ class PrivacyFilter:
         out = []
         for hot in self.source.hot_files():
             entries = self._count(f"hot/{hot.target}", hot.entries, self._keep_hot)
-            out.append(replace(self._record(replace(hot, entries=())), entries=tuple(entries)))
+            shown = replace(self._record(replace(hot, entries=())), entries=tuple(entries), counted=hot.chars)
+            out.append(shown)  # (its usage stays the agent's: what the gate took out still fills the file)
         return out
 
     def _keep_hot(self, entry: Any) -> bool | str:  # noqa: ANN401 - a HotEntry or a SinkRecord
@@ -539,8 +549,26 @@ class PrivacyFilter:
 
     def layer_fingerprints(self) -> dict[str, str]:
         """The source's per-layer fingerprints with the rules and the key folded in ({} when the source has none).
-        Every layer depends on the names withheld in the wiki and graph layers (their links become plain text)."""
+        Every layer also depends on what is withheld by name (its links to withheld pages and entities become
+        text, its memories' links to withheld sessions go): a digest of those names, made again only when the
+        wiki, graph or session layer changed."""
         get = getattr(self.source, "layer_fingerprints", None)
         got = dict(get()) if get else {}
-        shared = f"{self._rules_key()}:{got.get('wiki', '')}:{got.get('graph', '')}:{got.get('sessions', '')}"
+        if not got:
+            return {}
+        shared = f"{self._rules_key()}:{self._withheld_names_digest(got)}"
         return {k: hashlib.sha1(f"{v}:{shared}".encode()).hexdigest() for k, v in got.items()}
+
+    def _withheld_names_digest(self, fingerprints: dict[str, str]) -> str:
+        if not self.rules.public:
+            return ""
+        path = self._cache_dir / NAMES_FILE if self._cache_dir is not None else None
+        key = cachefile.version("withheld-names", self._rules_key(), *(fingerprints.get(k, "") for k in NAME_LAYERS))
+        saved = cachefile.load(path, key) if path is not None else None
+        if isinstance(saved, str):
+            return saved
+        names = sorted(self._names()) + ["\0sessions"] + sorted(self._private_session_ids())
+        digest = hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
+        if path is not None:
+            cachefile.dump(path, key, digest)
+        return digest
