@@ -354,17 +354,36 @@ class PrivacyFilter:
     def _names(self) -> set[str]:
         """Names of withheld wiki pages and entities (their titles, aliases, file stems, ids), case-folded."""
         if self._private_names is None:
-            names: set[str] = set()
-            for page in self.source.wiki_pages():
-                if self.rules.private(page):
-                    stem = page.path.rsplit("/", 1)[-1].removesuffix(".md")
-                    names.update(n.casefold() for n in (page.title, stem, page.path, *page.aliases) if n)
-            hidden = self._hidden()
-            for entity in self.source.entities():
-                if entity.id in hidden:
-                    names.update(n.casefold() for n in (entity.name, entity.id) if n)
-            self._private_names = names
-        return self._private_names
+            self._load_withheld_by_name()
+        return self._private_names  # type: ignore[return-value]
+
+    def _load_withheld_by_name(self) -> None:
+        """What other records may name that is withheld: kept in cache_dir by the fingerprints of the layers it
+        comes from (reading the wiki and graph to learn it was most of a rebuild's reading)."""
+        if not self.rules.public:
+            self._private_names, self._private_sessions = set(), set()
+            return
+        get = getattr(self.source, "layer_fingerprints", None)
+        got = dict(get()) if get else {}
+        path = self._cache_dir / NAMES_FILE if self._cache_dir is not None and got else None
+        key = cachefile.version("withheld-names", self._rules_key(), *(got.get(k, "") for k in NAME_LAYERS))
+        saved = cachefile.load(path, key) if path is not None else None
+        if isinstance(saved, list) and len(saved) == 2:
+            self._private_names, self._private_sessions = set(saved[0]), set(saved[1])
+            return
+        names: set[str] = set()
+        for page in self.source.wiki_pages():
+            if self.rules.private(page):
+                stem = page.path.rsplit("/", 1)[-1].removesuffix(".md")
+                names.update(n.casefold() for n in (page.title, stem, page.path, *page.aliases) if n)
+        hidden = self._hidden()
+        for entity in self.source.entities():
+            if entity.id in hidden:
+                names.update(n.casefold() for n in (entity.name, entity.id) if n)
+        self._private_names = names
+        self._private_sessions = {s.id for s in self.source.sessions() if self.rules.private(s)}
+        if path is not None:
+            cachefile.dump(path, key, [sorted(names), sorted(self._private_sessions)])
 
     # ── the interface ──
 
@@ -500,9 +519,8 @@ class PrivacyFilter:
 
     def _private_session_ids(self) -> set[str]:
         if self._private_sessions is None:
-            public = self.rules.public
-            self._private_sessions = {s.id for s in self.source.sessions() if public and self.rules.private(s)}
-        return self._private_sessions
+            self._load_withheld_by_name()
+        return self._private_sessions  # type: ignore[return-value]
 
     def sessions(self) -> Sequence[Session]:
         hidden = self._private_session_ids()
@@ -556,19 +574,9 @@ class PrivacyFilter:
         got = dict(get()) if get else {}
         if not got:
             return {}
-        shared = f"{self._rules_key()}:{self._withheld_names_digest(got)}"
+        shared = f"{self._rules_key()}:{self._withheld_names_digest()}"
         return {k: hashlib.sha1(f"{v}:{shared}".encode()).hexdigest() for k, v in got.items()}
 
-    def _withheld_names_digest(self, fingerprints: dict[str, str]) -> str:
-        if not self.rules.public:
-            return ""
-        path = self._cache_dir / NAMES_FILE if self._cache_dir is not None else None
-        key = cachefile.version("withheld-names", self._rules_key(), *(fingerprints.get(k, "") for k in NAME_LAYERS))
-        saved = cachefile.load(path, key) if path is not None else None
-        if isinstance(saved, str):
-            return saved
+    def _withheld_names_digest(self) -> str:
         names = sorted(self._names()) + ["\0sessions"] + sorted(self._private_session_ids())
-        digest = hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
-        if path is not None:
-            cachefile.dump(path, key, digest)
-        return digest
+        return hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
