@@ -145,14 +145,12 @@ class SiteScan:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = data.decode("latin-1")
-        fresh: list[tuple[int, str]] = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line not in seen_lines:
-                seen_lines.add(line)
-                fresh.append((number, line))
+        lines = text.splitlines()
+        fresh = [line for line in set(lines).difference(seen_lines) if line]  # (set operations run in C)
+        seen_lines.update(fresh)
         if not fresh:
             return []
-        decoded = [_decoded(line) for _, line in fresh]
+        decoded = [_decoded(line) for line in fresh]
         joined = "\n".join(decoded)
         spans = self.detectors.find(joined)
         if not spans:
@@ -161,4 +159,6 @@ class SiteScan:
         for line in decoded:
             starts.append(at)
             at += len(line) + 1
-        return [Leak(s.kind, rel, fresh[bisect.bisect_right(starts, s.start) - 1][0]) for s in spans]
+        wanted = set(fresh)
+        numbers = {line: n for n, line in enumerate(lines, 1) if line in wanted}  # (only for a file with a finding)
+        return [Leak(s.kind, rel, numbers[fresh[bisect.bisect_right(starts, s.start) - 1]]) for s in spans]
