@@ -15,6 +15,7 @@ from typing import Any
 from memory.config import resolve_store_path
 from memory.errors import DamagedStoreError, InputFormatError, MemwikiError
 from memory.jsonl import iter_jsonl
+from memory.limits import check_line_sizes
 
 
 def _positive(text: str) -> int:
@@ -161,16 +162,23 @@ def _warnings_to_stderr() -> None:
     """Show the store's logged warnings (a query cut to what the embedder reads) as `memwiki: warning: ...`."""
     import logging
 
+    class Stderr(logging.Handler):
+        """Writes to whatever sys.stderr is when a warning comes (as logging's last-resort handler does)."""
+
+        memwiki_cli = True
+
+        def emit(self, record: logging.LogRecord) -> None:
+            print(self.format(record), file=sys.stderr)
+
     logger = logging.getLogger("memory")
     if not any(getattr(h, "memwiki_cli", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setLevel(logging.WARNING)
+        handler = Stderr(logging.WARNING)
         handler.setFormatter(logging.Formatter("memwiki: warning: %(message)s"))
-        handler.memwiki_cli = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
 
 
 def _recall(args: argparse.Namespace, recall) -> None:  # noqa: ANN001
+    _warnings_to_stderr()
     if args.batch and args.query:
         raise MemwikiError("recall takes a QUERY or --batch FILE, not both")
     if not args.batch:
@@ -263,10 +271,12 @@ def run(argv: Sequence[str] | None = None) -> int:
             _recall(args, store.recall)
         elif cmd == "import":
             path = Path(args.file)
+            limit = store.config.limits.max_input_bytes  # a line over it: an error, nothing of the file written
             if args.layer == "L2":
-                n = store.semantic.import_jsonl(path, progress=sys.stderr.isatty())
+                n = store.semantic.import_jsonl(path, progress=sys.stderr.isatty(), max_input_bytes=limit)
                 print(f"imported {n} memories into L2")
             else:
+                check_line_sizes(path, limit)
                 sessions, messages = store.sessions.import_jsonl(path, progress=sys.stderr.isatty())
                 print(f"imported {messages} messages in {sessions} sessions into L4")
         elif cmd == "kg":

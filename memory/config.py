@@ -34,6 +34,24 @@ class Caps:
     user: int = 1375
 
 
+# A hard limit per input (one import line, one memory or message): an agent logging a whole file into one memory
+# must get an error, not a machine out of memory. 8 MB is past anything a conversation writes; a 5 MB memory
+# imports in 0.44 GB peak, 84 s CPU (scripts/bench_huge.py; it took 15.8 GB before passages).
+DEFAULT_MAX_INPUT_BYTES = 8_000_000
+
+
+@dataclass
+class Limits:
+    """Hard size limits on what the store takes in (UTF-8 bytes)."""
+
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
+
+    def __post_init__(self) -> None:
+        value = self.max_input_bytes
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TypeError(f"limits.max_input_bytes must be a positive whole number of bytes, not {value!r}")
+
+
 @dataclass
 class StoreConfig:
     """Everything `store.json` holds."""
@@ -41,6 +59,7 @@ class StoreConfig:
     version: int = FORMAT_VERSION
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     caps: Caps = field(default_factory=Caps)
+    limits: Limits = field(default_factory=Limits)
     overflow_threshold: float = 0.70
     created_at: str = ""
 
@@ -55,6 +74,7 @@ class StoreConfig:
                 version=int(raw.get("version", FORMAT_VERSION)),
                 embedder=EmbedderConfig(**raw.get("embedder", {})),
                 caps=Caps(**raw.get("caps", {})),
+                limits=Limits(**raw.get("limits", {})),
                 overflow_threshold=float(raw.get("overflow_threshold", 0.70)),
                 created_at=str(raw.get("created_at", "")),
             )

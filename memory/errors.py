@@ -41,6 +41,10 @@ class SourceError(MemwikiError):
     """An external source (hermes home, MemPalace palace) cannot be read."""
 
 
+class InputTooLargeError(InputFormatError):
+    """One input (an import line, a memory, a message) is over the store's hard size limit."""
+
+
 class DamagedStoreError(MemwikiError):
     """A part of the store cannot be read (a damaged or half-written file); the message names the part,
     its file and what to do."""

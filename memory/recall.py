@@ -8,9 +8,10 @@ cosine reaches `RecallConfig.stop_threshold`) unless every layer is asked for. E
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,15 +20,20 @@ from memory.crosslingual import BRIDGE_POSTINGS, english_glosses
 from memory.embedders import Embedder
 from memory.errors import MemwikiError
 from memory.lexical import LexicalIndex
+from memory.passages import MAX_EMBED_BYTES, PASSAGE_KEY, cut_to_bytes, utf8_size
 from memory.snapshot import HotFile, Memory, SessionHit, WikiPage
 from memory.tokens import coverage
 
+log = logging.getLogger(__name__)
 LAYERS = ("L1", "L2", "L4", "files")
 TEXT_CACHE_MAX = 20000  # vectors of small-layer texts kept between recalls
 
 
 class L2Index(Protocol):
-    """What recall needs of a semantic-memory index (SemanticMemory, VectorCache)."""
+    """What recall needs of a semantic-memory index (SemanticMemory, VectorCache).
+
+    Its ids are those of what it searches: memories, and passages of long ones (memory.passages) whose `get`
+    gives a `Memory` with the passage's text and `meta[PASSAGE_KEY]` pointing to the whole memory."""
 
     def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
 
@@ -233,6 +239,7 @@ class Recaller:
             raise MemwikiError("empty query: recall needs some text to look for")
         if k <= 0:
             return []
+        query = cut_query(query)
         qv = self.query_vector(query)
         out: list[Hit] = []
         for layer in LAYERS:
@@ -279,26 +286,32 @@ class Recaller:
         """The hybrid top `k` of semantic memory."""
         assert self.l2 is not None
         if qv is None:
+            query = cut_query(query)
             qv = self.query_vector(query)
         depth = max(k, self.config.depth)
         dense = self.l2.search_ids(qv, depth)
         lexical = self.l2.lexical_search(query, depth) if self.config.lexical_weight > 0 else []
         bridge = self._bridge(self.l2.lexical_search, query, depth)
-        ranked = fuse(dense, lexical, self.config, bridge)[:k]
-        memories = {m.id: m for m in self.l2.get([r.id for r in ranked])}
-        no_cosine = [r for r in ranked if r.cosine is None and r.id in memories]
-        if no_cosine:  # lexical-only hits: their cosine too, so every hit has a comparable confidence
-            for r, v in zip(no_cosine, self.l2.vectors([r.id for r in no_cosine]), strict=True):
-                r.cosine = float(v @ qv)
-        hits = []
-        for r in ranked:
-            if r.id not in memories:
-                continue  # deleted between the two searches
-            m = memories[r.id]
-            hits.append(
-                Hit("L2", m.id, m.text, r.score, _memory_provenance(m), r.why(self.config.fusion), r.cosine or 0.0)
-            )
-        return hits
+        ranked = fuse(dense, lexical, self.config, bridge)
+        hits: list[Hit] = []
+        shown: set[str] = set()  # memories with a hit: a long one gives its best passage only
+        for start in range(0, len(ranked), k):  # usually the first k are k memories
+            page = ranked[start : start + k]
+            memories = {m.id: m for m in self.l2.get([r.id for r in page])}
+            no_cosine = [r for r in page if r.cosine is None and r.id in memories]
+            if no_cosine:  # lexical-only hits: their cosine too, so every hit has a comparable confidence
+                for r, v in zip(no_cosine, self.l2.vectors([r.id for r in no_cosine]), strict=True):
+                    r.cosine = float(v @ qv)
+            for r in page:
+                if r.id not in memories:
+                    continue  # deleted between the two searches
+                hit = _l2_hit(memories[r.id], r, self.config.fusion)
+                if hit.id not in shown:
+                    shown.add(hit.id)
+                    hits.append(hit)
+            if len(hits) >= k:
+                break
+        return hits[:k]
 
     def _bridge(
         self, search: Callable[[str, int, int], list[tuple[str, float]]], query: str, k: int
@@ -385,6 +398,50 @@ def _page_text(page: WikiPage, limit: int = 2000) -> str:
     body = re.sub(r"[#*_`>\[\]|]+", " ", page.body)
     head = " / ".join((page.title, *page.aliases))
     return f"{head}\n{body}"[:limit].strip()
+
+
+def _l2_hit(m: Memory, r: _Ranked, fusion: str) -> Hit:
+    """An L2 hit; a passage of a long memory is the hit of that memory, its text the passage, and its provenance's
+    `passage` (id, memory_id, index, count, start, end, chars) and `why` say where it lies in the whole memory."""
+    pointer = m.meta.get(PASSAGE_KEY)
+    if not isinstance(pointer, dict):
+        return Hit("L2", m.id, m.text, r.score, _memory_provenance(m), r.why(fusion), r.cosine or 0.0)
+    whole = replace(m, meta={k: v for k, v in m.meta.items() if k != PASSAGE_KEY})
+    prov = {**_memory_provenance(whole), "passage": {"id": m.id, **pointer}}
+    why = (
+        f"{r.why(fusion)}; passage {pointer['index'] + 1:,} of {pointer['count']:,} of memory "
+        f"{pointer['memory_id']} (characters {pointer['start']:,}–{pointer['end']:,} of {pointer['chars']:,})"
+    )
+    return Hit("L2", str(pointer["memory_id"]), m.text, r.score, prov, why, r.cosine or 0.0)
+
+
+def cut_query(query: str, limit: int = MAX_EMBED_BYTES) -> str:
+    """The query as recall reads it: at most `limit` UTF-8 bytes (what the embedder reads well, memory.passages).
+    A dialogue keeps its last turns (they weigh most), other text its head; a cut is logged as a warning."""
+    if len(query) * 4 <= limit or utf8_size(query) <= limit:
+        return query
+    turns = split_turns(query)
+    if len(turns) > 1:
+        kept: list[str] = []
+        size = 0
+        for turn in reversed(turns):
+            if kept and size + utf8_size(turn) + 1 > limit:
+                break
+            kept.append(cut_to_bytes(turn, limit))
+            size += utf8_size(kept[-1]) + 1
+        cut = "\n".join(reversed(kept))
+        part = f"its last {len(kept):,} of {len(turns):,} lines"
+    else:
+        cut = cut_to_bytes(query.strip(), limit)
+        part = "its beginning"
+    log.warning(
+        "query of %s characters cut to %s (%s characters): the embedder reads about %s bytes well",
+        f"{len(query):,}",
+        part,
+        f"{len(cut):,}",
+        f"{limit:,}",
+    )
+    return cut
 
 
 def _memory_provenance(m: Memory) -> dict[str, Any]:

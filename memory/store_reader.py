@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memory.embedders import embedder_label
+from memory.passages import cut_to_bytes
 from memory.readers.chroma_file import DOCUMENT_KEY, read_collection, read_queued_vectors
 from memory.semantic import COLLECTION, memory_from_record
 from memory.snapshot import (
@@ -114,8 +115,9 @@ class StoreReader:
         return self.store.semantic.search(vector, k)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Vectors for new texts from the same embedder as the memories (e.g. for session digests)."""
-        return self.store.embedder.embed(texts)
+        """Vectors for new texts from the same embedder as the memories (e.g. for session digests); each text is
+        cut to what the embedder reads well (a 5 MB message would take one forward pass of many GB)."""
+        return self.store.embedder.embed([cut_to_bytes(t) for t in texts])
 
     def l2_index(self):  # noqa: ANN201 - memory.semantic.SemanticMemory, an L2Index
         return self.store.semantic

@@ -1,5 +1,5 @@
 """Audit page: conflicting current facts, facts past their valid_to, wanted and orphan concepts,
-near-duplicate L2 memories, hot memory over its threshold, the embedder and its dimension.
+clusters of near-duplicate L2 memories, hot memory over its threshold, the embedder and its dimension.
 
 `findings(ctx)` is the data (the plugin turns the kinds that the config marks as errors into build
 warnings, so `mkdocs build --strict` fails on them); `build(ctx)` is the page.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,14 +18,32 @@ import numpy as np
 from memory.snapshot import Memory, Triple
 from memory.textio import atomic_write_text
 from memory.tokens import tokens
-from plugins.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, site
+from plugins.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, paged_uri, site
+from plugins.builders.semantic import _pager
 from plugins.pages import BuildContext, GeneratedPage
-from plugins.render import block, esc, href
+from plugins.render import block, esc, href, md_esc
 
 KINDS = ("conflicts", "expired", "wanted", "orphans", "duplicates", "hot_over_threshold", "persona_over_cap", "source")
 DUPLICATE_COSINE = 0.95
 DUPLICATE_JACCARD = 0.9
-BLOCK = 1024
+BLOCK = 1024  # rows of the similarity matrix computed at once ...
+PAIR_CELLS = 1 << 22  # ... and at most this many similarities (16 MB of float32), whatever the store's size
+CLUSTERS_VERSION = 2  # of the cache in cache_dir/duplicates.json (1 held pairs)
+# What one audit page lists: at most LISTED findings of a kind; the next ones go on that kind's follow-on pages
+# (audit/<kind>-2.md, ...), at most PAGES pages in all; the rest are counted, not listed. A cluster shows its
+# first MEMBERS_SHOWN memories. 745 copies of one memory were 132,360 pairs, a 20.9 MB audit page and a
+# 254-325 s build; they are now one cluster.
+LISTED = 100
+PAGES = 10
+MEMBERS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Near-duplicate L2 memories: each is ≥ the threshold from another of them (a chain joins them all)."""
+
+    ids: tuple[str, ...]  # in the store's order
+    score: float  # the similarity of the cluster's closest pair
 
 
 @dataclass(frozen=True)
@@ -52,57 +71,110 @@ def expired(triples: list[Triple], today: str) -> list[Triple]:
     return [t for t in triples if t.valid_to and t.valid_to[:10] < today and (t.subject, t.predicate) not in current]
 
 
-def _lexical_pairs(memories: list[Memory]) -> list[tuple[str, str, float]]:
+def _lexical_pairs(memories: list[Memory]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Pairs of memories (by position) whose token sets have a Jaccard index ≥ DUPLICATE_JACCARD, one batch
+    per memory (a small store's check when it has no vectors)."""
     sets = [set(tokens(m.text)) for m in memories]
-    pairs = []
     for i in range(len(memories)):
+        found = []
         for j in range(i + 1, len(memories)):
             a, b = sets[i], sets[j]
             if a and b:
                 score = len(a & b) / len(a | b)
                 if score >= DUPLICATE_JACCARD:
-                    pairs.append((memories[i].id, memories[j].id, score))
-    return pairs
+                    found.append((j, score))
+        if found:
+            yield np.full(len(found), i), np.array([j for j, _ in found]), np.array([x for _, x in found])
 
 
-def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[tuple[str, str, float]], str]:
-    """Pairs of L2 memories whose vectors are nearly the same (cosine ≥ 0.95), blockwise; cached by content.
+def _cosine_pairs(v: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Pairs (i < j) of rows of `v` (normalised) whose cosine is ≥ DUPLICATE_COSINE, a block of rows at a time: a
+    block's similarities (at most PAIR_CELLS of them) are all that is held, never every pair."""
+    step = max(1, min(BLOCK, PAIR_CELLS // max(1, len(v))))
+    for start in range(0, len(v), step):
+        sims = v[start : start + step] @ v.T
+        rows, cols = np.nonzero(sims >= DUPLICATE_COSINE)
+        upper = cols > rows + start
+        rows, cols = rows[upper], cols[upper]
+        yield rows + start, cols, sims[rows, cols]
+
+
+def _clusters(n: int, pairs: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[tuple[list[int], float]]:
+    """Connected components (of two or more) of the graph of `pairs` over n nodes, each with its closest pair's
+    score: union-find over a batch of pairs at a time, vectorised (roots hook onto the smaller root, pointers
+    jump until every node points at its root), so 277k pairs of 745 copies cost a few numpy calls."""
+    parent = np.arange(n)
+    best = np.full(n, -np.inf)
+    for a, b, score in pairs:
+        np.maximum.at(best, a, score)
+        np.maximum.at(best, b, score)
+        while a.size:
+            ra, rb = parent[a], parent[b]
+            apart = ra != rb
+            if not apart.any():
+                break
+            a, b, ra, rb = a[apart], b[apart], ra[apart], rb[apart]
+            parent[np.maximum(ra, rb)] = np.minimum(ra, rb)  # of several writes to one root, one wins: loop again
+            while not np.array_equal(parent, jumped := parent[parent]):
+                parent = jumped
+    groups: dict[int, list[int]] = {}
+    for node, root in enumerate(parent.tolist()):
+        groups.setdefault(root, []).append(node)
+    out = [(members, float(best[members].max())) for members in groups.values() if len(members) > 1]
+    out.sort(key=lambda c: (-len(c[0]), c[0][0]))  # biggest first, then in the store's order
+    return out
+
+
+def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Cluster], str]:
+    """Clusters of L2 memories whose vectors are nearly the same (cosine ≥ 0.95 joins two memories' clusters),
+    biggest first; cached by content.
 
     Falls back to token Jaccard ≥ 0.9 (small stores only) when the source has no vectors.
     """
     if len(memories) < 2:
         return [], "nothing to compare"
-    digest = hashlib.sha1("\0".join(f"{m.id}\1{m.text}" for m in memories).encode()).hexdigest()
+    digest = hashlib.sha1(f"{CLUSTERS_VERSION}".encode())
+    for m in memories:
+        digest.update(f"{m.id}\1{m.text}\0".encode())
+    key = digest.hexdigest()
     cache_dir = ctx.options.get("cache_dir")
     path = Path(cache_dir) / "duplicates.json" if cache_dir else None
     if path and path.is_file():
         try:
             cached = json.loads(path.read_text(encoding="utf-8"))
-            if cached.get("key") == digest:
-                return [tuple(p) for p in cached["pairs"]], cached["method"]
-        except (OSError, ValueError, KeyError):
+            if cached.get("key") == key:
+                return [Cluster(tuple(ids), float(score)) for ids, score in cached["clusters"]], cached["method"]
+        except (OSError, ValueError, KeyError, TypeError):
             pass
     ids = [m.id for m in memories]
     vectors = ctx.source.memory_vectors(ids)
-    pairs: list[tuple[str, str, float]] = []
+    found: list[tuple[list[int], float]] = []
     if vectors is not None and len(vectors) == len(ids):
         method = f"cosine ≥ {DUPLICATE_COSINE} on the store's vectors"
         v = np.asarray(vectors, dtype=np.float32)
         v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-        for start in range(0, len(v), BLOCK):
-            sims = v[start : start + BLOCK] @ v.T
-            rows, cols = np.nonzero(sims >= DUPLICATE_COSINE)
-            for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-                if start + r < c:
-                    pairs.append((ids[start + r], ids[c], float(sims[r, c])))
+        found = _clusters(len(ids), _cosine_pairs(v))
     elif len(memories) <= 2000:
         method = f"token Jaccard ≥ {DUPLICATE_JACCARD} (the source has no usable vectors)"
-        pairs = _lexical_pairs(memories)
+        found = _clusters(len(ids), _lexical_pairs(memories))
     else:
         method = "not checked (no usable vectors, too many memories for a lexical check)"
+    method += "; memories joined by a chain of such pairs form one cluster"
+    clusters = [Cluster(tuple(ids[n] for n in members), score) for members, score in found]
     if path:
-        atomic_write_text(path, json.dumps({"key": digest, "method": method, "pairs": pairs}, ensure_ascii=False))
-    return pairs, method
+        data = {"key": key, "method": method, "clusters": [[list(c.ids), c.score] for c in clusters]}
+        atomic_write_text(path, json.dumps(data, ensure_ascii=False))
+    return clusters, method
+
+
+def cluster_message(cluster: Cluster) -> str:
+    """One line for a cluster: its first MEMBERS_SHOWN ids, how many more, its closest pair's similarity."""
+    shown = " ≈ ".join(cluster.ids[:MEMBERS_SHOWN])
+    if len(cluster.ids) == 2:
+        return f"{shown} ({cluster.score:.3f})"
+    more = len(cluster.ids) - MEMBERS_SHOWN
+    tail = f" ≈ … {more:,} more not shown" if more > 0 else ""
+    return f"{shown}{tail} ({len(cluster.ids):,} memories, closest pair {cluster.score:.3f})"
 
 
 def findings(ctx: BuildContext) -> list[Finding]:
@@ -132,17 +204,12 @@ def findings(ctx: BuildContext) -> list[Finding]:
         out.append(Finding("wanted", f"{c.title} (wanted by {len(c.backlinks)})", c.src_uri))
     for c in s.index.orphans:
         out.append(Finding("orphans", c.title, c.src_uri))
-    pairs, method = near_duplicates(ctx, s.memories)
+    clusters, method = near_duplicates(ctx, s.memories)
     ctx.__dict__["_memwiki_dup_method"] = method
-    for a, b, score in pairs:
-        out.append(
-            Finding(
-                "duplicates",
-                f"{a} ≈ {b} ({score:.3f})",
-                s.memory_home.get(a, ("", ""))[0],
-                s.memory_home.get(a, ("", ""))[1],
-            )
-        )
+    ctx.__dict__["_memwiki_clusters"] = clusters
+    for cluster in clusters:
+        page, anchor = s.memory_home.get(cluster.ids[0], ("", ""))
+        out.append(Finding("duplicates", cluster_message(cluster), page, anchor))
     for hot in s.hot:
         if hot.usage > hot.threshold:
             out.append(
@@ -182,14 +249,14 @@ def _conflicts(ctx: BuildContext) -> list[list[Triple]]:
     return cached
 
 
-def _conflict_table(s: Site, groups: list[list[Triple]]) -> str:
+def _conflict_table(s: Site, groups: list[list[Triple]], page: str) -> str:
     rows = []
     for group in groups:
         for t in group:
             c = s.index.for_entity(t.subject)
             subj = esc(s.entity_names.get(t.subject, t.subject))
             if c is not None:
-                subj = f'<a href="{esc(href(AUDIT, c.src_uri, directory_urls=s.directory_urls))}">{subj}</a>'
+                subj = f'<a href="{esc(href(page, c.src_uri, directory_urls=s.directory_urls))}">{subj}</a>'
             rows.append(
                 f"<tr><td>{subj}</td><td>{esc(t.predicate)}</td><td>{esc(s.entity_names.get(t.object, t.object))}</td>"
                 f"<td>{esc(t.valid_from or '?')}</td><td>{esc(t.source)}</td></tr>"
@@ -201,6 +268,82 @@ def _conflict_table(s: Site, groups: list[list[Triple]]) -> str:
     )
 
 
+def _cluster_item(s: Site, cluster: Cluster, page: str) -> str:
+    """A cluster as a list item: its first MEMBERS_SHOWN memories, each linked to its card, and the count."""
+    links = []
+    for memory_id in cluster.ids[:MEMBERS_SHOWN]:
+        home, anchor = s.memory_home.get(memory_id, ("", ""))
+        label = f"<code>{esc(memory_id)}</code>"
+        links.append(f'<a href="{esc(href(page, home, anchor, s.directory_urls))}">{label}</a>' if home else label)
+    more = len(cluster.ids) - MEMBERS_SHOWN
+    tail = f" ≈ … <em>{more:,} more not shown</em>" if more > 0 else ""
+    count = f"{len(cluster.ids):,} memories, closest pair" if len(cluster.ids) > 2 else "cosine"
+    return f"<li>{' ≈ '.join(links)}{tail} <span class='mw-muted'>({count} {cluster.score:.3f})</span></li>"
+
+
+def _listing(ctx: BuildContext, kind: str, items: list, page: str) -> str:
+    """The HTML of some of one kind's items (findings; conflict groups; clusters) as seen from `page`."""
+    s = site(ctx)
+    if kind == "conflicts":
+        return _conflict_table(s, items, page)
+    if kind == "duplicates":
+        return block(
+            f"<ul>{''.join(_cluster_item(s, c, page) for c in items)}</ul>", cls="mw-audit mw-audit-duplicates"
+        )
+    lis = []
+    for f in items:
+        text = esc(f.message)
+        if f.uri:
+            cls = ' class="mw-wikilink mw-wanted"' if kind == "wanted" else ""
+            text = f'<a{cls} href="{esc(href(page, f.uri, f.anchor, s.directory_urls))}">{text}</a>'
+        lis.append(f"<li>{text}</li>")
+    return block(f"<ul>{''.join(lis)}</ul>", cls=f"mw-audit mw-audit-{kind}")
+
+
+def _items(ctx: BuildContext, kind: str, found: list[Finding]) -> list:
+    """What the page lists for a kind, in the findings' order: conflict groups, clusters, or the findings."""
+    if kind == "conflicts":
+        return _conflicts(ctx)
+    if kind == "duplicates":
+        return ctx.__dict__.get("_memwiki_clusters", [])
+    return found
+
+
+def _left_out(total: int, listed: int) -> str:
+    """The line that says how many items were not listed."""
+    return f'<p class="mw-muted mw-left-out">{total - listed:,} more not listed.</p>\n' if total > listed else ""
+
+
+def _kind_pages(ctx: BuildContext, kind: str, items: list) -> tuple[str, list[GeneratedPage]]:
+    """The audit page's part for a kind with more than LISTED items (the first LISTED, a link to the rest, how
+    many are left out), and its follow-on pages `audit/<kind>.md`, `audit/<kind>-2.md`, ... (LISTED each, PAGES
+    at most)."""
+    s = site(ctx)
+    du = s.directory_urls
+    base = f"audit/{kind}"
+    pages = min(PAGES, -(-len(items) // LISTED))
+    listed = min(len(items), pages * LISTED)
+    out = []
+    for n in range(1, pages + 1):
+        uri = paged_uri(base, n)
+        chunk = items[(n - 1) * LISTED : n * LISTED]
+        title = f"Audit: {TITLES[kind]} ({n}/{pages})"
+        first = (n - 1) * LISTED + 1
+        md = frontmatter(title) + f"# {md_esc(title)}\n\n"
+        back = f'<a href="{esc(href(uri, AUDIT, directory_urls=du))}">the audit</a>'
+        md += f'<p class="mw-muted">{first:,}–{first + len(chunk) - 1:,} of {len(items):,} · {back}</p>\n'
+        md += _pager(base, n, pages, uri, du) + _listing(ctx, kind, chunk, uri) + _pager(base, n, pages, uri, du)
+        if n == pages:
+            md += _left_out(len(items), listed)
+        out.append(GeneratedPage(uri, title, md, meta={"lexical": False}))
+    link = (
+        f'<a href="{esc(href(AUDIT, paged_uri(base, 1), directory_urls=du))}">the first {listed:,} on {pages} pages</a>'
+    )
+    unlisted = f" ({len(items) - listed:,} more not listed)" if len(items) > listed else ""
+    part = f'<p class="mw-muted">The first {LISTED:,} of {len(items):,} · {link}{unlisted}.</p>\n'
+    return part + _listing(ctx, kind, items[:LISTED], AUDIT), out
+
+
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     found = findings(ctx)
@@ -210,7 +353,7 @@ def build(ctx: BuildContext) -> BuildResult:
         by_kind.setdefault(f.kind, []).append(f)
     md = frontmatter("Audit") + "# Audit\n\n"
     summary = "".join(
-        f"<tr><td>{esc(TITLES[k])}</td><td>{len(by_kind.get(k, []))}</td>"
+        f"<tr><td>{esc(TITLES[k])}</td><td>{len(by_kind.get(k, [])):,}</td>"
         f"<td>{'<strong>error</strong>' if k in errors else 'report'}</td></tr>"
         for k in KINDS
     )
@@ -222,28 +365,24 @@ def build(ctx: BuildContext) -> BuildResult:
         f"<tbody>{summary}</tbody></table>",
         cls="mw-audit-summary",
     )
+    pages: list[GeneratedPage] = []
     for kind in KINDS:
-        items = by_kind.get(kind, [])
+        items = _items(ctx, kind, by_kind.get(kind, []))
         md += f"\n## {TITLES[kind]}\n"
         if kind == "duplicates":
             md += f"\nMethod: {esc(ctx.__dict__.get('_memwiki_dup_method', ''))}.\n"
         if not items:
             md += "\nNone.\n"
-            continue
-        if kind == "conflicts":
-            md += _conflict_table(s, _conflicts(ctx))
-            continue
-        lis = []
-        for f in items:
-            text = esc(f.message)
-            if f.uri:
-                cls = ' class="mw-wikilink mw-wanted"' if kind == "wanted" else ""
-                text = f'<a{cls} href="{esc(href(AUDIT, f.uri, f.anchor, s.directory_urls))}">{text}</a>'
-            lis.append(f"<li>{text}</li>")
-        md += block(f"<ul>{''.join(lis)}</ul>", cls=f"mw-audit mw-audit-{kind}")
+        elif len(items) <= LISTED:
+            md += _listing(ctx, kind, items, AUDIT)
+        else:
+            part, more = _kind_pages(ctx, kind, items)
+            md += part
+            pages += more
     notes = [n for n in ctx.notes if n]
     if notes:
         md += "\n## Build notes\n" + block(
-            "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>", cls="mw-audit"
+            "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes[:LISTED]) + "</ul>", cls="mw-audit"
         )
-    return [GeneratedPage(AUDIT, "Audit", md, in_nav=True, meta={"order": 9})], []
+        md += _left_out(len(notes), LISTED)
+    return [GeneratedPage(AUDIT, "Audit", md, in_nav=True, meta={"order": 9}), *pages], []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory.passages import is_long
 from memory.snapshot import Memory
 from plugins.builders import (
     MEMORY,
@@ -51,9 +52,14 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
     elif memory.source and memory.source != "L2":
         bits.append(f"via {esc(memory.source)}")
     meta = " · ".join(bits)
+    body = s.renderer.html(memory.text, page)
+    if is_long(memory.text):  # split into passages for recall (memory.passages): shown whole, folded
+        head = esc(" ".join(memory.text[:160].split()))
+        size = f'<span class="mw-muted">({len(memory.text):,} characters)</span>'
+        body = f'<details class="mw-long"><summary>{head}… {size}</summary>{body}</details>'
     return (
         f'<article class="mw-memory" id="{esc(s.memory_anchor(memory.id))}">'
-        f"<header><code>{esc(memory.id)}</code> {meta}</header>{s.renderer.html(memory.text, page)}</article>"
+        f"<header><code>{esc(memory.id)}</code> {meta}</header>{body}</article>"
     )
 
 
