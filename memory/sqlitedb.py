@@ -11,6 +11,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,8 +97,12 @@ def _file_state(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def connect_readonly(path: Path) -> sqlite3.Connection:
+def connect_readonly(path: Path, live: bool = False) -> sqlite3.Connection:
     """Open a SQLite file for reading without ever writing to its folder (no `-wal`, no `-shm`).
+
+    `live`: the file is memwiki's own and a writer may be at work on it: with no pending journal it is opened
+    with `mode=ro` (SQLite's locks keep each read consistent) instead of `immutable=1` (which promises SQLite
+    that nothing changes the file: a write meanwhile made reads fail as "malformed").
 
     With no pending `-wal` / `-journal` beside it the file is opened in place with `mode=ro&immutable=1`.
     Otherwise (a running or crashed writer left rows in the WAL) the database and its journal are copied
@@ -111,11 +116,11 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         header = fh.read(len(_SQLITE_MAGIC))
     if header and header != _SQLITE_MAGIC:
         raise SourceError(f"{path}: not a SQLite database")
-    sidecars = [Path(f"{path}{suffix}") for suffix in ("-wal", "-journal")]
-    pending = [p for p in sidecars if (state := _file_state(p)) is not None and state[0] > 0]
+    pending = _pending(path)
     try:
         if not pending:
-            uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+            mode = "mode=ro" if live else "mode=ro&immutable=1"
+            uri = f"file:{quote(str(path.resolve()))}?{mode}"
             conn = sqlite3.connect(uri, uri=True, factory=_SnapshotConnection, isolation_level=None)
         else:
             conn = _open_snapshot(path, pending)
@@ -127,16 +132,33 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _sidecars(path: Path) -> list[Path]:
+    return [Path(f"{path}{suffix}") for suffix in ("-wal", "-journal")]
+
+
+def _pending(path: Path) -> list[Path]:
+    """The journals beside `path` that hold rows (a running or crashed writer's)."""
+    return [p for p in _sidecars(path) if (state := _file_state(p)) is not None and state[0] > 0]
+
+
 def _open_snapshot(path: Path, pending: list[Path]) -> _SnapshotConnection:
     """Copy `path` and its pending journal(s) to a temp folder (retrying if they change meanwhile); open it."""
     folder = tempfile.mkdtemp(prefix="memwiki-ro-")
     try:
-        for _attempt in range(5):
+        for attempt in range(20):
+            if attempt:  # a writer is at work: the journals of a moment ago may be gone, or new ones there
+                time.sleep(0.01 * attempt)
+                pending = _pending(path)
+                for name in os.listdir(folder):
+                    os.unlink(os.path.join(folder, name))
             files = [path, *pending]
             before = [_file_state(p) for p in files]
-            for src in files:
-                shutil.copyfile(src, os.path.join(folder, src.name))
-            if [_file_state(p) for p in files] == before:
+            try:
+                for src in files:
+                    shutil.copyfile(src, os.path.join(folder, src.name))
+            except FileNotFoundError:
+                continue  # a journal went away while it was copied (its transaction ended): copy again
+            if [_file_state(p) for p in files] == before and _pending(path) == pending:
                 break
         else:
             raise SourceError(f"{path}: kept changing while being copied for a read-only snapshot; try again")

@@ -88,18 +88,20 @@ class StoreReader:
 
     def memories(self) -> Iterator[Memory]:
         """Read from Chroma's file when it is there (read-only; opening a Chroma client writes to it)."""
-        records = read_collection(self._chroma_file, COLLECTION) if self._chroma_file.is_file() else None
+        records = read_collection(self._chroma_file, COLLECTION, live=True) if self._chroma_file.is_file() else None
         if records is None:
             return self.store.semantic.all()
         return (memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta) for i, meta in records)
 
     def memory_count(self) -> int:
-        records = read_collection(self._chroma_file, COLLECTION) if self._chroma_file.is_file() else None
+        records = read_collection(self._chroma_file, COLLECTION, live=True) if self._chroma_file.is_file() else None
         return len(records) if records is not None else self.store.semantic.count()
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
         """Vectors of recent writes come from Chroma's queue in its file; the others from Chroma itself."""
-        found = read_queued_vectors(self._chroma_file, COLLECTION, ids) if self._chroma_file.is_file() else {}
+        found = {}
+        if self._chroma_file.is_file():
+            found = read_queued_vectors(self._chroma_file, COLLECTION, ids, live=True)
         if len(found) < len(ids):
             missing = [i for i in ids if i not in found]
             found.update(zip(missing, self.store.semantic.vectors(missing), strict=True))

@@ -147,7 +147,11 @@ class CachedSource:
         return _vector_key(f"{info.embedder}:{info.dim}", memory)
 
     def _graph(self) -> tuple[list[Entity], list[Triple]]:
-        return self._layer("graph", lambda: (list(self.source.entities()), list(self.source.triples())))
+        def read() -> tuple[list[Entity], list[Triple]]:
+            triples = list(self.source.triples())  # first: a fact's entities are written before it
+            return list(self.source.entities()), triples
+
+        return self._layer("graph", read)
 
     def entities(self) -> Sequence[Entity]:
         return self._graph()[0]

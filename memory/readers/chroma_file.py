@@ -142,18 +142,18 @@ def queued_vectors(db: ReadOnlyDB, cid: str, ids: Sequence[str]) -> dict[str, np
     return found
 
 
-def read_collection(path: Path, name: str) -> list[tuple[str, dict[str, Any]]] | None:
+def read_collection(path: Path, name: str, live: bool = False) -> list[tuple[str, dict[str, Any]]] | None:
     """(id, metadata with the document under DOCUMENT_KEY) of each record of one collection, in Chroma's
-    order; None when the file has no such collection."""
-    with open_readonly_db(path, "Chroma database") as db:
+    order; None when the file has no such collection. `live`: a writer may be at work (memory.sqlitedb)."""
+    with open_readonly_db(path, "Chroma database", live) as db:
         if missing := {"collections", "segments", "embeddings", "embedding_metadata"} - db.tables():
             raise SourceError(f"{path}: not a Chroma database this reader knows (no {sorted(missing)})")
         cid = collection_id(db, name)
         return list(collection_records(db, cid)[0].items()) if cid is not None else None
 
 
-def read_queued_vectors(path: Path, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+def read_queued_vectors(path: Path, name: str, ids: Sequence[str], live: bool = False) -> dict[str, np.ndarray]:
     """`queued_vectors` of one collection of the file at `path`."""
-    with open_readonly_db(path, "Chroma database") as db:
+    with open_readonly_db(path, "Chroma database", live) as db:
         cid = collection_id(db, name)
         return queued_vectors(db, cid, ids) if cid is not None and "embeddings_queue" in db.tables() else {}

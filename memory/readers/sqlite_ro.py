@@ -109,7 +109,7 @@ class ReadOnlyDB:
         self.close()
 
 
-def open_readonly_db(path: Path, what: str = "") -> ReadOnlyDB:
+def open_readonly_db(path: Path, what: str = "", live: bool = False) -> ReadOnlyDB:
     """Open `path` read-only (see module doc). Missing or unreadable files raise SourceError naming them."""
     path = Path(path)
     label = what or path.name
@@ -128,7 +128,7 @@ def open_readonly_db(path: Path, what: str = "") -> ReadOnlyDB:
             "(a running writer or an unclean shutdown); the original files were not touched"
         )
     try:
-        conn = connect_readonly(path)
+        conn = connect_readonly(path, live)
     except SourceError:
         raise
     except MemwikiError as exc:

@@ -133,18 +133,25 @@ class Site:
 
 
 def _read(ctx: BuildContext) -> Site:
+    """The layers, read in the order the store writes what joins them, so that a build while the agent writes
+    sees no dangling reference: hot memory before L2 (a sink writes L2, then leaves the hot file), L2 before
+    sessions (a memory's session is written first), facts before entities (a fact's entities are made first)."""
     source = ctx.source
+    hot, sinks = list(source.hot_files()), list(source.sinks())
+    memories = list(source.memories())
+    triples = list(source.triples())
+    entities = list(source.entities())
     sessions = sorted(source.sessions(), key=lambda s: (s.started, s.id), reverse=True)
     index = ConceptIndex(TextCache(cache_path(ctx, TEXT_CACHE)))
     directory_urls = bool(ctx.options.get("use_directory_urls", False))
     site = Site(
         info=source.info(),
         persona=source.persona(),
-        hot=list(source.hot_files()),
-        sinks=list(source.sinks()),
-        memories=list(source.memories()),
-        entities=list(source.entities()),
-        triples=list(source.triples()),
+        hot=hot,
+        sinks=sinks,
+        memories=memories,
+        entities=entities,
+        triples=triples,
         sessions=sessions,
         messages={s.id: list(source.messages(s.id)) for s in sessions},
         wiki=sorted(source.wiki_pages(), key=lambda p: p.path),
