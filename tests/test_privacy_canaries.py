@@ -64,6 +64,8 @@ def test_privacy_report_counts_without_values(public_site: Path, canary_store: t
     assert "public</strong> profile" in report
     for kind in ("openai key", "password", "email", "phone", "private ip"):
         assert f"<th>{kind}</th>" in report
+    audit = (public_site / "audit.html").read_text(encoding="utf-8")
+    assert "Withheld from this site" in audit and "<th>openai key</th>" in audit
     assert not found_in(public_site, planted)
 
 

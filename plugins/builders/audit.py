@@ -19,6 +19,7 @@ from memory.snapshot import Memory, Triple
 from memory.textio import atomic_write_text
 from memory.tokens import tokens
 from plugins.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, paged_uri, site
+from plugins.builders.privacy import profile_line, withheld_table
 from plugins.builders.semantic import _pager
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
@@ -379,6 +380,8 @@ def build(ctx: BuildContext) -> BuildResult:
             part, more = _kind_pages(ctx, kind, items)
             md += part
             pages += more
+    md += "\n## Withheld from this site\n\n" + profile_line(ctx.source.profile) + "\n\n"
+    md += withheld_table(ctx) or "Nothing was withheld.\n"
     notes = [n for n in ctx.notes if n]
     if notes:
         md += "\n## Build notes\n" + block(

@@ -26,31 +26,35 @@ def profile_line(profile: str) -> str:
     )
 
 
-def build(ctx: BuildContext) -> BuildResult:
-    profile = ctx.source.profile
+def withheld_table(ctx: BuildContext) -> str:
+    """What the gate withheld, as a table of counts per layer and kind ("" when nothing was)."""
     withheld = ctx.source.withheld()
     kinds = sorted({k for counts in withheld.values() for k in counts}, key=lambda k: (k not in _RECORDS, k))
+    if not kinds:
+        return ""
     head = "".join(f"<th>{esc(k)}</th>" for k in kinds)
-    rows = "".join(
-        f"<tr><td>{esc(name)}</td>"
-        + "".join(f"<td>{withheld.get(layer, {}).get(k, 0):,}</td>" for k in kinds)
-        + "</tr>"
-        for layer, name in LAYERS.items()
-        if withheld.get(layer)
+
+    def row(layer: str, name: str) -> str:
+        cells = "".join(f"<td>{withheld[layer].get(k, 0):,}</td>" for k in kinds)
+        return f"<tr><td>{esc(name)}</td>{cells}</tr>"
+
+    rows = "".join(row(layer, name) for layer, name in LAYERS.items() if withheld.get(layer))
+    totals = "".join(f"<td><strong>{sum(c.get(k, 0) for c in withheld.values()):,}</strong></td>" for k in kinds)
+    return block(
+        f"<table><thead><tr><th>layer</th>{head}</tr></thead><tbody>{rows}"
+        f"<tr><td><strong>all layers</strong></td>{totals}</tr></tbody></table>",
+        cls="mw-privacy",
     )
-    totals = {k: sum(c.get(k, 0) for c in withheld.values()) for k in kinds}
+
+
+def build(ctx: BuildContext) -> BuildResult:
+    profile = ctx.source.profile
+    table = withheld_table(ctx)
     md = frontmatter(TITLE) + f"# {TITLE}\n\n{profile_line(profile)}\n\n"
-    if rows:
+    if table:
         md += (
             "Counts of what did not reach this site, by layer: records withheld whole (a private marker, or an "
-            "excluded category or wing) and secrets redacted, by kind. Values and names are never shown.\n\n"
-            + block(
-                f"<table><thead><tr><th>layer</th>{head}</tr></thead><tbody>{rows}"
-                "<tr><td><strong>all layers</strong></td>"
-                + "".join(f"<td><strong>{totals[k]:,}</strong></td>" for k in kinds)
-                + "</tr></tbody></table>",
-                cls="mw-privacy",
-            )
+            "excluded category or wing) and secrets redacted, by kind. Values and names are never shown.\n\n" + table
         )
     elif profile == "public":
         md += "Nothing was withheld: no record was private and no secret was found.\n"
