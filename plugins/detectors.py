@@ -106,7 +106,7 @@ RULES: tuple[Rule, ...] = (
         + r"(?:bearer[\s_:]+|(?:token|basic)[\s_]+(?=\S*\d))"
         + _NOT_A_LABEL
         + r"([A-Za-z0-9._~+/=-]{16,})",
-        r"(?i)bearer|token|basic",
+        r"(?i)(?:^|[^a-z])(?:bearer|token|basic)",
         1,
     ),
     Rule(
@@ -121,9 +121,9 @@ RULES: tuple[Rule, ...] = (
         r"(?i)[?&](?:access_token|token|api_?key|key|secret|password|passwd|pwd|sig|signature|auth)=",
         1,
     ),
-    Rule("password", _PASSWORD_EN, r"(?i)pass|pwd|pin|pw", 1),
+    Rule("password", _PASSWORD_EN, r"(?i)(?:^|[^a-z])(?:pass|pwd|pin|pw)", 1),
     Rule("password", _PASSWORD_ZH, r"密码|密碼|口令|(?i:pin)码", 1),
-    Rule("secret", _SECRET_EN, r"(?i)secret|key|token|credential", 1),
+    Rule("secret", _SECRET_EN, r"(?i)(?:^|[^a-z])(?:secret|api|access|client|auth|private|key|token|credential)", 1),
     Rule("secret", _SECRET_ZH, r"密钥|秘钥|令牌|私钥|访问码", 1),
     Rule(
         "email",
@@ -142,7 +142,7 @@ RULES: tuple[Rule, ...] = (
         r"\(\d{3}\)\s?\d{3}[.-]\d{4}|\d{3}[.-]\d{3}[.-]\d{4}",
     ),
     Rule("phone", r"(?<![A-Za-z0-9-])0\d{2,3}-\d{7,8}(?![A-Za-z0-9-])", r"0\d{2,3}-\d{7}"),
-    Rule("private ip", _PRIVATE_V4, r"10\.\d|172\.(?:1[6-9]|2\d|3[01])\.|192\.168\.|169\.254\."),
+    Rule("private ip", _PRIVATE_V4, r"(?:10|172\.(?:1[6-9]|2\d|3[01])|192\.168|169\.254)(?:\.\d{1,3}){1,3}\.\d"),
     Rule(
         "private ip",
         r"(?i)(?<![A-Za-z0-9:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*[0-9a-f](?:%\w+)?(?![A-Za-z0-9:])",
@@ -153,7 +153,11 @@ RULES: tuple[Rule, ...] = (
         rf"(?i)(?<![A-Za-z0-9-])(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+(?:{_INTERNAL})(?![A-Za-z0-9-]|\.[A-Za-z0-9])",
         rf"(?i)\.(?:{_INTERNAL})",
     ),
-    Rule("card number", r"(?<!\d)[2-6](?:[ -]?\d){14,15}(?!\d)", r"[2-6](?:[ -]?\d){13}"),
+    Rule(  # 4-4-4-4, 4-6-5 (Amex) or unbroken; the Luhn sum decides
+        "card number",
+        r"(?<![\d.])[2-6]\d{3}[ -]?\d{4,6}[ -]?\d{4,5}(?:[ -]?\d{1,4})?(?![\d.])",
+        r"[2-6]\d{3}[ -]?\d{4,6}[ -]?\d{4}",
+    ),
     Rule(
         "id number",
         r"(?<!\d)[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![\dA-Za-z])",

@@ -18,6 +18,7 @@ import bisect
 import gzip
 import hashlib
 import html
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -49,6 +50,27 @@ def _decoded(text: str) -> str:
     if "&" in text:
         text = html.unescape(text)
     return text
+
+
+def _json_strings(text: str) -> str:
+    """A JSON file's keys and strings, one a line, decoded by the JSON parser (a search index escapes every
+    non-ASCII character); the text as it is when it does not parse."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            out += [k for k in item if isinstance(k, str)]
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return "\n".join(line for s in out for line in s.splitlines())
 
 
 def _digest(path: Path) -> str:
@@ -145,6 +167,8 @@ class SiteScan:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = data.decode("latin-1")
+        if path.suffix == ".json":
+            text = _json_strings(text)
         lines = text.splitlines()
         fresh = [line for line in set(lines).difference(seen_lines) if line]  # (set operations run in C)
         seen_lines.update(fresh)
