@@ -31,7 +31,7 @@ import os
 import re
 import secrets
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -324,15 +324,19 @@ class PrivacyFilter:
     def _record(self, record: T) -> T:
         return scrub(record, self.clean)
 
-    def _count(self, part: str, records: Sequence[T], keep: Callable[[T], bool | str]) -> list[T]:
-        """The records to show, cleaned; what was withheld or redacted is counted under `part`."""
+    def _count(
+        self, part: str, records: Iterable[T], keep: Callable[[T], bool | str], show: Callable[[T], T] | None = None
+    ) -> list[T]:
+        """The records to show, cleaned (by `show`, else `_record`); what was withheld or redacted is counted
+        under `part`."""
         counts: Counter[str] = Counter()
         out = []
         self._kinds = Counter()
+        show = show or self._record
         for record in records:
             verdict = keep(record)
             if verdict is True:
-                out.append(self._record(record))
+                out.append(show(record))
             else:
                 counts[verdict or WITHHELD_PRIVATE] += 1
         counts.update(self._kinds)
@@ -445,16 +449,7 @@ class PrivacyFilter:
         return shown
 
     def memories(self) -> Iterator[Memory]:
-        counts: Counter[str] = Counter()
-        self._kinds = Counter()
-        for memory in self.source.memories():
-            verdict = self._keep_memory(memory)
-            if verdict is True:
-                yield self._memory(memory)
-            else:
-                counts[verdict or WITHHELD_PRIVATE] += 1
-        counts.update(self._kinds)
-        self._counts["memories"] = counts
+        return iter(self._count("memories", self.source.memories(), self._keep_memory, self._memory))
 
     def memory_count(self) -> int:
         return sum(1 for _ in self.memories())
