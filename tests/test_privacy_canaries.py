@@ -82,3 +82,18 @@ def test_site_scan_finds_a_leak_the_gate_never_saw(public_site: Path, tmp_path: 
     assert ("extra.js", "email") in kinds
     assert ("page.html", "password") in kinds and ("page.html", "email") in kinds
     assert not [leak for leak in leaks if leak.path == "index.html"]
+
+
+def test_strict_build_fails_on_a_secret_in_a_hand_written_page(tmp_path: Path) -> None:
+    """A secret in a page the gate never sees (docs_dir) fails `mkdocs build --strict`, naming file and kind."""
+    from tests.test_site import ROOT
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "about.md").write_text((ROOT / "site_src" / "about.md").read_text(encoding="utf-8"), encoding="utf-8")
+    (docs / "notes.md").write_text("# Notes\n\nThe staging password is Wq8-zLx3-pT9!\n", encoding="utf-8")
+    _, error = build_site(tmp_path / "site", tmp_path / "cache", strict=True, docs_dir=str(docs))
+    assert error is not None and "strict" in str(error)
+    (docs / "notes.md").write_text("# Notes\n\nNothing secret here.\n", encoding="utf-8")
+    _, error = build_site(tmp_path / "site", tmp_path / "cache", strict=True, docs_dir=str(docs))
+    assert error is None, error
