@@ -20,7 +20,7 @@ import re2
 log = logging.getLogger("mkdocs.plugins.memwiki")
 
 REDACTED_PREFIX = "[redacted: "  # how every label starts: the rules never take a label for a secret
-_NOT_A_LABEL = r"(?!\[redacted)"
+_NOT_A_LABEL = r"(?!\[|redacted[-_ :·])"  # a label (maybe cut short, maybe slugged) is no secret
 _END = r"""(?=[\s"'”’)\]}>,;，。；、！？!?]|\.(?:\s|$)|$)"""  # a value ends at a space, a quote or a sentence's end
 
 
@@ -92,6 +92,26 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("gitlab token", r"(?i)" + _B + r"glpat-[A-Za-z0-9_-]{20,}", r"(?i)glpat-"),
     Rule("slack token", r"(?i)" + _B + r"xox[abposr]-[A-Za-z0-9-]{10,}", r"(?i)xox[abposr]-"),
+    Rule(
+        "authorization header",
+        r"(?i)(?<![a-z])authorization(?![a-z])[\"']?[\s_]*[:=][\s_]*[\"']?(?:basic|bearer|token|digest)[\s_]+"
+        + _NOT_A_LABEL
+        + r"([A-Za-z0-9._~+/=-]{8,})",
+        r"(?i)authorization",
+        1,
+    ),
+    Rule(
+        "webhook",
+        r"(?i)https://(?:discord(?:app)?\.com/api/webhooks|[\w.-]+\.webhook\.office\.com|chat\.googleapis\.com/v1/spaces)"
+        r"/[^\s\"'<>]+",
+        r"(?i)discord(?:app)?\.com/api/webhooks|webhook\.office\.com|chat\.googleapis\.com/v1/spaces",
+    ),
+    Rule(
+        "api key",
+        r"(?<![A-Za-z0-9])(?:GOCSPX-[A-Za-z0-9_-]{20,}|whsec_[A-Za-z0-9]{20,}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"
+        r"|dop_v1_[a-f0-9]{64}|pypi-[A-Za-z0-9_-]{50,}|xapp-\d-[A-Za-z0-9-]{20,})",
+        r"GOCSPX-|whsec_|shp(?:at|ss|ca|pa)_|dop_v1_|pypi-|xapp-",
+    ),
     Rule("slack webhook", r"(?i)https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+", r"(?i)hooks\.slack\.com"),
     Rule("google key", r"(?i)" + _B + r"AIza[0-9A-Za-z_-]{35}", r"(?i)AIza"),
     Rule("hugging face token", r"(?i)" + _B + r"hf_[A-Za-z0-9]{30,}", r"(?i)hf_"),
@@ -111,13 +131,15 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "url credentials",
-        r"(?i)(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://([^\s:/@\[\]]+:[^\s@/]+)@",
-        r"://[^\s:/@]+:[^\s@/]+@",
+        r"(?i)(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://([^\s:/@\[\]]*:[^\s@/]+)@",
+        r"://[^\s:/@]*:[^\s@/]+@",
         1,
     ),
     Rule(
         "url secret",
-        r"(?i)[?&](?:access_token|token|api_?key|key|secret|password|passwd|pwd|sig|signature|auth)=([^&\s#\"'<>]{6,})",
+        r"(?i)[?&](?:access_token|token|api_?key|key|secret|password|passwd|pwd|sig|signature|auth)="
+        + _NOT_A_LABEL
+        + r"([^&\s#\"'<>]{6,})",
         r"(?i)[?&](?:access_token|token|api_?key|key|secret|password|passwd|pwd|sig|signature|auth)=",
         1,
     ),
@@ -155,8 +177,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(  # 4-4-4-4, 4-6-5 (Amex) or unbroken; the Luhn sum decides
         "card number",
-        r"(?<![\d.])[2-6]\d{3}[ -]?\d{4,6}[ -]?\d{4,5}(?:[ -]?\d{1,4})?(?![\d.])",
-        r"[2-6]\d{3}[ -]?\d{4,6}[ -]?\d{4}",
+        r"(?<!\d)(?<!\d\.)[2-6]\d{3}[ _-]?\d{4,6}[ _-]?\d{4,5}(?:[ _-]?\d{1,4}){0,2}(?!\d|\.\d)",
+        r"[2-6]\d{3}[ _-]?\d{4,6}[ _-]?\d{4}",
     ),
     Rule(
         "id number",
@@ -189,7 +211,7 @@ _PLUGIN_KINDS = {
 
 def _luhn(candidate: str) -> bool:
     digits = [int(c) for c in candidate if c.isdigit()]
-    if not 15 <= len(digits) <= 16 or len(set(digits)) < 2:
+    if not 15 <= len(digits) <= 19 or len(set(digits)) < 2:
         return False
     total = 0
     for i, d in enumerate(reversed(digits)):
@@ -265,10 +287,12 @@ class Detectors:
         return _disjoint(spans)
 
     def _rule_spans(self, text: str) -> list[Span]:
-        """Each rule looks only near its triggers, and only in the blocks of `text` where RE2's set says they occur."""
-        spans = []
+        """Each rule looks only near its triggers (a window around each), and only in the blocks of `text` where
+        RE2's set says they occur. Windows are not chained: a secret is read whole in its own trigger's window,
+        and a match that reaches a window's end is read again to its real end."""
+        found: dict[tuple[int, int], Span] = {}
+        looked: set[tuple[int, int]] = set()  # (rule, trigger start) already read
         n = len(text)
-        last = [0] * len(self.rules)  # where each rule's last window ended
         for block in range(0, n, BLOCK):
             stop = min(n, block + BLOCK + OVERLAP)
             chunk = _re2_safe(text[block:stop])  # (RE2 encodes what it is given: a slice, not the whole text each time)
@@ -276,18 +300,17 @@ class Detectors:
                 rule, pattern = self.rules[i], self._patterns[i]
                 check = _CHECKS.get(rule.kind)
                 for hit in self._triggers[i].finditer(chunk):
-                    start, end = max(last[i], block + hit.start() - BEHIND, 0), min(n, block + hit.end() + AHEAD)
-                    if start >= end:
+                    if (i, block + hit.start()) in looked:
                         continue
-                    last[i] = end
+                    looked.add((i, block + hit.start()))
+                    start, end = max(block + hit.start() - BEHIND, 0), min(n, block + hit.end() + AHEAD)
                     for match in pattern.finditer(text, start, end):
                         if match.end() >= end - 1 and end < n:  # it may go on past the window: read it whole
                             match = pattern.match(text, match.start()) or match
-                            last[i] = max(last[i], match.end())
                         a, b = match.span(rule.group)
-                        if a < b and (check is None or check(text[a:b])):
-                            spans.append(Span(a, b, rule.kind, i))
-        return spans
+                        if a < b and (a, b) not in found and (check is None or check(text[a:b])):
+                            found[(a, b)] = Span(a, b, rule.kind, i)
+        return list(found.values())
 
     def _library_spans(self, text: str) -> list[Span]:
         spans = []

@@ -170,7 +170,8 @@ class SiteScan:
         if path.suffix == ".json":
             text = _json_strings(text)
         lines = text.splitlines()
-        fresh = [line for line in set(lines).difference(seen_lines) if line]  # (set operations run in C)
+        # each distinct line once per build, in the file's order (a secret may follow its keyword on the next line)
+        fresh = [line for line in dict.fromkeys(lines) if line and line not in seen_lines]
         seen_lines.update(fresh)
         if not fresh:
             return []

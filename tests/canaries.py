@@ -39,6 +39,10 @@ def _luhn_complete(prefix: str) -> str:
     return prefix + str((10 - total % 10) % 10)
 
 
+def _grouped(number: str) -> str:
+    return " ".join(number[i : i + 4] for i in range(0, len(number), 4))
+
+
 def _id_number(rng: Rng) -> str:
     body = (
         "110105" + str(rng.randint(1950, 2005)) + f"{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}" + _digits(rng, 3)
@@ -86,6 +90,11 @@ KINDS: dict[str, Callable[[Rng], tuple[str, str]]] = {
     "card number": lambda r: (s := _luhn_complete("4" + _digits(r, 14)), f"card {s} exp 12/29"),
     "id number": lambda r: (s := _id_number(r), f"身份证号 {s}"),
     "url secret": lambda r: (s := _word(r, 24), f"https://api.example.com/v1?access_token={s}&x=1"),
+    "redis url": lambda r: (s := _word(r, 14), f"cache at redis://:{s}@cache.example.com:6379/0"),
+    "basic auth": lambda r: (s := _word(r, 12, string.ascii_letters) + "==", f"Authorization: Basic {s}"),
+    "webhook": lambda r: (s := f"{_digits(r, 18)}/{_word(r, 40)}", f"https://discord.com/api/webhooks/{s}"),
+    "stripe webhook secret": lambda r: (s := "whsec_" + _word(r, 32), f"webhook signing {s}"),
+    "card number (UnionPay)": lambda r: (s := _grouped(_luhn_complete("6222" + _digits(r, 14))), f"银行卡 {s}"),
 }
 
 
