@@ -4,15 +4,18 @@ and what the privacy gate redacts in the demo and the fixtures (the false-positi
     python scripts/bench_safety.py                 # canaries (a real MkDocs build) + false positives
     python scripts/bench_safety.py --per-field 2   # more canaries
     python scripts/bench_safety.py --no-build      # false positives only
+    python scripts/bench_safety.py --all           # also: XSS payloads in Chromium, kills, the 5 MB memory
 
-XSS payloads are checked in headless Chromium by `pytest tests/test_xss_browser.py`, kills by
-`python scripts/bench_kill.py`, the 5 MB memory by `python scripts/bench_huge.py`.
+With --all it runs, and prints the closing lines of, `pytest tests/test_xss_browser.py` (payloads planted, run
+in headless Chromium), `scripts/bench_kill.py --kills 50` (kills survived, lost, duplicated) and
+`scripts/bench_huge.py import` (peak memory of a 5 MB memory's import).
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -98,15 +101,33 @@ def false_positives() -> None:
                 print(f"    {value[:40]!r:44} … {context[:100]}")
 
 
+def others(kills: int) -> None:
+    """The other safety figures, each from the script or test that measures it."""
+    runs = {
+        "XSS payloads in headless Chromium": [sys.executable, "-m", "pytest", "-q", "-s", "tests/test_xss_browser.py"],
+        f"SIGKILL, {kills} per kind on one store": [sys.executable, "scripts/bench_kill.py", "--kills", str(kills)],
+        "a 5 MB memory": [sys.executable, "scripts/bench_huge.py", "import", "--runs", "1"],
+    }
+    for title, command in runs.items():
+        print(f"\n{title}: {' '.join(command[1:])}")
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        lines = [line for line in done.stdout.splitlines() if line.strip()]
+        print("\n".join("  " + line for line in lines[-12:]) or f"  (no output; exit {done.returncode})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-field", type=int, default=1, help="canaries of each kind per field")
     parser.add_argument("--no-build", action="store_true", help="only the false-positive check")
+    parser.add_argument("--all", action="store_true", help="also the XSS, kill and huge-input figures")
+    parser.add_argument("--kills", type=int, default=50, help="with --all: kills per kind")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memwiki-safety-") as work:
         if not args.no_build:
             canaries(args.per_field, Path(work))
         false_positives()
+    if args.all:
+        others(args.kills)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak memory: {peak:.0f} MB")
 
