@@ -36,14 +36,32 @@ class Rule:
     group: int = 0
 
 
-_PASSWORD_EN = (
-    r"(?i)(?<![A-Za-z])(?:password|passwd|passcode|passphrase|pass phrase|pwd|pin|pw)s?(?![A-Za-z])"
-    r"(?:\s+(?:for|of|to|on)\s+(?:the\s+|my\s+|our\s+)?[^\s:：=]{1,40}?)?"
-    r"\s*(?:\bis\b:?|\bwas\b|\bare\b|=|:|：|->|=>)\s*[\"'“‘`]?" + _NOT_A_LABEL + r"([^\s\"'”’`]+?)" + _END
+_PW_WORD = r"(?<![A-Za-z])(?:password|passwd|passcode|passphrase|pass phrase|pwd|pin|pw)s?(?![A-Za-z])"
+_PW_FOR = r"(?:\s+(?:for|of|to|on)\s+(?:the\s+|my\s+|our\s+)?[^\s:：=]{1,40}?)?"
+_PW_VALUE = r"[\"'“‘`]?" + _NOT_A_LABEL + r"([^\s\"'”’`]+?)" + _END
+_PASSWORD_EN = (  # "password: X", "password=X", "pass: X", "my password is X": any X
+    r"(?i)(?:(?<![A-Za-z])(?:my|our|your|his|her|their)\s+(?:\w+\s+)?"
+    + _PW_WORD
+    + _PW_FOR
+    + r"\s*(?:'s|\bis\b:?|\bwas\b|\bare\b)|"
+    + _PW_WORD
+    + _PW_FOR
+    + r"\s*(?:=|:|：|->|=>)|(?<![A-Za-z])pass(?![A-Za-z])\s*[:=：])\s*"
+    + _PW_VALUE
 )
-_PASSWORD_ZH = (
-    r"(?:密码|密碼|口令|pin码|PIN码)(?:\s*(?:是|为|為|都是|改成了?|改为|设为|设置为|:|：|=)\s*|\s+)"
-    r"[\"'“‘「]?" + _NOT_A_LABEL + r"([^\s\"'”’」，。；,;、]+)"
+_PASSWORD_EN_IS = (  # "the password for X is Y": Y must look like a password (a digit or a symbol in it), not "wrong"
+    r"(?i)"
+    + _PW_WORD
+    + _PW_FOR
+    + r"\s*(?:\bis\b:?|\bwas\b|\bare\b)\s*[\"'“‘`]?"
+    + _NOT_A_LABEL
+    + r"(?=[^\s\"'”’`]*?[\d!@#$%^&*_+=~|<>/\\-])([^\s\"'”’`]+?)"
+    + _END
+)
+_PASSWORD_ZH = (  # a password is typed in ASCII: 密码是什么？ 密码是必填项 are not passwords
+    r"(?:密码|密碼|口令|(?i:pin)码|(?i:(?<![A-Za-z])(?:password|passwd|pwd|pass)(?![A-Za-z])(?=\s*(?:是|为|為))))"
+    r"(?:\s*(?:是|为|為|都是|改成了?|改为|设为|设置为|:|：|=)\s*|\s+|(?=[A-Za-z0-9（(【「]))"
+    r"[\"'“‘「（(【]?" + _NOT_A_LABEL + r"([^\s\"'”’」）)】，。；,;、？！\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+)"
 )
 _SECRET_EN = (
     r"(?i)\b(?:secret|api[_ -]?key|access[_ -]?key|client[_ -]?secret|auth[_ -]?token|access[_ -]?token"
@@ -72,7 +90,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",
     ),
-    Rule("openai key", r"(?i)" + _B + r"sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}", r"(?i)sk-"),
+    Rule("openai key", r"(?i)" + _B + r"sk-(?:proj-|ant-|live-|test-)?(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,}", r"(?i)sk-"),
     Rule("stripe key", r"(?i)" + _B + r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}", r"(?i)[srp]k_(?:live|test)_"),
     Rule(
         "aws key",
@@ -121,11 +139,7 @@ RULES: tuple[Rule, ...] = (
     Rule("jwt", r"(?i)" + _B + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", r"(?i)eyJ"),
     Rule(
         "bearer token",
-        r"(?i)"
-        + _B
-        + r"(?:bearer[\s_:]+|(?:token|basic)[\s_]+(?=\S*\d))"
-        + _NOT_A_LABEL
-        + r"([A-Za-z0-9._~+/=-]{16,})",
+        r"(?i)" + _B + r"(?:bearer[\s_:]+|(?:token|basic)\s+(?=\S*\d))" + _NOT_A_LABEL + r"([A-Za-z0-9._~+/=-]{16,})",
         r"(?i)(?:^|[^a-z])(?:bearer|token|basic)",
         1,
     ),
@@ -144,7 +158,8 @@ RULES: tuple[Rule, ...] = (
         1,
     ),
     Rule("password", _PASSWORD_EN, r"(?i)(?:^|[^a-z])(?:pass|pwd|pin|pw)", 1),
-    Rule("password", _PASSWORD_ZH, r"密码|密碼|口令|(?i:pin)码", 1),
+    Rule("password", _PASSWORD_EN_IS, r"(?i)(?:^|[^a-z])(?:pass|pwd|pin|pw)", 1),
+    Rule("password", _PASSWORD_ZH, r"密码|密碼|口令|(?i:pin)码|(?i:pass|pwd)\S{0,6}\s*(?:是|为|為)", 1),
     Rule("secret", _SECRET_EN, r"(?i)(?:^|[^a-z])(?:secret|api|access|client|auth|private|key|token|credential)", 1),
     Rule("secret", _SECRET_ZH, r"密钥|秘钥|令牌|私钥|访问码", 1),
     Rule(
@@ -163,7 +178,7 @@ RULES: tuple[Rule, ...] = (
         r"(?<![A-Za-z0-9-])(?:\(\d{3}\)\s?|\d{3}[.-])\d{3}[.-]\d{4}(?![A-Za-z0-9-])",
         r"\(\d{3}\)\s?\d{3}[.-]\d{4}|\d{3}[.-]\d{3}[.-]\d{4}",
     ),
-    Rule("phone", r"(?<![A-Za-z0-9-])0\d{2,3}-\d{7,8}(?![A-Za-z0-9-])", r"0\d{2,3}-\d{7}"),
+    Rule("phone", r"(?<![A-Za-z0-9-])0\d{2,3}-\d{3,4}[ -]?\d{4}(?![A-Za-z0-9-])", r"0\d{2,3}-\d{3,4}[ -]?\d{4}"),
     Rule("private ip", _PRIVATE_V4, r"(?:10|172\.(?:1[6-9]|2\d|3[01])|192\.168|169\.254)(?:\.\d{1,3}){1,3}\.\d"),
     Rule(
         "private ip",
@@ -172,7 +187,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "internal host",
-        rf"(?i)(?<![A-Za-z0-9-])(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+(?:{_INTERNAL})(?![A-Za-z0-9-]|\.[A-Za-z0-9])",
+        rf"(?i)(?<![A-Za-z0-9-])(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+(?:{_INTERNAL})(?![A-Za-z0-9-]|\.[A-Za-z0-9]|\s*\()",
         rf"(?i)\.(?:{_INTERNAL})",
     ),
     Rule(  # 4-4-4-4, 4-6-5 (Amex) or unbroken; the Luhn sum decides
@@ -292,6 +307,7 @@ class Detectors:
         and a match that reaches a window's end is read again to its real end."""
         found: dict[tuple[int, int], Span] = {}
         looked: set[tuple[int, int]] = set()  # (rule, trigger start) already read
+        covered = [0] * len(self.rules)  # where the last span each rule found ends: triggers inside it are not read
         n = len(text)
         for block in range(0, n, BLOCK):
             stop = min(n, block + BLOCK + OVERLAP)
@@ -300,7 +316,7 @@ class Detectors:
                 rule, pattern = self.rules[i], self._patterns[i]
                 check = _CHECKS.get(rule.kind)
                 for hit in self._triggers[i].finditer(chunk):
-                    if (i, block + hit.start()) in looked:
+                    if (i, block + hit.start()) in looked or block + hit.start() < covered[i]:
                         continue
                     looked.add((i, block + hit.start()))
                     start, end = max(block + hit.start() - BEHIND, 0), min(n, block + hit.end() + AHEAD)
@@ -310,6 +326,7 @@ class Detectors:
                         a, b = match.span(rule.group)
                         if a < b and (a, b) not in found and (check is None or check(text[a:b])):
                             found[(a, b)] = Span(a, b, rule.kind, i)
+                            covered[i] = max(covered[i], b)
         return list(found.values())
 
     def _library_spans(self, text: str) -> list[Span]:

@@ -175,6 +175,10 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         options["fork"] = sys.platform.startswith("linux") and self.link_pages and self.config.render_workers != 1
         try:
             self.rules = rules = PrivacyRules.from_options(self.config.privacy, self.config.profile)
+            if not rules.public:  # a warning, so that `mkdocs build --strict` (a publishing build) stops here
+                log.warning(
+                    "memwiki: the private profile built this site: nothing is redacted or withheld; do not publish it"
+                )
             cache = Path(options["cache_dir"]) if self.config.page_cache else None
             source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir, load_key(), cache)
         except MemwikiError as exc:

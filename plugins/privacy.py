@@ -24,6 +24,7 @@ that leaves the machine is a fingerprint of a secret.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -57,6 +58,7 @@ from memory.snapshot import (
     WikiPage,
 )
 from plugins import cachefile
+from plugins.concepts import norm, slugify
 from plugins.detectors import RULES, Detectors
 
 PROFILES = ("public", "private")
@@ -67,7 +69,6 @@ KEY_FILE = "privacy.key"  # in memwiki's cache folder: the redaction tags' key (
 NAMES_FILE = "withheld-names.marshal"  # in cache_dir: see PrivacyFilter.layer_fingerprints
 NAME_LAYERS = ("wiki", "graph", "sessions")  # the layers whose withheld records others may name
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]+))?\]\]")
-_CODE_VERSION = "2"  # bump when what the gate does changes: every cached layer is filtered again
 
 # what the audit counts, per layer (the names plugins.layercache keeps layers under)
 LAYERS = {
@@ -95,14 +96,20 @@ class PrivacyRules:
     exclude_wings: frozenset[str] = frozenset()
     contact: bool = True  # e-mail addresses, phone numbers, private addresses, internal host names
     redact: tuple[re.Pattern[str], ...] = ()  # the user's own secret patterns, on top of the detectors
-    detectors: Detectors = field(default_factory=Detectors, compare=False, repr=False)
+    detectors: Detectors = field(init=False, compare=False, repr=False)  # made from `contact` and `redact`
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "detectors", Detectors(contact=self.contact, extra=self.redact))
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None, profile: str | None = None) -> PrivacyRules:
         """`options`: the plugin's `privacy:` mapping; `profile`: the plugin's option ($MEMWIKI_PROFILE wins)."""
         options = dict(options or {})
-        profile = os.environ.get(PROFILE_ENV) or profile or options.pop("profile", None) or "public"
-        options.pop("profile", None)
+        if "profile" in options:
+            raise MemwikiError(
+                "privacy.profile: the profile is the plugin's own `profile:` option (or $MEMWIKI_PROFILE)"
+            )
+        profile = os.environ.get(PROFILE_ENV) or profile or "public"
         if profile not in PROFILES:
             raise MemwikiError(f"privacy profile {profile!r}: choose one of {', '.join(PROFILES)}")
         known = {"private_markers", "private_patterns", "exclude_categories", "exclude_wings", "contact", "redact"}
@@ -126,7 +133,6 @@ class PrivacyRules:
             exclude_wings=frozenset(options.get("exclude_wings", ())),
             contact=contact,
             redact=redact,
-            detectors=Detectors(contact=contact, extra=redact),
         )
 
     @property
@@ -135,7 +141,7 @@ class PrivacyRules:
 
     def fingerprint(self) -> str:
         raw = [
-            _CODE_VERSION,
+            _code_digest(),
             self.profile,
             self.markers,
             [p.pattern for p in self.private_patterns],
@@ -159,7 +165,18 @@ class PrivacyRules:
 
     def private(self, record: object) -> bool:
         """Whether any string of `record` (walked as `scrub` walks it) or any `private: true` in it says so."""
-        return any(self.private_text(s) for s in strings(record)) or _flagged(record)
+        return any(self.private_text(s) for s in strings(record, keys=False)) or _flagged(record)
+
+
+@functools.cache
+def _code_digest() -> str:
+    """The gate's own code (this module and its detectors): a change to either filters every layer again."""
+    from plugins import detectors
+
+    digest = hashlib.sha1()
+    for path in (Path(__file__), Path(detectors.__file__)):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _library_version() -> str:
@@ -191,31 +208,43 @@ def load_key(folder: Path | None = None) -> bytes:
             out.write(key)
         os.link(tmp, path)  # the first build to make it wins; the others read its key
         tmp.unlink()
-    except FileExistsError:
-        tmp.unlink(missing_ok=True)
-        return load_key(folder)
+    except FileExistsError:  # another build made it meanwhile, or a damaged one is there: use a good one
+        try:
+            if len(theirs := path.read_bytes()) == 32:
+                tmp.unlink(missing_ok=True)
+                return theirs
+            os.replace(tmp, path)
+        except OSError:
+            pass
     except OSError:
         pass  # labels are stable within this build only
     return key
 
 
+def _name_keys(*names: str) -> set[str]:
+    """The keys a `[[link]]` to one of these names resolves by (plugins.concepts: the normal form and the slug)."""
+    return {key for n in names if n for key in (norm(n), slugify(n)) if key}
+
+
 # ── walking records ──
 
 
-def strings(value: object) -> Iterator[str]:
-    """Every string in a record: its fields, and the items, keys and values of its tuples, lists and dicts."""
+def strings(value: object, keys: bool = True) -> Iterator[str]:
+    """Every string in a record: its fields, and the items, keys (unless `keys` is false) and values of its
+    tuples, lists, sets and dicts."""
     if isinstance(value, str):
         yield value
     elif is_dataclass(value) and not isinstance(value, type):
         for f in fields(value):
-            yield from strings(getattr(value, f.name))
+            yield from strings(getattr(value, f.name), keys)
     elif isinstance(value, (tuple, list, set, frozenset)):
         for item in value:
-            yield from strings(item)
+            yield from strings(item, keys)
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from strings(k)
-            yield from strings(v)
+            if keys:
+                yield from strings(k, keys)
+            yield from strings(v, keys)
 
 
 def _flagged(value: object) -> bool:
@@ -226,7 +255,7 @@ def _flagged(value: object) -> bool:
         if value.get("private") is True or str(value.get("private", "")).casefold() in ("true", "yes", "1"):
             return True
         return any(_flagged(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, (tuple, list, set, frozenset)):
         return any(_flagged(v) for v in value)
     return False
 
@@ -246,10 +275,12 @@ def scrub(value: T, clean: Callable[[str], str]) -> T:
             if new is not old:
                 changes[f.name] = new
         return replace(value, **changes) if changes else value  # type: ignore[type-var]
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, (tuple, list, set, frozenset)):
         items = [scrub(v, clean) for v in value]
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
+        if hasattr(value, "_fields"):  # a named tuple
+            return type(value)(*items)  # type: ignore[return-value]
         return type(value)(items)  # type: ignore[return-value]
     if isinstance(value, dict):
         pairs = [(scrub(k, clean), scrub(v, clean)) for k, v in value.items()]
@@ -278,11 +309,16 @@ class PrivacyFilter:
         prefixes = {str(Path.home()): "~"}
         if base_dir is not None:
             prefixes[str(Path(base_dir).resolve())] = "."
-        self._prefixes = sorted(prefixes.items(), key=lambda kv: -len(kv[0]))
+        self._prefixes = [
+            (prefix, re.compile(re.escape(prefix) + r"(?![^/\s\"'<>)\]])"), short)
+            for prefix, short in sorted(prefixes.items(), key=lambda kv: -len(kv[0]))
+            if prefix.strip("/")  # (a home of "/" would eat every slash)
+        ]
         self._cleaned: dict[str, tuple[str, Counter[str]]] = {}  # text -> (shown, redactions made)
         self._counts: dict[str, Counter[str]] = {}  # part ("memories", "sessions/<id>", ...) -> kind -> count
         self._kinds: Counter[str] = Counter()  # redactions made by the string being cleaned now
         self._hidden_entities: set[str] | None = None
+        self._graph_read: tuple[list[Triple], list[Entity]] | None = None
         self._private_names: set[str] | None = None
         self._private_sessions: set[str] | None = None
         self._session_ids: dict[str, str] = {}  # shown session id -> the source's
@@ -297,9 +333,9 @@ class PrivacyFilter:
 
     def local(self, text: str) -> str:
         """`text` with the build machine's folders shortened (`/home/lin/site/x` → `./x`, `/home/lin` → `~`)."""
-        for prefix, short in self._prefixes:
+        for prefix, pattern, short in self._prefixes:
             if prefix in text:
-                text = text.replace(prefix + "/", short + "/").replace(prefix, short)
+                text = pattern.sub(short, text)
         return text
 
     def _label(self, kind: str, secret: str, made: Counter[str]) -> str:
@@ -349,7 +385,7 @@ class PrivacyFilter:
 
         def plain(match: re.Match[str]) -> str:
             target = match.group(1).strip()
-            if target.casefold() not in names:
+            if norm(target) not in names and slugify(target) not in names:
                 return match.group(0)
             return (match.group(3) or target).strip()
 
@@ -379,11 +415,11 @@ class PrivacyFilter:
         for page in self.source.wiki_pages():
             if self.rules.private(page):
                 stem = page.path.rsplit("/", 1)[-1].removesuffix(".md")
-                names.update(n.casefold() for n in (page.title, stem, page.path, *page.aliases) if n)
+                names.update(_name_keys(page.title, stem, page.path, *page.aliases))
         hidden = self._hidden()
-        for entity in self.source.entities():
+        for entity in self._graph()[1]:
             if entity.id in hidden:
-                names.update(n.casefold() for n in (entity.name, entity.id) if n)
+                names.update(_name_keys(entity.name, entity.id))
         self._private_names = names
         self._private_sessions = {s.id for s in self.source.sessions() if self.rules.private(s)}
         if path is not None:
@@ -429,7 +465,19 @@ class PrivacyFilter:
         return not self.rules.private(entry)
 
     def sinks(self) -> Sequence[SinkRecord]:
-        return self._count("hot/sinks", list(self.source.sinks()), self._keep_hot)
+        """What sank from hot memory, minus what sank into a memory that is withheld now."""
+        sinks = list(self.source.sinks())
+        withheld = self._withheld_memories({s.memory_id for s in sinks}) if sinks and self.rules.public else set()
+
+        def keep(sink: SinkRecord) -> bool | str:
+            return WITHHELD_PRIVATE if sink.memory_id in withheld else self._keep_hot(sink)
+
+        return self._count("hot/sinks", sinks, keep)
+
+    def _withheld_memories(self, ids: set[str]) -> set[str]:
+        """Which of these L2 memory ids the gate withholds (or are gone)."""
+        found = {m.id: m for m in self.source.memories() if m.id in ids}
+        return {i for i in ids if i not in found or self._keep_memory(found[i]) is not True}
 
     def _keep_memory(self, memory: Memory) -> bool | str:
         r = self.rules
@@ -455,20 +503,22 @@ class PrivacyFilter:
         return sum(1 for _ in self.memories())
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
-        """The source's vectors; a memory whose text was redacted gets the embedding of its redacted text
-        (zeros when no embedder can run here: it is then found by its words only)."""
+        """The source's vectors of shown memories; one whose text was redacted gets the embedding of its redacted
+        text. None when that cannot be made here (no embedder), or when an id is not a shown memory's."""
         if any(i not in self._memory_ids for i in ids):
             for _ in self.memories():  # learn the shown ids of this build
                 pass
-        vectors = self.source.memory_vectors([self._memory_ids.get(i, i) for i in ids])
-        if vectors is None:
-            return None
+            if any(i not in self._memory_ids for i in ids):
+                return None
+        vectors = self.source.memory_vectors([self._memory_ids[i] for i in ids])
         redacted = [n for n, i in enumerate(ids) if i in self._redacted_texts]
-        if redacted:
-            vectors = np.array(vectors, dtype=np.float32, copy=True)
-            fresh = self.source.embed([self._redacted_texts[ids[n]] for n in redacted])
-            for row, n in enumerate(redacted):
-                vectors[n] = fresh[row] if fresh is not None else 0.0
+        if vectors is None or not redacted:
+            return vectors
+        fresh = self.source.embed([self._redacted_texts[ids[n]] for n in redacted])
+        if fresh is None:
+            return None
+        vectors = np.array(vectors, dtype=np.float32, copy=True)
+        vectors[redacted] = fresh
         return vectors
 
     def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
@@ -482,16 +532,24 @@ class PrivacyFilter:
         """None: recall ranks the store's own (unfiltered) vectors and words, so it does not run through the gate."""
         return None
 
+    def _graph(self) -> tuple[list[Triple], list[Entity]]:
+        """One read of the graph for this build, facts first (a fact's entities are written before it)."""
+        if self._graph_read is None:
+            triples = list(self.source.triples())
+            self._graph_read = (triples, list(self.source.entities()))
+        return self._graph_read
+
     def _hidden(self) -> set[str]:
         """Entities withheld: private ones, and those named only by withheld facts."""
         if self._hidden_entities is None:
             if not self.rules.public:
                 self._hidden_entities = set()
                 return self._hidden_entities
-            hidden = {e.id for e in self.source.entities() if self.rules.private(e)}
+            triples, entities = self._graph()
+            hidden = {e.id for e in entities if self.rules.private(e)}
             named_by_kept: set[str] = set()
             named_by_withheld: set[str] = set()
-            for t in self.source.triples():
+            for t in triples:
                 ends = {t.subject, t.object}
                 if self.rules.private(t) or ends & hidden:
                     named_by_withheld |= ends
@@ -502,7 +560,7 @@ class PrivacyFilter:
 
     def entities(self) -> Sequence[Entity]:
         hidden = self._hidden()
-        return self._count("graph/entities", list(self.source.entities()), lambda e: e.id not in hidden)
+        return self._count("graph/entities", self._graph()[1], lambda e: e.id not in hidden)
 
     def triples(self) -> Sequence[Triple]:
         hidden = self._hidden()
@@ -510,7 +568,7 @@ class PrivacyFilter:
         def keep(t: Triple) -> bool:
             return not self.rules.public or not (t.subject in hidden or t.object in hidden or self.rules.private(t))
 
-        return self._count("graph/triples", list(self.source.triples()), keep)
+        return self._count("graph/triples", self._graph()[0], keep)
 
     def _private_session_ids(self) -> set[str]:
         if self._private_sessions is None:

@@ -115,7 +115,8 @@ class SiteScan:
 
     def scan(self, site_dir: Path) -> list[Leak]:
         site_dir = Path(site_dir)
-        key = cachefile.version("sitescan", self.VERSION, repr(sorted(r.pattern for r in self.detectors.rules)))
+        rules = sorted(r.pattern for r in self.detectors.rules) + [p.pattern for p in self.detectors.extra]
+        key = cachefile.version("sitescan", self.VERSION, repr(rules))
         clean_before: set[tuple[str, int, int, int]] = set()
         if self.cache is not None:
             saved = cachefile.load(self.cache, key)

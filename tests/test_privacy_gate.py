@@ -125,3 +125,46 @@ def test_profile_from_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> N
 
     with pytest.raises(MemwikiError, match="profile"):
         PrivacyRules.from_options({}, "public")
+
+
+def test_review_findings_stay_fixed(tmp_path: Path) -> None:
+    """A sink of a withheld memory, links to withheld names in other spellings, `private: false`, direct rules,
+    path boundaries and sets: each once leaked or misbehaved."""
+    from dataclasses import replace as copy
+
+    with Store.init(tmp_path / "store") as store:
+        for n in range(40):
+            store.remember(f"[env] build box {n}: Debian 12 with a 1 TB disk and the usual tools.", "memory")
+        sunk = store.sink_log.records()
+        assert sunk, "nothing sank"
+        memory = store.semantic.get([sunk[0].memory_id])[0]
+        store.semantic.upsert([copy(memory, meta={**memory.meta, "private": True})])
+        store.graph.add_triple("Lin", "sees", "Dr Wang", source_file="[private] health")
+        store.wiki_dir.mkdir(parents=True, exist_ok=True)
+        (store.wiki_dir / "plans.md").write_text("---\ntitle: Secret Plans\nprivate: true\n---\n\nX.\n")
+        (store.wiki_dir / "home.md").write_text(
+            "# Home\n\nSee [[secret_plans]], [[ＳＥＣＲＥＴ Plans]] and [[Dr  Wang]].\n"
+        )
+        store.semantic.add([Memory(id="m-open", text="Open notes.", meta={"private": False})])
+        gate = PrivacyFilter(store.reader(), PrivacyRules())
+        assert sunk[0].memory_id not in {s.memory_id for s in gate.sinks()}
+        assert "m-open" in {m.id for m in gate.memories()}
+        body = next(p.body for p in gate.wiki_pages() if p.title == "Home")
+        assert "[[" not in body, body
+        pages, _ = build_all(BuildContext(gate, {"cache_dir": str(tmp_path / "cache")}))
+        out = "\n".join(p.markdown for p in pages)
+        assert "wanted/dr-wang" not in out and "wanted/secret-plans" not in out
+        assert memory.text not in out
+    import re
+
+    rules = PrivacyRules(contact=False, redact=(re.compile("ZZTOP"),))
+    assert PrivacyFilter(None, rules).clean("ZZTOP a@b.com").startswith("[redacted: custom")  # type: ignore[arg-type]
+    assert "a@b.com" in PrivacyFilter(None, rules).clean("ZZTOP a@b.com")  # type: ignore[arg-type]
+    gate = PrivacyFilter(None, PrivacyRules(), base_dir=Path("/home/lin"))  # type: ignore[arg-type]
+    assert gate.local("/home/linda/notes and /home/lin/site") == "/home/linda/notes and ./site"
+    Tagged = make_dataclass("Tagged", [("tags", frozenset)], frozen=True)
+    assert MAIL not in " ".join(strings(scrub(Tagged(frozenset({f"to {MAIL}"})), gate.clean)))
+    from memory.errors import MemwikiError
+
+    with pytest.raises(MemwikiError, match="privacy.profile"):
+        PrivacyRules.from_options({"profile": "private"}, "public")
