@@ -432,7 +432,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         if not self.rules.public:
             return
         t0 = time.perf_counter()
-        static = [Path(d) for d in config.theme.dirs] + [ASSETS, self._cache_dir(config) / "use", VIS_SOURCE]
+        exports = self._cache_dir(config) / "use"  # the browser model, one folder per export (plugins.builders.search)
+        static = [Path(d) for d in config.theme.dirs] + [ASSETS, VIS_SOURCE, *exports.glob("*/")]
         cache = self._cache_dir(config) / SITESCAN if self.config.page_cache else None
         scan = SiteScan(Detectors(contact=self.rules.contact, extra=self.rules.redact, library=False), static, cache)
         leaks = scan.scan(Path(config.site_dir))

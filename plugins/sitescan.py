@@ -7,9 +7,9 @@ value, so that `mkdocs build --strict` fails.
 
 What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded,
 `.gz` files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
-page). Files byte-identical to one of the build's static inputs (the theme's files, the plugin's own assets, the
-browser model exported from its package) are not read: no memory reaches them. A file whose size, time and inode
-are those of a file found clean in the last build is not read again.
+page). Files byte-identical to one of the build's static inputs at the same path, or a tail of it (the theme's
+files, the plugin's own assets, the browser model exported from its package), are not read: no memory reaches
+them. A file whose size, time and inode are those of a file found clean in the last build is not read again.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _json_strings(text: str) -> str:
             stack += item.values()
         elif isinstance(item, list):
             stack += item
-    return "\n".join(line for s in out for line in s.splitlines())
+    return "\n".join(out)
 
 
 def _digest(path: Path) -> str:
@@ -81,23 +81,22 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def static_digests(folders: Iterable[Path], sizes: set[int]) -> set[tuple[int, str]]:
-    """(size, SHA-1) of the files under these folders (the build's inputs that hold no memory) that are of one
-    of these sizes (only those can be copies of a site file)."""
-    found: set[tuple[int, str]] = set()
+def is_static_copy(path: Path, rel: str, folders: Iterable[Path]) -> bool:
+    """Whether the site file `path` (at `rel` in the site) is byte-identical to the file at the same relative
+    path, or at a tail of it, under one of these folders (the build's inputs that hold no memory)."""
+    size = None
+    parts = rel.split("/")
     for folder in folders:
-        if not folder.is_dir():
-            continue
-        for root, _dirs, names in os.walk(folder):
-            for name in names:
-                path = Path(root) / name
-                try:
+        for i in range(len(parts)):
+            candidate = folder.joinpath(*parts[i:])
+            try:
+                if size is None:
                     size = path.stat().st_size
-                    if size in sizes:
-                        found.add((size, _digest(path)))
-                except OSError:
-                    continue
-    return found
+                if candidate.stat().st_size == size and _digest(candidate) == _digest(path):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 class SiteScan:
@@ -137,13 +136,10 @@ class SiteScan:
                     clean_now.append(stamp)
                 else:
                     todo.append((path, stamp))
-        static = static_digests(self.static_folders, {stamp[1] for _, stamp in todo})
-        static_sizes = {size for size, _ in static}
         seen_lines: set[str] = set()
         leaks: list[Leak] = []
         for path, stamp in todo:
-            size = stamp[1]
-            if size in static_sizes and (size, _digest(path)) in static:
+            if is_static_copy(path, stamp[0], self.static_folders):
                 self.skipped_static += 1
                 clean_now.append(stamp)
                 continue
