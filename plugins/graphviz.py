@@ -29,7 +29,7 @@ VIS_DIR = "assets/memwiki/vis"
 VIS_JS = f"{VIS_DIR}/vis-network.min.js"
 VIS_CSS = f"{VIS_DIR}/vis-network.css"
 GRAPH_JS = f"{VIS_DIR}/memwiki-graph.js"
-_PYVIS_VIS = Path(importlib.util.find_spec("pyvis").origin).parent / "lib" / "vis-9.1.2"
+PYVIS_VIS = Path(importlib.util.find_spec("pyvis").origin).parent / "lib" / "vis-9.1.2"
 
 # Colours for entity types, most frequent type first; types past the palette share OTHER_COLOR.
 PALETTE = (
@@ -137,8 +137,8 @@ def network_html(net: Network, *, title: str, root: str) -> str:
 @functools.cache
 def vis_assets() -> tuple[GeneratedAsset, ...]:
     """vis-network's JS and CSS from the pyvis package, and our small loader script."""
-    js = (_PYVIS_VIS / "vis-network.min.js").read_bytes()
-    css = (_PYVIS_VIS / "vis-network.css").read_bytes()
+    js = (PYVIS_VIS / "vis-network.min.js").read_bytes()
+    css = (PYVIS_VIS / "vis-network.css").read_bytes()
     return (
         GeneratedAsset(VIS_JS, js),
         GeneratedAsset(VIS_CSS, css),

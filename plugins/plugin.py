@@ -46,7 +46,7 @@ from plugins.builders import build_all, names_version, site
 from plugins.builders.audit import KINDS, TITLES, findings
 from plugins.detectors import Detectors
 from plugins.fastwrite import WriteJob, write_pages
-from plugins.graphviz import _PYVIS_VIS as VIS_SOURCE  # vis-network, copied from pyvis as it is
+from plugins.graphviz import PYVIS_VIS
 from plugins.keptsite import KeptSite
 from plugins.layercache import CachedSource
 from plugins.pagecache import PageCache, output_path, search_index
@@ -431,22 +431,11 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         """A public build's last check: the gate's own rules over every file in the site (see plugins.sitescan)."""
         if not self.rules.public:
             return
-        t0 = time.perf_counter()
         exports = self._cache_dir(config) / "use"  # the browser model, one folder per export (plugins.builders.search)
-        static = [Path(d) for d in config.theme.dirs] + [ASSETS, VIS_SOURCE, *exports.glob("*/")]
+        static = [Path(d) for d in config.theme.dirs] + [ASSETS, PYVIS_VIS, *exports.glob("*/")]
         cache = self._cache_dir(config) / SITESCAN if self.config.page_cache else None
-        scan = SiteScan(Detectors(contact=self.rules.contact, extra=self.rules.redact, library=False), static, cache)
-        leaks = scan.scan(Path(config.site_dir))
-        for leak in leaks[:20]:
-            log.warning("memwiki privacy: a %s is in site/%s, line %d (the value is not shown)", *leak.row)
-        if len(leaks) > 20:
-            log.warning("memwiki privacy: %d more findings in the site", len(leaks) - 20)
-        log.info(
-            "memwiki: site scanned for secrets: %d files read, %d findings in %.1f s",
-            scan.read_files,
-            len(leaks),
-            time.perf_counter() - t0,
-        )
+        detectors = Detectors(contact=self.rules.contact, extra=self.rules.redact, library=False)
+        SiteScan(detectors, static, cache).check(Path(config.site_dir))
 
     on_post_build = CombinedEvent(_post_build_pages, _post_build_search, _post_build_scan)
     on_files = CombinedEvent(_put_back_site, _files)

@@ -19,8 +19,10 @@ import gzip
 import hashlib
 import html
 import json
+import logging
 import os
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,8 @@ from pathlib import Path
 from plugins import cachefile
 from plugins.detectors import Detectors
 
+log = logging.getLogger("mkdocs.plugins.memwiki")
+REPORTED = 20  # findings named one by one in the build's log; the rest are counted
 MAX_GZ = 256 << 20  # a .gz file is read up to this many bytes decompressed
 _UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
@@ -111,6 +115,23 @@ class SiteScan:
         self.cache = cache
         self.read_files = 0
         self.skipped_static = 0
+
+    def check(self, site_dir: Path) -> list[Leak]:
+        """`scan`, with each finding logged as a warning (so `mkdocs build --strict` fails), value never shown."""
+        t0 = time.perf_counter()
+        leaks = self.scan(site_dir)
+        for leak in leaks[:REPORTED]:
+            log.warning("memwiki privacy: a %s is in site/%s, line %d (the value is not shown)", *leak.row)
+        if len(leaks) > REPORTED:
+            log.warning("memwiki privacy: %d more findings in the site", len(leaks) - REPORTED)
+        seconds = time.perf_counter() - t0
+        log.info(
+            "memwiki: site scanned for secrets: %d files read, %d findings in %.1f s",
+            self.read_files,
+            len(leaks),
+            seconds,
+        )
+        return leaks
 
     def scan(self, site_dir: Path) -> list[Leak]:
         site_dir = Path(site_dir)
