@@ -452,17 +452,19 @@ class PrivacyFilter:
     def hot_files(self) -> Sequence[HotFile]:
         out = []
         for hot in self.source.hot_files():
-            entries = self._count(f"hot/{hot.target}", hot.entries, self._keep_hot)
+            entries = self._count(f"hot/{hot.target}", hot.entries, self._keep)
             shown = replace(self._record(replace(hot, entries=())), entries=tuple(entries), counted=hot.chars)
             out.append(shown)  # (its usage stays the agent's: what the gate took out still fills the file)
         return out
 
-    def _keep_hot(self, entry: Any) -> bool | str:  # noqa: ANN401 - a HotEntry or a SinkRecord
-        if not self.rules.public:
+    def _keep(self, record: Any) -> bool | str:  # noqa: ANN401 - a HotEntry, a SinkRecord or a Memory
+        """True to show `record`, else why it is withheld (by its category or wing, or for a private marker)."""
+        r = self.rules
+        if not r.public:
             return True
-        if entry.category in self.rules.exclude_categories:
+        if record.category in r.exclude_categories or getattr(record, "wing", "") in r.exclude_wings:
             return WITHHELD_EXCLUDED
-        return not self.rules.private(entry)
+        return not r.private(record)
 
     def sinks(self) -> Sequence[SinkRecord]:
         """What sank from hot memory, minus what sank into a memory that is withheld now."""
@@ -470,22 +472,14 @@ class PrivacyFilter:
         withheld = self._withheld_memories({s.memory_id for s in sinks}) if sinks and self.rules.public else set()
 
         def keep(sink: SinkRecord) -> bool | str:
-            return WITHHELD_PRIVATE if sink.memory_id in withheld else self._keep_hot(sink)
+            return WITHHELD_PRIVATE if sink.memory_id in withheld else self._keep(sink)
 
         return self._count("hot/sinks", sinks, keep)
 
     def _withheld_memories(self, ids: set[str]) -> set[str]:
         """Which of these L2 memory ids the gate withholds (or are gone)."""
         found = {m.id: m for m in self.source.memories() if m.id in ids}
-        return {i for i in ids if i not in found or self._keep_memory(found[i]) is not True}
-
-    def _keep_memory(self, memory: Memory) -> bool | str:
-        r = self.rules
-        if not r.public:
-            return True
-        if memory.category in r.exclude_categories or memory.wing in r.exclude_wings:
-            return WITHHELD_EXCLUDED
-        return not r.private(memory)
+        return {i for i in ids if i not in found or self._keep(found[i]) is not True}
 
     def _memory(self, memory: Memory) -> Memory:
         if self.rules.public and memory.session_id in self._private_session_ids():
@@ -497,7 +491,7 @@ class PrivacyFilter:
         return shown
 
     def memories(self) -> Iterator[Memory]:
-        return iter(self._count("memories", self.source.memories(), self._keep_memory, self._memory))
+        return iter(self._count("memories", self.source.memories(), self._keep, self._memory))
 
     def memory_count(self) -> int:
         return sum(1 for _ in self.memories())
@@ -523,7 +517,7 @@ class PrivacyFilter:
 
     def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         hits = self.source.search_memories(vector, k * 2 + 10)
-        return [replace(h, memory=self._memory(h.memory)) for h in hits if self._keep_memory(h.memory) is True][:k]
+        return [replace(h, memory=self._memory(h.memory)) for h in hits if self._keep(h.memory) is True][:k]
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
         return self.source.embed(texts)
