@@ -116,9 +116,18 @@ def _print_json(value: Any) -> None:
 def _print_hits(hits: Sequence[Any]) -> None:
     if not hits:
         print("(nothing recalled)")
+    elif not any(hit.confident for hit in hits):
+        print("(no confident match: every hit below is weak)")
     for hit in hits:
         text = " ".join(hit.text.split())
-        print(f"[{hit.layer}] {hit.score:.3f}  {hit.id}\n    {text[:300]}\n    why: {hit.why}")
+        weak = "" if hit.confident else "  (weak)"
+        print(f"[{hit.layer}] {hit.score:.3f}  {hit.id}{weak}\n    {text[:300]}\n    why: {hit.why}")
+
+
+def _recall_json(query_id: Any, query: str, hits: Sequence[Any]) -> dict[str, Any]:
+    """One query's answer: its hits, and whether any of them is confident."""
+    head = {"id": query_id} if query_id is not None else {}
+    return {**head, "query": query, "confident": any(h.confident for h in hits), "hits": list(hits)}
 
 
 def _uses_sources(args: argparse.Namespace) -> bool:
@@ -185,7 +194,7 @@ def _recall(args: argparse.Namespace, recall) -> None:  # noqa: ANN001
         if args.query is None:
             raise MemwikiError("recall needs a QUERY (or --batch FILE)")
         hits = recall(args.query, k=args.k, all_layers=args.all_layers)
-        _print_json(hits) if args.json else _print_hits(hits)
+        _print_json(_recall_json(None, args.query, hits)) if args.json else _print_hits(hits)
         return
     path = Path(args.batch)
     rows = []
@@ -196,7 +205,7 @@ def _recall(args: argparse.Namespace, recall) -> None:  # noqa: ANN001
     for row in rows:
         hits = recall(row["query"], k=args.k, all_layers=args.all_layers)
         if args.json:
-            _print_json({"id": row.get("id"), "hits": hits})
+            _print_json(_recall_json(row.get("id"), row["query"], hits))
         else:
             print(f"# {row.get('id')}: {row['query']}")
             _print_hits(hits)

@@ -102,6 +102,7 @@ class Hit:
     why: str
     confidence: float = 0.0  # cosine similarity of the hit to the query
     first_by_both: bool = False  # ranked first by meaning and by words in its layer
+    confident: bool = False  # as close as an answer, or naming most of the query's words (`Recaller.evidence`)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,6 +111,7 @@ class Hit:
             "text": self.text,
             "score": round(self.score, 6),
             "confidence": round(self.confidence, 4),
+            "confident": self.confident,
             "why": self.why,
             "provenance": self.provenance,
         }
@@ -234,7 +236,10 @@ class Recaller:
         return v / (np.linalg.norm(v) or 1.0)
 
     def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
-        """Up to `k` hits in priority order (with `all_layers`, up to `k` from every layer)."""
+        """Up to `k` hits in priority order (with `all_layers`, up to `k` from every layer, layer by layer).
+
+        Every hit says whether it is `confident` (`evidence`); L1, L4 and file hits without evidence are dropped
+        (except the hot entry both retrievers rank first), L2 hits are kept and marked weak."""
         if not isinstance(query, str) or not query.strip():
             raise MemwikiError("empty query: recall needs some text to look for")
         if k <= 0:
@@ -244,30 +249,38 @@ class Recaller:
         out: list[Hit] = []
         for layer in LAYERS:
             hits = self._layer(layer, query, qv, k)
+            for hit in hits:
+                self._mark(query, hit)
             if layer != "L2":
-                hits = [h for h in hits if self._keep_small(query, h)]
+                hits = [h for h in hits if h.confident or (h.layer == "L1" and h.first_by_both)]
             out.extend(hits[:k])
             confident = any(h.confidence >= self.config.stop_threshold for h in hits)
             if not all_layers and (confident or len(out) >= k):
                 break
         return out if all_layers else out[:k]
 
-    def _keep_small(self, query: str, hit: Hit) -> bool:
-        """A small-layer hit is kept when it is as close as an answer (cosine), or is the hot-memory entry both
-        retrievers rank first, or matches most of the query's informative words (lexical coverage); `why` says
-        which."""
+    def evidence(self, query: str, hit: Hit) -> str | None:
+        """Why `hit` is a confident answer to `query`, or None: its cosine reaches `min_confidence` (as close as an
+        answer is; unrelated texts stay below it), or it holds `min_coverage` of the query's informative words."""
         if hit.confidence >= self.config.min_confidence:
-            return True
+            return "close in meaning"
         share = coverage(query, hit.text)
         if share >= self.config.min_coverage:
-            hit.why += f"; covers {share:.0%} of the query's words"
-            return True
-        if hit.layer == "L1" and hit.first_by_both:
+            return f"covers {share:.0%} of the query's words"
+        return None
+
+    def _mark(self, query: str, hit: Hit) -> None:
+        """Set `hit.confident`, and say in `why` what a kept hit below the cosine floor rests on."""
+        reason = self.evidence(query, hit)
+        hit.confident = reason is not None
+        if reason is not None and reason != "close in meaning":
+            hit.why += f"; {reason}"
+        elif reason is None and hit.layer == "L1" and hit.first_by_both:
             # Hot memory is in the agent's context every turn anyway: pointing at the entry that both meaning
             # and words rank first costs little, and a short entry rarely reaches the cosine floor.
-            hit.why += "; first by meaning and by words in hot memory"
-            return True
-        return False
+            hit.why += "; first by meaning and by words in hot memory (weak)"
+        elif reason is None:
+            hit.why += "; weak: below the confidence floor"
 
     def _layer(self, layer: str, query: str, qv: np.ndarray, k: int) -> list[Hit]:
         if layer == "L1" and self.hot_files is not None:
@@ -365,20 +378,26 @@ class Recaller:
         return hits
 
     def _recall_sessions(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
-        found = self.sessions(query, max(k, 10))
-        texts = [" … ".join(h.snippets) or h.session.title for h in found]
+        """Session turns: the best turns of the sessions the session search finds, ranked by their texts."""
+        turns = [
+            (h, message_id, text)
+            for h in self.sessions(query, max(k, 10))
+            for message_id, text in zip(h.message_ids, h.texts, strict=False)
+        ]
+        texts = [_turn_text(text) for _, _, text in turns]
         ranked = self._rank_texts(query, qv, texts)[:k]
         hits = []
         for r in ranked:
-            h = found[int(r.id)]
+            h, message_id, _ = turns[int(r.id)]
             prov = {
                 "session_id": h.session.id,
+                "message_id": message_id,
                 "title": h.session.title,
                 "started": h.session.started,
-                "message_ids": list(h.message_ids),
                 "session_score": h.score,
             }
-            hits.append(Hit("L4", h.session.id, texts[int(r.id)], r.score, prov, r.why(self.config.fusion), r.cosine))
+            hid = f"{h.session.id}#{message_id}"
+            hits.append(Hit("L4", hid, texts[int(r.id)], r.score, prov, r.why(self.config.fusion), r.cosine or 0.0))
         return hits
 
     def _recall_files(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
@@ -391,6 +410,11 @@ class Recaller:
             prov = {"path": p.path, "title": p.title, "tags": list(p.tags), "modified": p.modified}
             hits.append(Hit("files", p.path, texts[int(r.id)], r.score, prov, r.why(self.config.fusion), r.cosine))
         return hits
+
+
+def _turn_text(text: str, limit: int = 2000) -> str:
+    """What a session turn is ranked by: the start of its text."""
+    return text[:limit].strip()
 
 
 def _page_text(page: WikiPage, limit: int = 2000) -> str:

@@ -296,7 +296,8 @@ class SessionHistory:
             marks = ",".join("?" * len(ids))
             texts = dict(self._conn.execute(f"SELECT id, content FROM messages WHERE id IN ({marks})", ids).fetchall())
             snippets = tuple(snippet(texts[mid], words) for mid in ids)
-            hits.append(SessionHit(session, -found[0][1], snippets, tuple(str(mid) for mid in ids)))
+            contents = tuple(texts[mid] for mid in ids)
+            hits.append(SessionHit(session, -found[0][1], snippets, tuple(str(mid) for mid in ids), contents))
         return hits
 
     def _best_messages(self, match: str, limit: int) -> dict[str, list[tuple[int, float]]]:

@@ -165,12 +165,13 @@ class Message:
 
 @dataclass(frozen=True)
 class SessionHit:
-    """A session that matched a search, with snippets around the matches."""
+    """A session that matched a search: its best messages' ids, snippets around the matches and whole texts."""
 
     session: Session
     score: float
     snippets: tuple[str, ...]
     message_ids: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()  # the contents of the first len(texts) messages of `message_ids`
 
 
 @dataclass(frozen=True)

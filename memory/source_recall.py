@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memory.embedders import Embedder, USEEmbedder, label_of
 from memory.errors import EmbedderMismatchError
+from memory.graph_pages import recall_pages
 from memory.recall import Recaller
 from memory.snapshot import MemorySource
 from memory.store_reader import StoreReader
@@ -29,5 +30,5 @@ def recaller_for(source: MemorySource, embedder: Embedder | None = None) -> Reca
         hot_files=source.hot_files,
         l2=l2,
         sessions=source.search_sessions,
-        wiki_pages=source.wiki_pages,
+        wiki_pages=lambda: recall_pages(source),
     )

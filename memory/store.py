@@ -30,6 +30,7 @@ from memory.damage import damaged
 from memory.embedders import USE_NAME, Embedder, check_embedder, make_embedder
 from memory.errors import MemwikiError, NotAStoreError, SourceError, StoreLockedError
 from memory.graph import KnowledgeGraph
+from memory.graph_pages import recall_pages
 from memory.hot import FILE_NAMES, HotMemoryFile
 from memory.overflow import SinkLog, remember, sink
 from memory.persona import read_persona, write_persona
@@ -248,7 +249,7 @@ class Store:
             hot_files=self.hot_files,
             l2=self.semantic,
             sessions=self.sessions.search,
-            wiki_pages=reader.wiki_pages,
+            wiki_pages=lambda: recall_pages(reader),
             config=RecallConfig(),
         )
 

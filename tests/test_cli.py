@@ -61,9 +61,11 @@ def test_import_recall_json_and_batch(store_dir: str, tmp_path: Path, capsys: py
     )
     assert run(capsys, "--store", store_dir, "import", str(memories), "--layer", "L2")[0] == 0
     code, out, _ = run(capsys, "--store", store_dir, "recall", "向量模型在哪台机器上运行？", "--json", "-k", "2")
-    hits = json.loads(out)
+    answer = json.loads(out)
+    hits = answer["hits"]
     assert code == 0 and hits[0]["id"] == "m1" and hits[0]["layer"] == "L2"
-    assert {"layer", "id", "text", "score"} <= set(hits[0])
+    assert {"layer", "id", "text", "score", "confident"} <= set(hits[0])
+    assert answer["query"] == "向量模型在哪台机器上运行？" and answer["confident"] is any(h["confident"] for h in hits)
     batch = write_jsonl(
         tmp_path / "q.jsonl",
         [{"id": "q1", "query": "Where is the blog hosted?"}, {"id": "q2", "query": "周报什么时候写？"}],
@@ -86,6 +88,26 @@ def test_bad_import_names_file_and_line_and_writes_nothing(
     code, _, err = run(capsys, "--store", store_dir, "import", str(notjson), "--layer", "L2")
     assert code == 2 and "notjson.jsonl:2" in err
     assert json.loads(run(capsys, "--store", store_dir, "stats", "--json")[1])["L2"]["memories"] == 0
+
+
+def test_a_query_nothing_answers_says_so(store_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    memories = write_jsonl(
+        tmp_path / "m.jsonl",
+        [
+            {"id": "m1", "text": "Ollama 跑在台式机的 RTX 4090 上，端口 11434。", "meta": {}},
+            {"id": "m2", "text": "The user's blog is built with Hugo and hosted on Cloudflare Pages.", "meta": {}},
+        ],
+    )
+    assert run(capsys, "--store", store_dir, "import", str(memories), "--layer", "L2")[0] == 0
+    for query in ("xyzzyqqq", "？？？"):
+        code, out, _ = run(capsys, "--store", store_dir, "recall", query, "--json", "--all-layers")
+        answer = json.loads(out)
+        assert code == 0 and answer["confident"] is False, answer
+        assert all(not h["confident"] and "weak" in h["why"] for h in answer["hits"])
+        code, out, _ = run(capsys, "--store", store_dir, "recall", query)
+        assert code == 0 and out.startswith("(no confident match") and "(weak)" in out
+    code, out, _ = run(capsys, "--store", store_dir, "recall", "Where is the blog hosted?")
+    assert "no confident match" not in out and out.startswith("[L2]") and "(weak)" not in out.splitlines()[0]
 
 
 def test_empty_query_is_a_clear_error(store_dir: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,7 +37,7 @@ def test_recall_and_reads_over_sources_leave_every_byte(
         code, out, _ = run(capsys, *src, "recall", query, "--all-layers", "--json", "-k", "5")
         assert code == 0
         found: dict[str, list[str]] = {}
-        for hit in json.loads(out):
+        for hit in json.loads(out)["hits"]:
             found.setdefault(hit["layer"], []).append(hit["text"])
         return found
 

@@ -126,7 +126,7 @@ def test_recall_returns_the_passage_and_points_to_the_whole_memory(
 
     code, out, _ = run(capsys, "--store", str(root), "recall", "spare key server room", "--json", "-k", "3")
     assert code == 0 and len(out) < 3 * PASSAGE_BYTES + 2000  # the passage, not the whole memory
-    first = json.loads(out)[0]
+    first = json.loads(out)["hits"][0]
     assert first["id"] == "long-1" and NEEDLE in first["text"] and first["provenance"]["passage"]["index"] >= 0
 
 

@@ -86,7 +86,8 @@ def test_all_layers_goes_on_in_priority_order(use: USEEmbedder, l2: SemanticMemo
     assert layers == sorted(layers, key=["L1", "L2", "L4", "files"].index)
     assert sum(h.layer == "L2" for h in hits) == 2  # k per layer
     l4 = next(h for h in hits if h.layer == "L4")
-    assert l4.id == "s1" and "peanut" in l4.text.lower() and l4.provenance["title"] == "dinner plans"
+    assert l4.id.startswith("s1#") and "peanut" in l4.text.lower() and l4.provenance["title"] == "dinner plans"
+    assert l4.provenance["message_id"] == l4.id.split("#", 1)[1]
     sessions.close()
 
 

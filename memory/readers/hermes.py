@@ -215,8 +215,10 @@ class HermesHome:
                 continue
             matched.sort(key=lambda ms: -ms[1])
             score = matched[0][1] + 0.25 * sum(s for _, s in matched[1:3])
-            snippets = tuple(snippet(m.content, query_words(query)) for m, _ in matched[:3])
-            out.append(SessionHit(session_by_id[session_id], score, snippets, tuple(m.id for m, _ in matched)))
+            best = [m for m, _ in matched[:3]]
+            snippets = tuple(snippet(m.content, query_words(query)) for m in best)
+            ids = tuple(m.id for m, _ in matched)
+            out.append(SessionHit(session_by_id[session_id], score, snippets, ids, tuple(m.content for m in best)))
         out.sort(key=lambda h: -h.score)
         return out[:limit]
 
