@@ -1,0 +1,267 @@
+"""Which ranking stages earn their place: k-fold cross-validation over every set of ../shared/bench.
+
+Each retriever's ranking is computed once per case through the real code path (a real SemanticMemory in a
+temporary folder, the default embedder, `Recaller.query_vector`, the FTS5 lexical index, the English-gloss
+bridge); the fused ranking of any setting is then `memory.recall.fuse` over those lists, exactly as recall
+fuses them. The settings form a grid over every stage (index with the previous turn as context or not,
+dialogue-aware query vector, lexical weight, bridge, peak weighting, fusion method).
+
+Cross-validation: each set's cases are split into k folds (fixed seed). For fold i, the setting that scores
+best on the other folds of every set (mean gain over plain dense retrieval across sets and metrics, a loss
+counted twice) is chosen and scored on fold i. Reported per set: the held-out mean and spread over folds of
+plain dense retrieval, of that tuned pipeline, and of each stage forced off (the tuned pipeline without it),
+so a stage that does not help on held-out folds shows; and the shipped `RecallConfig()` scored on every fold.
+
+Usage: python scripts/bench_cv.py [--data DIR] [--folds 5] [--seed 0] [--only zh,madial,locomo] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_recall import Dataset, load_locomo, load_madial, load_zh, score  # noqa: E402
+
+from memory.embedders import USEEmbedder  # noqa: E402
+from memory.recall import RecallConfig, Recaller, fuse  # noqa: E402
+from memory.semantic import SemanticMemory  # noqa: E402
+
+METRICS = ("hit@1", "hit@5", "recall@5")
+DEPTH = 50
+K_EVAL = 10
+DECAYS = (None, 0.3, 0.5)  # None: the whole query's vector only
+Lists = dict[str, list[tuple[str, float]]]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the grid: which stages are on, and how the lists are fused."""
+
+    context: bool = True  # index each turn with the previous one (LoCoMo; no effect on the other sets)
+    decay: float | None = 0.3  # dialogue-aware query vector (multi-line queries; None: whole query only)
+    lexical: float = 1.0  # weight of the lexical list (0: off)
+    bridge: bool = True  # the English glosses of a Chinese query as a third list
+    peak: bool = True  # peak weighting (z fusion)
+    fusion: str = "z"
+
+    def config(self) -> RecallConfig:
+        return RecallConfig(
+            fusion=self.fusion,
+            lexical_weight=self.lexical,
+            peak_weighting=self.peak,
+            bridge=self.bridge,
+            turn_decay=self.decay or 0.0,
+        )
+
+    def label(self) -> str:
+        if self.lexical == 0:
+            return f"dense only (context={self.context}, decay={self.decay})"
+        return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+
+
+def grid() -> list[Setting]:
+    out = []
+    for context, decay, lexical, bridge, peak, fusion in itertools.product(
+        (False, True), DECAYS, (0.0, 0.5, 1.0), (False, True), (False, True), ("z", "rrf", "score")
+    ):
+        if lexical == 0 and (bridge or peak or fusion != "z"):
+            continue  # dense alone: the other knobs change nothing
+        if fusion != "z" and peak:
+            continue  # peak weighting is a z-fusion knob
+        out.append(Setting(context, decay, lexical, bridge, peak, fusion))
+    return out
+
+
+@dataclass
+class CaseLists:
+    """Every retriever's ranking of one case, for each index (plain, with context) and query vector."""
+
+    dataset: str
+    gold: set[str]
+    baseline: list[str]  # plain dense retrieval: the plain index, the whole query's vector
+    dense: dict[tuple[bool, float | None], list[tuple[str, float]]]
+    lexical: dict[bool, list[tuple[str, float]]]
+    bridge: dict[bool, list[tuple[str, float]]]
+
+
+def collect(datasets: list[Dataset], embedder: USEEmbedder, tmp: Path) -> list[CaseLists]:
+    out: list[CaseLists] = []
+    for ds in datasets:
+        for n, corpus in enumerate(ds.corpora):
+            with_context = any("context" in m.meta for m in corpus.memories)
+            indexes = {True: SemanticMemory(tmp / f"{ds.name}-{n}", embedder)}
+            indexes[True].upsert(corpus.memories)
+            if with_context:
+                indexes[False] = SemanticMemory(tmp / f"{ds.name}-{n}-plain", embedder)
+                indexes[False].upsert([replace(m, meta={}) for m in corpus.memories])
+            else:
+                indexes[False] = indexes[True]
+            recallers = {d: Recaller(embedder, config=RecallConfig(turn_decay=d or 0.0)) for d in DECAYS}
+            for case in corpus.cases:
+                vectors = {d: r.query_vector(case.query) for d, r in recallers.items()}
+                whole = embedder.embed([case.query])[0]
+                dense = {
+                    (c, d): indexes[c].search_ids(whole if d is None else v, DEPTH)
+                    for c in indexes
+                    for d, v in vectors.items()
+                }
+                lexical = {c: idx.lexical_search(case.query, DEPTH) for c, idx in indexes.items()}
+                bridge = {
+                    c: recallers[None]._bridge(idx.lexical_search, case.query, DEPTH) for c, idx in indexes.items()
+                }
+                baseline = [i for i, _ in dense[(False, None)][:K_EVAL]]
+                out.append(CaseLists(ds.name, case.gold, baseline, dense, lexical, bridge))
+    return out
+
+
+def ranked(case: CaseLists, s: Setting) -> list[str]:
+    dense = case.dense[(s.context, s.decay)]
+    if s.lexical == 0:
+        return [i for i, _ in dense[:K_EVAL]]
+    bridge = case.bridge[s.context] if s.bridge else []
+    return [r.id for r in fuse(dense, case.lexical[s.context], s.config(), bridge)[:K_EVAL]]
+
+
+Table = dict[Setting | None, np.ndarray]  # per setting (None: plain dense), cases × METRICS
+
+
+def score_table(cases: list[CaseLists], settings: list[Setting]) -> Table:
+    """Every case's metrics under every setting (None: plain dense retrieval), computed once."""
+    table: Table = {}
+    for s in (None, *settings):
+        rows = [score(c.baseline if s is None else ranked(c, s), c.gold) for c in cases]
+        table[s] = np.array([[r[m] for m in METRICS] for r in rows])
+    return table
+
+
+def scores(cases: list[CaseLists], rows: np.ndarray, members: list[int]) -> dict[str, dict[str, float]]:
+    """Per data set, the mean of each metric over the cases `members`."""
+    out: dict[str, dict[str, float]] = {}
+    for name in dict.fromkeys(cases[n].dataset for n in members):
+        mine = [n for n in members if cases[n].dataset == name]
+        out[name] = dict(zip(METRICS, (float(v) for v in rows[mine].mean(axis=0)), strict=True))
+    return out
+
+
+def objective(ours: dict[str, dict[str, float]], dense: dict[str, dict[str, float]]) -> float:
+    """Mean gain over plain dense retrieval across sets and metrics; a loss counts twice."""
+    gains = [ours[d][m] - dense[d][m] for d in ours for m in METRICS]
+    return float(np.mean([g if g >= 0 else 2 * g for g in gains]))
+
+
+def folds_of(cases: list[CaseLists], k: int, seed: int) -> list[int]:
+    """A fold number per case, each set split evenly."""
+    rng = random.Random(seed)
+    fold = [0] * len(cases)
+    by_set: dict[str, list[int]] = {}
+    for n, c in enumerate(cases):
+        by_set.setdefault(c.dataset, []).append(n)
+    for members in by_set.values():
+        rng.shuffle(members)
+        for pos, n in enumerate(members):
+            fold[n] = pos % k
+    return fold
+
+
+def cross_validate(cases: list[CaseLists], settings: list[Setting], k: int, seed: int) -> dict:
+    fold = folds_of(cases, k, seed)
+    stages = {
+        "context": lambda s: s.context,
+        "dialogue vector": lambda s: s.decay is not None,
+        "lexical list": lambda s: s.lexical > 0,
+        "bridge": lambda s: s.bridge and s.lexical > 0,
+        "peak weighting": lambda s: s.peak and s.lexical > 0 and s.fusion == "z",
+    }
+    runs: dict[str, list[dict[str, dict[str, float]]]] = {"dense": [], "tuned": [], "shipped": []}
+    runs.update({f"without {name}": [] for name in stages})
+    chosen: list[str] = []
+    shipped = Setting(
+        context=True,
+        decay=RecallConfig().turn_decay or None,
+        lexical=RecallConfig().lexical_weight,
+        bridge=RecallConfig().bridge,
+        peak=RecallConfig().peak_weighting,
+        fusion=RecallConfig().fusion,
+    )
+    table = score_table(cases, [*settings, shipped] if shipped not in settings else settings)
+    for i in range(k):
+        train = [n for n, f in enumerate(fold) if f != i]
+        held = [n for n, f in enumerate(fold) if f == i]
+        dense_train = scores(cases, table[None], train)
+        gain = {s: objective(scores(cases, table[s], train), dense_train) for s in settings}
+
+        def best(pool: list[Setting], gain: dict[Setting, float] = gain) -> Setting:
+            """The pool's best on the training folds; of equals, the first (the grid lists simpler ones first)."""
+            return max(pool, key=lambda x: (gain[x], -settings.index(x)))
+
+        tuned = best(settings)
+        chosen.append(tuned.label())
+        runs["dense"].append(scores(cases, table[None], held))
+        runs["tuned"].append(scores(cases, table[tuned], held))
+        runs["shipped"].append(scores(cases, table[shipped], held))
+        for name, on in stages.items():
+            runs[f"without {name}"].append(scores(cases, table[best([s for s in settings if not on(s)])], held))
+    summary: dict = {"folds": k, "seed": seed, "chosen": chosen}
+    for name, per_fold in runs.items():
+        summary[name] = {
+            d: {
+                m: (float(np.mean([f[d][m] for f in per_fold])), float(np.std([f[d][m] for f in per_fold])))
+                for m in METRICS
+            }
+            for d in per_fold[0]
+        }
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "bench")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default="zh,madial,locomo")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    loaders = {"zh": load_zh, "madial": load_madial, "locomo": load_locomo}
+    datasets = [ds for name in args.only.split(",") if (ds := loaders[name.strip()](args.data)) is not None]
+    if not datasets:
+        print(f"no benchmark data found in {args.data}", file=sys.stderr)
+        return 2
+    embedder = USEEmbedder()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="memwiki-cv-") as tmp:
+        cases = collect(datasets, embedder, Path(tmp))
+    t1 = time.perf_counter()
+    settings = grid()
+    summary = cross_validate(cases, settings, args.folds, args.seed)
+    summary["seconds"] = {"retrieval": round(t1 - t0, 1), "cross-validation": round(time.perf_counter() - t1, 1)}
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{len(cases)} cases, {len(settings)} settings, {args.folds} folds (seed {args.seed}); {summary['seconds']}")
+    for n, label in enumerate(summary["chosen"]):
+        print(f"  fold {n}: chose {label}")
+    names = [n for n in summary if isinstance(summary[n], dict) and n != "seconds"]
+    for d in summary["dense"]:
+        print(f"\n== {d}: held-out mean ± spread over folds")
+        print(f"{'run':<26} " + " ".join(f"{m:>15}" for m in METRICS))
+        for name in names:
+            row = summary[name][d]
+            print(f"{name:<26} " + " ".join(f"{row[m][0]:>8.3f} ±{row[m][1]:.3f}" for m in METRICS))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
