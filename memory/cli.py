@@ -294,8 +294,57 @@ def run(argv: Sequence[str] | None = None) -> int:
             _session_search(args, store.sessions.search)
         elif cmd == "stats":
             stats = store.stats()
-            _print_json(stats) if args.json else print(json.dumps(stats, ensure_ascii=False, indent=2))
+            _print_json(stats) if args.json else print(stats_summary(stats))
     return 0
+
+
+def plural(n: int, one: str, many: str = "") -> str:
+    """`1 memory`, `2 memories`, `1,024 facts`."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
+def _chars(used: int, cap: int) -> str:
+    share = f" ({used / cap:.0%})" if cap else ""
+    return f"{used:,} / {cap:,} characters{share}"
+
+
+def stats_summary(stats: dict[str, Any]) -> str:
+    """`memwiki stats` for a person: one line per layer (the `--json` dict of a store or of external sources)."""
+    if "source" in stats:
+        source = stats["source"]
+        head = f"{source['kind']} at {source['location']} · embedder {source['embedder']} ({source['dim']} dimensions)"
+    else:
+        embedder = stats["embedder"]
+        head = f"store at {stats['store']} · embedder {embedder['name']} ({embedder['dim']} dimensions)"
+    rows: list[tuple[str, str]] = []
+    if "L0" in stats:
+        rows.append(("L0 persona", "SOUL.md: " + _chars(stats["L0"]["chars"], stats["L0"]["cap"])))
+    hot = stats.get("L1") or {}
+    files = [
+        f"{'MEMORY.md' if target == 'memory' else 'USER.md' if target == 'user' else target}: "
+        f"{plural(f['entries'], 'entry', 'entries')}, {_chars(f['chars'], f['cap'])}"
+        for target, f in hot.items()
+    ]
+    rows += [("L1 hot memory" if i == 0 else "", line) for i, line in enumerate(files or ["no hot files"])]
+    l2 = stats["L2"]
+    sunk = f" ({plural(l2['sunk'], 'entry', 'entries')} sunk from hot memory)" if "sunk" in l2 else ""
+    rows.append(("L2 semantic memory", plural(l2["memories"], "memory", "memories") + sunk))
+    l3 = stats["L3"]
+    facts = plural(l3["triples"], "fact")
+    if "current" in l3:
+        facts += f" ({l3['current']:,} current, {l3['ended']:,} ended)"
+    rows.append(("L3 knowledge graph", f"{plural(l3['entities'], 'entity', 'entities')}, {facts}"))
+    l4 = stats["L4"]
+    sessions = plural(l4["sessions"], "session")
+    if "messages" in l4:
+        sessions += f", {plural(l4['messages'], 'message')}"
+    if l4.get("first"):
+        sessions += f" ({l4['first'][:10]} to {l4['last'][:10]})"
+    rows.append(("L4 session history", sessions))
+    if "wiki" in stats:
+        rows.append(("wiki", plural(stats["wiki"]["pages"], "page")))
+    width = max(len(label) for label, _ in rows)
+    return "\n".join([head, *(f"  {label:<{width}}  {text}" for label, text in rows)])
 
 
 def _kg(args: argparse.Namespace, graph) -> None:  # noqa: ANN001
@@ -362,7 +411,12 @@ def _run_on_sources(args: argparse.Namespace) -> int:
             "L3": {"entities": len(source.entities()), "triples": len(source.triples())},
             "L4": {"sessions": len(source.sessions())},
         }
-        _print_json(stats) if args.json else print(json.dumps(stats, ensure_ascii=False, indent=2))
+        if args.json:
+            _print_json(stats)
+        else:  # the summary also says how many facts are current (the JSON keeps the shape it had)
+            current = sum(1 for t in source.triples() if t.current)
+            stats["L3"] |= {"current": current, "ended": stats["L3"]["triples"] - current}
+            print(stats_summary(stats))
     return 0
 
 

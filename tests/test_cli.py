@@ -160,3 +160,27 @@ def test_console_script_runs_as_a_process(store_dir: str) -> None:
     stats = json.loads(proc.stdout)
     assert stats["embedder"] == {"name": "use-multilingual-v3", "dim": 512}
     assert stats["L1"]["memory"]["cap"] == 2200 and stats["L1"]["user"]["cap"] == 1375
+
+
+def test_stats_prints_a_summary_with_right_plurals(
+    store_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def summary() -> str:
+        code, out, _ = run(capsys, "--store", store_dir, "stats")
+        assert code == 0 and not out.lstrip().startswith("{")
+        return out
+
+    first = write_jsonl(tmp_path / "1.jsonl", [{"id": "m1", "text": "Ollama runs on embed-01.", "meta": {}}])
+    assert run(capsys, "--store", store_dir, "import", str(first), "--layer", "L2")[0] == 0
+    assert run(capsys, "--store", store_dir, "remember", "dev box: MacBook M3", "--category", "environment")[0] == 0
+    assert run(capsys, "--store", store_dir, "kg", "add", "embed-01", "runs", "Ollama")[0] == 0
+    out = summary()
+    assert "1 memory" in out and "1 entry," in out and "2 entities, 1 fact (1 current, 0 ended)" in out
+    assert "0 sessions" in out and "/ 2,200 characters" in out and "/ 1,375 characters" in out
+    second = write_jsonl(tmp_path / "2.jsonl", [{"id": "m2", "text": "The blog is built with Hugo.", "meta": {}}])
+    assert run(capsys, "--store", store_dir, "import", str(second), "--layer", "L2")[0] == 0
+    assert run(capsys, "--store", store_dir, "kg", "invalidate", "embed-01", "runs", "Ollama")[0] == 0
+    out = summary()
+    assert "2 memories" in out and "1 memory" not in out and "1 fact (0 current, 1 ended)" in out
+    stats = json.loads(run(capsys, "--store", store_dir, "stats", "--json")[1])  # the JSON keeps its shape
+    assert stats["L2"]["memories"] == 2 and stats["L3"]["ended"] == 1 and set(stats) >= {"L0", "L1", "L4", "wiki"}

@@ -51,6 +51,8 @@ def test_recall_and_reads_over_sources_leave_every_byte(
     code, out, _ = run(capsys, *src, "stats", "--json")
     stats = json.loads(out)
     assert stats["L2"]["memories"] == 16 and stats["L3"] == {"entities": 14, "triples": 10}
+    code, out, _ = run(capsys, *src, "stats")
+    assert code == 0 and "16 memories" in out and "14 entities, 10 facts (8 current, 2 ended)" in out
     code, _, err = run(capsys, *src, "remember", "x")
     assert code == 2 and "read-only" in err
     assert checksums(fixtures) == before
