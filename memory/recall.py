@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memory.crosslingual import BRIDGE_POSTINGS, english_glosses
 from memory.embedders import Embedder
 from memory.errors import MemwikiError
 from memory.lexical import LexicalIndex
@@ -46,50 +45,40 @@ class L2Index(Protocol):
 
 @dataclass
 class RecallConfig:
-    """Ranking and stopping parameters.
+    """Ranking and stopping parameters; every stage here earns its place on held-out folds.
 
-    Calibration of the two cosine thresholds (`python scripts/bench_recall.py --calibrate`, USE multilingual
-    v3, dev sets of ../shared/bench): run against a corpus that does NOT hold their answer (zh_recall questions
+    Ranking (`python scripts/bench_cv.py`: 5-fold cross-validation over every set of ../shared/bench, each
+    fold's setting chosen on the other folds, plain dense retrieval beside it): z-score fusion of the dense and
+    the lexical list, each weighted by how far its best candidate stands out (`peak_weighting`). Held-out
+    hit@1 / hit@5 / recall@5 (mean of 15 folds: 5 folds × 3 seeds) against plain dense: zh_recall
+    .778 / 1.0 / 1.0 (dense .733 / 1.0 / 1.0), MADial .619 / .947 / .649 (.513 / .856 / .553), LoCoMo (each
+    turn indexed after the one before it, `memory.semantic`) .258 / .639 / .579 (.111 / .288 / .256). Without
+    peak weighting zh hit@1 is .704, MADial hit@5 .881, LoCoMo recall@5 .521; without the lexical list MADial
+    and LoCoMo fall to about dense. Stages that did not help on held-out folds were removed: the English-gloss
+    bridge for Chinese queries, the recency-weighted dialogue query vector, reciprocal-rank and min-max fusion.
+
+    Calibration of the cosine thresholds (`python scripts/bench_recall.py --calibrate`, USE multilingual v3,
+    dev sets of ../shared/bench): run against a corpus that does NOT hold their answer (zh_recall questions
     against the MADial memories, MADial dialogues against a LoCoMo conversation, LoCoMo questions against the
     zh memories), queries get a best cosine of p50 0.16, p95 0.445 (p50 0.32, p95 0.454 when LoCoMo questions
     against another conversation are added); answerable queries get p50 0.49.
-    `min_confidence` = 0.45 ≈ that p95: a hit below it is as close as an unrelated one, so L1 / L4 / file
-    hits under it are not returned. `stop_threshold` = 0.55: only 0.4% of unanswerable queries reach it (27%
-    of answerable ones do), so a layer whose best hit reaches it has the answer, and recall stops there.
-    `min_coverage` = 0.6, by the same method on lexical coverage (`tokens.coverage`: the share of the query's
-    informative tokens a text holds), taking the best-covering text of the foreign corpus, and adding LoCoMo
-    questions against another conversation (same language and kind): unanswerable queries reach p50 0.2,
-    p95 0.5; ≥ 0.6 keeps 1.6% of them and 41% of the gold texts. A small-layer hit below `min_confidence`
-    is still returned when it reaches `min_coverage` (it names most of what the query asks about).
+    `min_confidence` = 0.45 ≈ that p95: a hit below it is as close as an unrelated one, so it is not a
+    confident answer (`Recaller.evidence`), and L1 / L4 / file hits under it are not returned. `stop_threshold`
+    = 0.55: only 0.4% of unanswerable queries reach it (27% of answerable ones do), so a layer whose best hit
+    reaches it has the answer, and recall stops there. `min_coverage` = 0.6, by the same method on lexical
+    coverage (`tokens.coverage`: the share of the query's informative tokens a text holds), taking the
+    best-covering text of the foreign corpus, and adding LoCoMo questions against another conversation:
+    unanswerable queries reach p50 0.2, p95 0.5; ≥ 0.6 keeps 1.6% of them and 41% of the gold texts. A hit
+    below `min_confidence` that reaches `min_coverage` names most of what the query asks about: confident too.
     """
 
-    # "z": z-score fusion (each retriever's top-`depth` scores standardised, summed with the weights; a
-    # candidate missing from one list gets that list's lowest z). Measured against "rrf" (reciprocal-rank
-    # fusion, k=60) and "score" (min-max / max normalised sums) on the dev sets: z won or tied on all three
-    # (LoCoMo recall@5 .58 vs .43 rrf / .50 score; MADial .62 vs .55 / .61; zh hit@5 .98 vs .96 / .96).
-    fusion: str = "z"
-    rrf_k: float = 60.0
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
-    # With `peak_weighting`, each retriever's weight is also scaled by how far its best candidate stands
-    # out (the z-score of its top score; weights then sum to 1): a retriever whose scores are flat (a
-    # lexical list where every match shares one common word) says little and gets little say, one with a
-    # clear winner gets more. Dev sets, against equal weights: zh hit@1 .69 -> .76, MADial recall@5
-    # .635 -> .643, LoCoMo .573 -> .579; "gap" (top-1 minus top-2) and per-list padding were worse.
-    peak_weighting: bool = True
+    peak_weighting: bool = True  # scale each list's weight by the z-score of its best candidate
     depth: int = 50  # candidates taken from each retriever before fusion
-    # Multi-line (dialogue) queries: the query vector is the whole text's vector plus a recency-weighted
-    # sum of the turns' vectors (each turn weighs `turn_decay` times the next one), so the last turns count most.
-    # 0.3 (was 0.5): MADial recall@5 .643 -> .660, flat over 0.2-0.35; MADial is the only dialogue dev set.
-    turn_decay: float = 0.3
     stop_threshold: float = 0.55  # cosine of a layer's best hit above which recall stops (see above)
-    min_confidence: float = 0.45  # L1, L4 and file hits below this cosine are not returned ...
-    min_coverage: float = 0.6  # ... unless they hold this share of the query's informative tokens (see above)
-    # The cross-language bridge (`memory.crosslingual`): a Chinese query's English glosses searched as a
-    # third lexical list, so that a Chinese question meets an English memory by its words too. Dev sets:
-    # zh_recall hit@1 .778 -> .800 (the one English memory its question missed now ranks first; no case lost),
-    # MADial and LoCoMo unchanged (one language each: the glosses match nothing or are not asked for).
-    bridge: bool = True
+    min_confidence: float = 0.45  # the confidence floor: below this cosine a hit is weak ...
+    min_coverage: float = 0.6  # ... unless it holds this share of the query's informative tokens (see above)
 
 
 @dataclass
@@ -125,10 +114,8 @@ class _Ranked:
     lexical: float | None
     dense_rank: int | None
     lexical_rank: int | None
-    bridge: float | None = None
-    bridge_rank: int | None = None
 
-    def why(self, fusion: str) -> str:
+    def why(self) -> str:
         parts = []
         if self.dense_rank is not None:
             parts.append(f"dense {self.cosine:.2f} (#{self.dense_rank + 1})")
@@ -136,9 +123,7 @@ class _Ranked:
             parts.append(f"dense {self.cosine:.2f}")
         if self.lexical_rank is not None:
             parts.append(f"lexical {self.lexical:.2f} (#{self.lexical_rank + 1})")
-        if self.bridge_rank is not None:
-            parts.append(f"English glosses {self.bridge:.2f} (#{self.bridge_rank + 1})")
-        return f"{fusion}: " + " + ".join(parts)
+        return " + ".join(parts)
 
 
 def split_turns(query: str) -> list[str]:
@@ -147,57 +132,37 @@ def split_turns(query: str) -> list[str]:
 
 
 def fuse(
-    dense: Sequence[tuple[str, float]],
-    lexical: Sequence[tuple[str, float]],
-    config: RecallConfig,
-    bridge: Sequence[tuple[str, float]] = (),
+    dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], config: RecallConfig
 ) -> list[_Ranked]:
-    """Fuse a dense, a lexical and a bridge ranking (each best first; the bridge is the lexical search of the
-    query's English glosses, `memory.crosslingual`, weighed like the lexical list) into one, best first."""
-    lists = [(dense, config.dense_weight), (lexical, config.lexical_weight), (bridge, config.lexical_weight)]
+    """Fuse a dense and a lexical ranking (each best first) into one, best first, by z-scores.
+
+    Each list's scores are standardised over its own candidates; a candidate missing from a list gets that
+    list's lowest z. With `peak_weighting`, a list's weight is scaled by how far its best candidate stands out
+    (the z-score of its top score; the weights then sum to 1): a lexical list where every match shares one
+    common word says little and gets little say, one with a clear winner more."""
+    lists = [(dense, config.dense_weight), (lexical, config.lexical_weight)]
     values = [{i: s for i, s in ranking} for ranking, _ in lists]
     ranks = [{i: r for r, (i, _) in enumerate(ranking)} for ranking, _ in lists]
     ids = list(dict.fromkeys(i for ranking, _ in lists for i, _ in ranking))
+    parts = []
+    for scored, (_, weight) in zip(values, lists, strict=True):
+        if not scored or weight == 0:
+            continue
+        v = np.fromiter(scored.values(), dtype=np.float64)
+        mu, sd = v.mean(), v.std() or 1.0
+        peak = max(float((v.max() - mu) / sd), 0.0)  # how far the retriever's best stands out
+        parts.append((scored, weight * peak if config.peak_weighting else weight, mu, sd, (v.min() - mu) / sd))
+    total = sum(w for _, w, *_ in parts)
+    if total <= 0:  # no retriever has a best that stands out (one candidate each, or all tied)
+        parts = [(scored, 1.0, mu, sd, floor) for scored, _, mu, sd, floor in parts]
+        total = float(len(parts))
     scores: dict[str, float] = {}
-    if config.fusion == "rrf":
+    for scored, weight, mu, sd, floor in parts:
+        share = weight / total
         for i in ids:
-            scores[i] = sum(
-                w / (config.rrf_k + rank[i] + 1) for (_, w), rank in zip(lists, ranks, strict=True) if i in rank
-            )
-    elif config.fusion == "z":
-        parts = []
-        for scored, (_, weight) in zip(values, lists, strict=True):
-            if not scored or weight == 0:
-                continue
-            v = np.fromiter(scored.values(), dtype=np.float64)
-            mu, sd = v.mean(), v.std() or 1.0
-            peak = max(float((v.max() - mu) / sd), 0.0)  # how far the retriever's best stands out
-            parts.append((scored, weight * peak if config.peak_weighting else weight, mu, sd, (v.min() - mu) / sd))
-        total = sum(w for _, w, *_ in parts)
-        if total <= 0:  # no retriever has a best that stands out (one candidate each, or all tied)
-            parts = [(scored, 1.0, mu, sd, floor) for scored, _, mu, sd, floor in parts]
-            total = float(len(parts))
-        for scored, weight, mu, sd, floor in parts:
-            share = weight / total
-            for i in ids:
-                scores[i] = scores.get(i, 0.0) + share * float((scored[i] - mu) / sd if i in scored else floor)
-    elif config.fusion == "score":
-        cos = values[0]
-        d_lo = min(cos.values(), default=0.0)
-        d_hi = max(cos.values(), default=1.0)
-        his = [max(scored.values(), default=1.0) or 1.0 for scored in values[1:]]
-        for i in ids:
-            d = (cos[i] - d_lo) / (d_hi - d_lo) if i in cos and d_hi > d_lo else (1.0 if i in cos else 0.0)
-            scores[i] = config.dense_weight * d + sum(
-                config.lexical_weight * scored.get(i, 0.0) / hi for scored, hi in zip(values[1:], his, strict=True)
-            )
-    else:
-        raise MemwikiError(f"unknown fusion {config.fusion!r} (z, rrf or score)")
-    (cos, lex, via), (d_rank, l_rank, b_rank) = values, ranks
-    ranked = [
-        _Ranked(i, scores.get(i, 0.0), cos.get(i), lex.get(i), d_rank.get(i), l_rank.get(i), via.get(i), b_rank.get(i))
-        for i in ids
-    ]
+            scores[i] = scores.get(i, 0.0) + share * float((scored[i] - mu) / sd if i in scored else floor)
+    (cos, lex), (d_rank, l_rank) = values, ranks
+    ranked = [_Ranked(i, scores.get(i, 0.0), cos.get(i), lex.get(i), d_rank.get(i), l_rank.get(i)) for i in ids]
     ranked.sort(key=lambda r: -r.score)
     return ranked
 
@@ -225,15 +190,9 @@ class Recaller:
     # -- query --------------------------------------------------------------------------------------
 
     def query_vector(self, query: str) -> np.ndarray:
-        """One vector for the query; a multi-line (dialogue) query weights its last turns highest."""
-        turns = split_turns(query)
-        if len(turns) <= 1:
-            return self.embedder.embed([query])[0]
-        vectors = self.embedder.embed([query, *turns])
-        weights = self.config.turn_decay ** np.arange(len(turns) - 1, -1, -1, dtype=np.float32)
-        recent = (weights[:, None] * vectors[1:]).sum(axis=0)
-        v = vectors[0] + recent / (np.linalg.norm(recent) or 1.0)
-        return v / (np.linalg.norm(v) or 1.0)
+        """The query's vector (a dialogue is embedded whole: weighting its last turns did not help on held-out
+        folds, see `RecallConfig`)."""
+        return self.embedder.embed([query])[0]
 
     def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
         """Up to `k` hits in priority order (with `all_layers`, up to `k` from every layer, layer by layer).
@@ -304,8 +263,7 @@ class Recaller:
         depth = max(k, self.config.depth)
         dense = self.l2.search_ids(qv, depth)
         lexical = self.l2.lexical_search(query, depth) if self.config.lexical_weight > 0 else []
-        bridge = self._bridge(self.l2.lexical_search, query, depth)
-        ranked = fuse(dense, lexical, self.config, bridge)
+        ranked = fuse(dense, lexical, self.config)
         hits: list[Hit] = []
         shown: set[str] = set()  # memories with a hit: a long one gives its best passage only
         for start in range(0, len(ranked), k):  # usually the first k are k memories
@@ -318,22 +276,13 @@ class Recaller:
             for r in page:
                 if r.id not in memories:
                     continue  # deleted between the two searches
-                hit = _l2_hit(memories[r.id], r, self.config.fusion)
+                hit = _l2_hit(memories[r.id], r)
                 if hit.id not in shown:
                     shown.add(hit.id)
                     hits.append(hit)
             if len(hits) >= k:
                 break
         return hits[:k]
-
-    def _bridge(
-        self, search: Callable[[str, int, int], list[tuple[str, float]]], query: str, k: int
-    ) -> list[tuple[str, float]]:
-        """The lexical ranking of the query's English glosses (none for a query with no Chinese)."""
-        if not self.config.bridge or self.config.lexical_weight <= 0:
-            return []
-        glosses = english_glosses(query)
-        return search(" ".join(glosses), k, BRIDGE_POSTINGS) if glosses else []
 
     # -- small layers (hot memory, session snippets, wiki pages), ranked in memory --------------------
 
@@ -360,10 +309,9 @@ class Recaller:
         try:
             index.upsert((str(n), t) for n, t in enumerate(texts))
             lexical = index.search(query, len(texts))
-            bridge = self._bridge(index.search, query, len(texts))
         finally:
             index.close()
-        return fuse(dense, lexical, self.config, bridge)
+        return fuse(dense, lexical, self.config)
 
     def _recall_hot(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
         entries = [(f, e) for f in self.hot_files() for e in f.entries]
@@ -372,7 +320,7 @@ class Recaller:
         for r in ranked:
             f, e = entries[int(r.id)]
             prov = {"file": f.path, "target": f.target, "index": e.index, "category": e.category}
-            why = r.why(self.config.fusion)
+            why = r.why()
             both = r.dense_rank == 0 and r.lexical_rank == 0
             hits.append(Hit("L1", f"{f.target}:{e.index}", e.text, r.score, prov, why, r.cosine, both))
         return hits
@@ -397,7 +345,7 @@ class Recaller:
                 "session_score": h.score,
             }
             hid = f"{h.session.id}#{message_id}"
-            hits.append(Hit("L4", hid, texts[int(r.id)], r.score, prov, r.why(self.config.fusion), r.cosine or 0.0))
+            hits.append(Hit("L4", hid, texts[int(r.id)], r.score, prov, r.why(), r.cosine or 0.0))
         return hits
 
     def _recall_files(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
@@ -408,7 +356,7 @@ class Recaller:
         for r in ranked:
             p = pages[int(r.id)]
             prov = {"path": p.path, "title": p.title, "tags": list(p.tags), "modified": p.modified}
-            hits.append(Hit("files", p.path, texts[int(r.id)], r.score, prov, r.why(self.config.fusion), r.cosine))
+            hits.append(Hit("files", p.path, texts[int(r.id)], r.score, prov, r.why(), r.cosine))
         return hits
 
 
@@ -424,16 +372,16 @@ def _page_text(page: WikiPage, limit: int = 2000) -> str:
     return f"{head}\n{body}"[:limit].strip()
 
 
-def _l2_hit(m: Memory, r: _Ranked, fusion: str) -> Hit:
+def _l2_hit(m: Memory, r: _Ranked) -> Hit:
     """An L2 hit; a passage of a long memory is the hit of that memory, its text the passage, and its provenance's
     `passage` (id, memory_id, index, count, start, end, chars) and `why` say where it lies in the whole memory."""
     pointer = m.meta.get(PASSAGE_KEY)
     if not isinstance(pointer, dict):
-        return Hit("L2", m.id, m.text, r.score, _memory_provenance(m), r.why(fusion), r.cosine or 0.0)
+        return Hit("L2", m.id, m.text, r.score, _memory_provenance(m), r.why(), r.cosine or 0.0)
     whole = replace(m, meta={k: v for k, v in m.meta.items() if k != PASSAGE_KEY})
     prov = {**_memory_provenance(whole), "passage": {"id": m.id, **pointer}}
     why = (
-        f"{r.why(fusion)}; passage {pointer['index'] + 1:,} of {pointer['count']:,} of memory "
+        f"{r.why()}; passage {pointer['index'] + 1:,} of {pointer['count']:,} of memory "
         f"{pointer['memory_id']} (characters {pointer['start']:,}–{pointer['end']:,} of {pointer['chars']:,})"
     )
     return Hit("L2", str(pointer["memory_id"]), m.text, r.score, prov, why, r.cosine or 0.0)

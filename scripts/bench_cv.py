@@ -1,18 +1,19 @@
 """Which ranking stages earn their place: k-fold cross-validation over every set of ../shared/bench.
 
 Each retriever's ranking is computed once per case through the real code path (a real SemanticMemory in a
-temporary folder, the default embedder, `Recaller.query_vector`, the FTS5 lexical index, the English-gloss
-bridge); the fused ranking of any setting is then `memory.recall.fuse` over those lists, exactly as recall
-fuses them. The settings form a grid over every stage (index with the previous turn as context or not,
-dialogue-aware query vector, lexical weight, bridge, peak weighting, fusion method).
+temporary folder, the default embedder, `Recaller.query_vector`, the FTS5 lexical index);
+the fused ranking of any setting is then `memory.recall.fuse` over those lists, exactly as recall fuses them.
+The settings form a grid over every stage (each turn indexed after the previous one or not, lexical weight,
+peak weighting). Commit 3e634c3 ran the same over the stages since removed (the English-gloss bridge, a
+recency-weighted dialogue query vector, reciprocal-rank and min-max fusion): none helped on held-out folds.
 
-Cross-validation: each set's cases are split into k folds (fixed seed). For fold i, the setting that scores
+Cross-validation: each set's cases are split into k folds, once per seed. For fold i, the setting that scores
 best on the other folds of every set (mean gain over plain dense retrieval across sets and metrics, a loss
 counted twice) is chosen and scored on fold i. Reported per set: the held-out mean and spread over folds of
 plain dense retrieval, of that tuned pipeline, and of each stage forced off (the tuned pipeline without it),
 so a stage that does not help on held-out folds shows; and the shipped `RecallConfig()` scored on every fold.
 
-Usage: python scripts/bench_cv.py [--data DIR] [--folds 5] [--seed 0] [--only zh,madial,locomo] [--json]
+Usage: python scripts/bench_cv.py [--data DIR] [--folds 5] [--seeds 0,1,2] [--only zh,madial,locomo] [--json]
 """
 
 from __future__ import annotations
@@ -42,59 +43,46 @@ from memory.semantic import SemanticMemory  # noqa: E402
 METRICS = ("hit@1", "hit@5", "recall@5")
 DEPTH = 50
 K_EVAL = 10
-DECAYS = (None, 0.3, 0.5)  # None: the whole query's vector only
-Lists = dict[str, list[tuple[str, float]]]
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One point of the grid: which stages are on, and how the lists are fused."""
+    """One point of the grid: which stages are on, and how much the lexical list weighs."""
 
-    context: bool = True  # index each turn with the previous one (LoCoMo; no effect on the other sets)
-    decay: float | None = 0.3  # dialogue-aware query vector (multi-line queries; None: whole query only)
-    lexical: float = 1.0  # weight of the lexical list (0: off)
-    bridge: bool = True  # the English glosses of a Chinese query as a third list
-    peak: bool = True  # peak weighting (z fusion)
-    fusion: str = "z"
+    context: bool = True  # index each turn after the previous one (LoCoMo; no effect on the other sets)
+    lexical: float = 1.0  # weight of the lexical list (0: dense only)
+    peak: bool = True  # peak weighting of the z fusion
 
     def config(self) -> RecallConfig:
-        return RecallConfig(
-            fusion=self.fusion,
-            lexical_weight=self.lexical,
-            peak_weighting=self.peak,
-            bridge=self.bridge,
-            turn_decay=self.decay or 0.0,
-        )
+        return RecallConfig(lexical_weight=self.lexical, peak_weighting=self.peak)
 
     def label(self) -> str:
         if self.lexical == 0:
-            return f"dense only (context={self.context}, decay={self.decay})"
+            return f"dense only (context={self.context})"
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
 
 
+SHIPPED = Setting(True, RecallConfig().lexical_weight, RecallConfig().peak_weighting)
+
+
 def grid() -> list[Setting]:
+    """Every setting, simpler ones (fewer stages on) first."""
     out = []
-    for context, decay, lexical, bridge, peak, fusion in itertools.product(
-        (False, True), DECAYS, (0.0, 0.5, 1.0), (False, True), (False, True), ("z", "rrf", "score")
-    ):
-        if lexical == 0 and (bridge or peak or fusion != "z"):
-            continue  # dense alone: the other knobs change nothing
-        if fusion != "z" and peak:
-            continue  # peak weighting is a z-fusion knob
-        out.append(Setting(context, decay, lexical, bridge, peak, fusion))
+    for context, lexical, peak in itertools.product((False, True), (0.0, 0.25, 0.5, 1.0, 2.0), (False, True)):
+        if not (lexical == 0 and peak):  # dense alone: peak weighting changes nothing
+            out.append(Setting(context, lexical, peak))
     return out
 
 
 @dataclass
 class CaseLists:
-    """Every retriever's ranking of one case, for each index (plain, with context) and query vector."""
+    """Every retriever's ranking of one case, for each index (plain, with context)."""
 
     dataset: str
     gold: set[str]
-    baseline: list[str]  # plain dense retrieval: the plain index, the whole query's vector
-    dense: dict[tuple[bool, float | None], list[tuple[str, float]]]
+    baseline: list[str]  # plain dense retrieval: the plain index, the query's vector
+    dense: dict[bool, list[tuple[str, float]]]
     lexical: dict[bool, list[tuple[str, float]]]
-    bridge: dict[bool, list[tuple[str, float]]]
 
 
 def collect(datasets: list[Dataset], embedder: USEEmbedder, tmp: Path) -> list[CaseLists]:
@@ -109,30 +97,21 @@ def collect(datasets: list[Dataset], embedder: USEEmbedder, tmp: Path) -> list[C
                 indexes[False].upsert([replace(m, meta={}) for m in corpus.memories])
             else:
                 indexes[False] = indexes[True]
-            recallers = {d: Recaller(embedder, config=RecallConfig(turn_decay=d or 0.0)) for d in DECAYS}
+            recaller = Recaller(embedder)
             for case in corpus.cases:
-                vectors = {d: r.query_vector(case.query) for d, r in recallers.items()}
-                whole = embedder.embed([case.query])[0]
-                dense = {
-                    (c, d): indexes[c].search_ids(whole if d is None else v, DEPTH)
-                    for c in indexes
-                    for d, v in vectors.items()
-                }
-                lexical = {c: idx.lexical_search(case.query, DEPTH) for c, idx in indexes.items()}
-                bridge = {
-                    c: recallers[None]._bridge(idx.lexical_search, case.query, DEPTH) for c, idx in indexes.items()
-                }
-                baseline = [i for i, _ in dense[(False, None)][:K_EVAL]]
-                out.append(CaseLists(ds.name, case.gold, baseline, dense, lexical, bridge))
+                qv = recaller.query_vector(case.query)
+                dense = {c: index.search_ids(qv, DEPTH) for c, index in indexes.items()}
+                lexical = {c: index.lexical_search(case.query, DEPTH) for c, index in indexes.items()}
+                baseline = [i for i, _ in dense[False][:K_EVAL]]
+                out.append(CaseLists(ds.name, case.gold, baseline, dense, lexical))
     return out
 
 
 def ranked(case: CaseLists, s: Setting) -> list[str]:
-    dense = case.dense[(s.context, s.decay)]
+    dense = case.dense[s.context]
     if s.lexical == 0:
         return [i for i, _ in dense[:K_EVAL]]
-    bridge = case.bridge[s.context] if s.bridge else []
-    return [r.id for r in fuse(dense, case.lexical[s.context], s.config(), bridge)[:K_EVAL]]
+    return [r.id for r in fuse(dense, case.lexical[s.context], s.config())[:K_EVAL]]
 
 
 Table = dict[Setting | None, np.ndarray]  # per setting (None: plain dense), cases × METRICS
@@ -176,28 +155,20 @@ def folds_of(cases: list[CaseLists], k: int, seed: int) -> list[int]:
     return fold
 
 
-def cross_validate(cases: list[CaseLists], settings: list[Setting], k: int, seed: int) -> dict:
-    fold = folds_of(cases, k, seed)
+def cross_validate(cases: list[CaseLists], settings: list[Setting], k: int, seeds: list[int]) -> dict:
+    """Repeated k-fold cross-validation: k folds for each seed; means and spreads are over all k × seeds folds."""
     stages = {
         "context": lambda s: s.context,
-        "dialogue vector": lambda s: s.decay is not None,
         "lexical list": lambda s: s.lexical > 0,
-        "bridge": lambda s: s.bridge and s.lexical > 0,
-        "peak weighting": lambda s: s.peak and s.lexical > 0 and s.fusion == "z",
+        "peak weighting": lambda s: s.peak and s.lexical > 0,
     }
     runs: dict[str, list[dict[str, dict[str, float]]]] = {"dense": [], "tuned": [], "shipped": []}
     runs.update({f"without {name}": [] for name in stages})
     chosen: list[str] = []
-    shipped = Setting(
-        context=True,
-        decay=RecallConfig().turn_decay or None,
-        lexical=RecallConfig().lexical_weight,
-        bridge=RecallConfig().bridge,
-        peak=RecallConfig().peak_weighting,
-        fusion=RecallConfig().fusion,
-    )
+    shipped = SHIPPED
     table = score_table(cases, [*settings, shipped] if shipped not in settings else settings)
-    for i in range(k):
+    for seed, i in itertools.product(seeds, range(k)):
+        fold = folds_of(cases, k, seed)
         train = [n for n, f in enumerate(fold) if f != i]
         held = [n for n, f in enumerate(fold) if f == i]
         dense_train = scores(cases, table[None], train)
@@ -214,7 +185,7 @@ def cross_validate(cases: list[CaseLists], settings: list[Setting], k: int, seed
         runs["shipped"].append(scores(cases, table[shipped], held))
         for name, on in stages.items():
             runs[f"without {name}"].append(scores(cases, table[best([s for s in settings if not on(s)])], held))
-    summary: dict = {"folds": k, "seed": seed, "chosen": chosen}
+    summary: dict = {"folds": k, "seeds": seeds, "chosen": chosen}
     for name, per_fold in runs.items():
         summary[name] = {
             d: {
@@ -230,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "bench")
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds: k folds for each")
     parser.add_argument("--only", default="zh,madial,locomo")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -245,14 +216,15 @@ def main(argv: list[str] | None = None) -> int:
         cases = collect(datasets, embedder, Path(tmp))
     t1 = time.perf_counter()
     settings = grid()
-    summary = cross_validate(cases, settings, args.folds, args.seed)
+    seeds = [int(x) for x in args.seeds.split(",")]
+    summary = cross_validate(cases, settings, args.folds, seeds)
     summary["seconds"] = {"retrieval": round(t1 - t0, 1), "cross-validation": round(time.perf_counter() - t1, 1)}
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
         return 0
-    print(f"{len(cases)} cases, {len(settings)} settings, {args.folds} folds (seed {args.seed}); {summary['seconds']}")
+    print(f"{len(cases)} cases, {len(settings)} settings, {args.folds} folds × seeds {seeds}; {summary['seconds']} s")
     for n, label in enumerate(summary["chosen"]):
-        print(f"  fold {n}: chose {label}")
+        print(f"  fold {n}: chose {label}")  # seeds × folds, in order
     names = [n for n in summary if isinstance(summary[n], dict) and n != "seconds"]
     for d in summary["dense"]:
         print(f"\n== {d}: held-out mean ± spread over folds")

@@ -9,10 +9,6 @@ import pytest
 
 from memory import crosslingual
 from memory.crosslingual import browser_table, dictionary_words, english_glosses
-from memory.embedders import USEEmbedder
-from memory.recall import RecallConfig, Recaller, fuse
-from memory.semantic import SemanticMemory
-from memory.snapshot import Memory
 
 HOME_LAB = "The home lab's virtualisation platform is Proxmox VE, on Intel NUC hardware with 64 GB RAM."
 CORPUS = [
@@ -90,28 +86,3 @@ def test_the_glossary_is_kept_in_the_cache_folder(monkeypatch: pytest.MonkeyPatc
         assert fallback.parent.stat().st_mode & 0o077 == 0
     finally:
         _forget_the_glossary()
-
-
-def test_fusion_takes_a_candidate_only_the_bridge_found() -> None:
-    dense = [("a", 0.31), ("b", 0.30), ("c", 0.29)]
-    for fusion in ("z", "rrf", "score"):
-        ranked = fuse(dense, [], RecallConfig(fusion=fusion), bridge=[("d", 6.0), ("b", 1.0)])
-        assert {r.id for r in ranked} == {"a", "b", "c", "d"}
-        by_id = {r.id: r for r in ranked}
-        assert by_id["d"].bridge_rank == 0 and "English glosses 6.00 (#1)" in by_id["d"].why(fusion)
-
-
-@pytest.fixture(scope="module")
-def l2(tmp_path_factory: pytest.TempPathFactory) -> SemanticMemory:
-    semantic = SemanticMemory(tmp_path_factory.mktemp("bridge") / "l2", USEEmbedder())
-    semantic.upsert([Memory(id=i, text=t) for i, t in CORPUS])
-    return semantic
-
-
-def test_a_chinese_question_finds_an_english_memory_by_its_glosses(l2: SemanticMemory, tmp_path: Path) -> None:
-    use = USEEmbedder()
-    hits = Recaller(use, l2=l2).recall(QUESTION, k=3)
-    assert hits[0].id == "lab" and "English glosses" in hits[0].why
-    without = Recaller(use, l2=l2, config=RecallConfig(bridge=False)).recall(QUESTION, k=3)
-    assert all("English glosses" not in h.why for h in without)
-    assert Recaller(use, l2=l2).rank_l2(QUESTION, 3)[0].id == "lab"

@@ -103,21 +103,20 @@ def test_empty_query_is_an_error(use: USEEmbedder, l2: SemanticMemory) -> None:
             Recaller(use, l2=l2).recall(query)
 
 
-def test_dialogue_query_weights_the_last_turns(use: USEEmbedder, l2: SemanticMemory) -> None:
+def test_a_dialogue_finds_what_its_last_turn_asks(use: USEEmbedder, l2: SemanticMemory) -> None:
     dialogue = "我们聊聊孩子的学校吧。\n其实我更想问：家里路由器的网关地址是多少？"
     assert Recaller(use, l2=l2).recall(dialogue, k=1)[0].id == "router"
 
 
-def test_fusion_methods() -> None:
-    dense = [("a", 0.9), ("b", 0.5), ("c", 0.4)]
-    lexical = [("c", 12.0), ("d", 3.0)]
-    for fusion in ("z", "rrf", "score"):
-        ranked = fuse(dense, lexical, RecallConfig(fusion=fusion))
-        assert {r.id for r in ranked} == {"a", "b", "c", "d"}
-        assert ranked[-1].id in ("b", "d")
-        assert ranked[0].id in ("a", "c")
-    with pytest.raises(MemwikiError, match="unknown fusion"):
-        fuse(dense, lexical, RecallConfig(fusion="max"))
+def test_z_fusion_weighs_the_list_whose_best_stands_out() -> None:
+    dense = [("a", 0.50), ("b", 0.49), ("c", 0.48), ("e", 0.47)]  # flat: no clear winner by meaning
+    lexical = [("c", 12.0), ("d", 1.0), ("a", 0.9), ("b", 0.8)]  # one clear winner by words
+    ranked = fuse(dense, lexical, RecallConfig())
+    assert {r.id for r in ranked} == {"a", "b", "c", "d", "e"} and ranked[0].id == "c"
+    assert ranked[0].why() == "dense 0.48 (#3) + lexical 12.00 (#1)"
+    equal = fuse(dense, lexical, RecallConfig(peak_weighting=False))
+    assert [r.id for r in fuse(dense, [], RecallConfig())] == ["a", "b", "c", "e"]  # one list: its own order
+    assert equal[0].score < ranked[0].score  # without peak weighting the flat list has an equal say
 
 
 def test_vector_cache_reembeds_only_changes_and_serves_recall(use: USEEmbedder, tmp_path: Path) -> None:
