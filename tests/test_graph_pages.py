@@ -82,8 +82,10 @@ def test_entity_links_use_the_given_url_scheme(built) -> None:
         return f"kg/{eid.replace(' ', '_')}.html"
 
     md = graph.entity_section(ctx, "memwiki_agent", entity_url=url)
-    hrefs = [h for h in ATTR_RE.findall(md) if h.endswith(".html") and "graph/" not in h]
+    hrefs = re.findall(r'class="memwiki-entity" href="([^"]+)"', md)
     assert hrefs and all(not h.startswith(("kg/", "/", "../")) for h in hrefs)  # relative to kg/memwiki_agent.html
+    # a fact's source links to where the site shows it (here SOUL.md-style files: the persona page, from kg/)
+    assert 'class="mw-provenance mw-provenance-persona" href="../persona.html"' in md
     assert 'href="gpu_box.html"' in md
     src = re.search(r'<iframe src="([^"]+)"', md).group(1)
     assert _resolve("kg/memwiki_agent.html", src) == graph.entity_graph_uri("memwiki_agent")

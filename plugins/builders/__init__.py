@@ -85,6 +85,13 @@ class Site:
     category_bases: dict[str, str] = field(default_factory=dict)  # category -> base of its pages (paged_uri)
     room_bases: dict[tuple[str, str], str] = field(default_factory=dict)  # (wing, room) -> base of its pages
     memory_anchors: dict[str, str] = field(default_factory=dict)  # memory id -> anchor of its card
+    _memory_ids: dict[str, Memory] = field(default_factory=dict)
+
+    def memory_by_id(self) -> dict[str, Memory]:
+        """Memory id -> memory (made on first use)."""
+        if len(self._memory_ids) != len(self.memories):
+            self._memory_ids = {m.id: m for m in self.memories}
+        return self._memory_ids
 
     def session_uri(self, session_id: str) -> str:
         return self.session_uris[session_id]

@@ -20,6 +20,7 @@ from memory.textio import atomic_write_text
 from memory.tokens import tokens
 from plugins.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, paged_uri, site
 from plugins.builders.privacy import profile_line, withheld_table
+from plugins.builders.provenance import source_html
 from plugins.builders.semantic import _pager
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
@@ -252,6 +253,10 @@ def _conflicts(ctx: BuildContext) -> list[list[Triple]]:
 
 def _conflict_table(s: Site, groups: list[list[Triple]], page: str) -> str:
     rows = []
+
+    def url(src_uri: str, anchor: str) -> str:
+        return href(page, src_uri, anchor, s.directory_urls)
+
     for group in groups:
         for t in group:
             c = s.index.for_entity(t.subject)
@@ -260,7 +265,7 @@ def _conflict_table(s: Site, groups: list[list[Triple]], page: str) -> str:
                 subj = f'<a href="{esc(href(page, c.src_uri, directory_urls=s.directory_urls))}">{subj}</a>'
             rows.append(
                 f"<tr><td>{subj}</td><td>{esc(t.predicate)}</td><td>{esc(s.entity_names.get(t.object, t.object))}</td>"
-                f"<td>{esc(t.valid_from or '?')}</td><td>{esc(t.source)}</td></tr>"
+                f"<td>{esc(t.valid_from or '?')}</td><td>{source_html(s, t, url)}</td></tr>"
             )
     return block(
         "<table><thead><tr><th>subject</th><th>predicate</th><th>object</th><th>since</th><th>source</th></tr></thead>"

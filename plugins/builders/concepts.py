@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from memory.snapshot import Triple
 from plugins import cachefile
 from plugins.builders import (
     AUDIT,
@@ -20,6 +21,7 @@ from plugins.builders import (
     safe_title,
     site,
 )
+from plugins.builders.provenance import origin_key, source_html
 from plugins.concepts import Concept, norm
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedPage
@@ -43,6 +45,10 @@ def facts_fallback(s: Site, concept: Concept) -> str:
     entity = concept.entity
     assert entity is not None
     rows = []
+
+    def url(src_uri: str, anchor: str) -> str:
+        return href(concept.src_uri, src_uri, anchor, s.directory_urls)
+
     for t in s.triples:
         if entity.id not in (t.subject, t.object):
             continue
@@ -50,7 +56,7 @@ def facts_fallback(s: Site, concept: Concept) -> str:
         rows.append(
             f"<tr><td>{esc(t.subject_name or t.subject)}</td><td>{esc(t.predicate)}</td>"
             f"<td>{esc(t.object_name or t.object)}</td>"
-            f"<td>{esc(span)}</td><td>{esc(t.source)}</td></tr>"
+            f"<td>{esc(span)}</td><td>{source_html(s, t, url)}</td></tr>"
         )
     if not rows:
         return ""
@@ -203,13 +209,25 @@ def _chunks(listed: list[Concept]) -> tuple[list[list[Concept]], list[str]]:
     return chunks, [f"concepts/list-{n}.md" for n in range(1, len(chunks) + 1)]
 
 
-def _inputs(c: Concept) -> tuple:
+def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]]) -> tuple:
     """What a concept page is made from, besides what every concept page depends on (see build). Its wiki page
-    and entity are named, not spelled out: `world` holds the wiki and graph layers' versions."""
+    and entity are named, not spelled out: `world` holds the wiki and graph layers' versions; where its facts'
+    sources are shown (memory cards, session turns) is spelled out."""
     wiki = c.wiki.path if c.wiki is not None else None
     entity = c.entity.id if c.entity is not None else None
     backlinks = sorted((b.src_uri, b.anchor, b.title, b.sentence) for b in c.backlinks)
-    return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks)
+    origins = [origin_key(s, t) for t in facts.get(entity, ())] if entity is not None else []
+    return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks, origins)
+
+
+def _facts_by_entity(s: Site) -> dict[str, list[Triple]]:
+    """Each entity's facts (as subject or object)."""
+    out: dict[str, list[Triple]] = {}
+    for t in s.triples:
+        out.setdefault(t.subject, []).append(t)
+        if t.object != t.subject:
+            out.setdefault(t.object, []).append(t)
+    return out
 
 
 def build(ctx: BuildContext) -> BuildResult:
@@ -225,8 +243,9 @@ def build(ctx: BuildContext) -> BuildResult:
         ctx.options.get("graph_max_nodes"),
     )
     memo = page_memo(ctx, "concepts")
+    facts = _facts_by_entity(s)
     pages = [
-        memo.page(c.src_uri, key_of(world, _inputs(c)), lambda c=c: concept_page(ctx, s, c, entity_section))
+        memo.page(c.src_uri, key_of(world, _inputs(s, c, facts)), lambda c=c: concept_page(ctx, s, c, entity_section))
         for c in listed
     ]
     lists = page_memo(ctx, "concept-lists")

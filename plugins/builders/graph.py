@@ -24,6 +24,7 @@ from pathlib import Path
 from memory.snapshot import Entity, Triple
 from plugins import cachefile
 from plugins.builders import cache_path, layer_version, log, site
+from plugins.builders.provenance import source_html
 from plugins.concepts import slugify
 from plugins.graphviz import (
     ENDED_COLOR,
@@ -35,7 +36,7 @@ from plugins.graphviz import (
     vis_assets,
 )
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
-from plugins.render import esc
+from plugins.render import esc, page_url
 
 GRAPH_PAGE = "graph/index.md"
 GRAPH_PAGE_URL = "graph/"  # served URL of GRAPH_PAGE (same folder with or without directory URLs)
@@ -157,8 +158,16 @@ def _link(index: GraphIndex, entity_id: str, here: str, entity_url: EntityUrl, s
     return f'<a class="memwiki-entity" href="{esc(relative_url(url, here))}">{name}</a>'
 
 
-def _source(t: Triple) -> str:
-    return f"<code>{esc(t.source)}</code>" if t.source else '<span class="memwiki-muted">unknown</span>'
+def _source_link(ctx: BuildContext, here: str) -> Callable[[Triple], str]:
+    """A fact's source as HTML on the page served at `here`: linked to the memory card or session turn it
+    names (see plugins.builders.provenance), plain text when it names nothing published."""
+    s = site(ctx)
+
+    def url(src_uri: str, anchor: str) -> str:
+        target = relative_url(page_url(src_uri, s.directory_urls), here)
+        return f"{target}#{anchor}" if anchor else target
+
+    return lambda t: source_html(s, t, url)
 
 
 def _fact_sort_key(t: Triple) -> tuple[str, str, str]:
@@ -180,6 +189,8 @@ def entity_section(ctx: BuildContext, entity_id: str, entity_url: EntityUrl | No
     def link(eid: str) -> str:
         return _link(index, eid, here, entity_url, entity_id)
 
+    source_of = _source_link(ctx, here)
+
     out = ["## Knowledge graph", ""]
     if not facts:
         out += ['<p class="memwiki-muted">No facts about this entity in the knowledge graph.</p>', ""]
@@ -188,7 +199,7 @@ def entity_section(ctx: BuildContext, entity_id: str, entity_url: EntityUrl | No
     if current:
         rows = [
             f"<tr><td>{link(t.subject)}</td><td><em>{esc(t.predicate)}</em></td><td>{link(t.object)}</td>"
-            f"<td>{esc(_date(t.valid_from)) or '—'}</td><td>{_source(t)}</td></tr>"
+            f"<td>{esc(_date(t.valid_from)) or '—'}</td><td>{source_of(t)}</td></tr>"
             for t in current[:MAX_ROWS]
         ]
         out.append(
@@ -209,7 +220,7 @@ def entity_section(ctx: BuildContext, entity_id: str, entity_url: EntityUrl | No
             items.append(
                 f'<li class="memwiki-ended"><time>{esc(_date(t.valid_from)) or "?"}</time> → '
                 f"<time>{esc(_date(t.valid_to))}</time>: {link(t.subject)} <em>{esc(t.predicate)}</em> "
-                f"{link(t.object)}{replaced} · source {_source(t)}</li>"
+                f"{link(t.object)}{replaced} · source {source_of(t)}</li>"
             )
         out += ['<ol class="memwiki-timeline">' + "".join(items) + "</ol>", _more(len(ended)), ""]
 

@@ -1,0 +1,89 @@
+"""The pages a reader asks about, in a real MkDocs build of a store made for them (real SQLite, Chroma and the
+default embedder): provenance links, where an entity is mentioned, near-duplicates and conflicts side by side,
+hot entries and MemPalace drawers rendered cleanly."""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+from pathlib import Path
+
+import pytest
+
+from memory.snapshot import Memory
+from memory.store import Store
+from tests.test_site import build_site
+
+HOSTILE = '<img src=x onerror="alert(1)">'
+LINK = re.compile(r'<a class="mw-provenance[^"]*" href="([^"]+)"><code>([^<]*)</code></a>')
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("reader") / "store"
+    with Store.init(root) as st:
+        st.semantic.add(
+            [
+                Memory("m-1", "embed-01 runs Ollama for the whole team; the API endpoint is kb-a.", "technical"),
+                Memory("m-2", "The knowledge base moved: its API endpoint is kb-b now.", "technical"),
+                Memory("m-3", f"Unrelated: the coffee machine is on floor 3. {HOSTILE}", "other"),
+            ]
+        )
+        sessions = st.sessions
+        sessions.add_session("s-1", "GPU planning", started="2026-11-01T10:00:00Z")
+        sessions.add_message("s-1", "user", "What do we run on the GPU box?", time="2026-11-01T10:00:00Z")
+        sessions.add_message("s-1", "assistant", "Ollama serves qwen3 on embed-01.", time="2026-11-01T10:01:00Z")
+        sessions.add_session("s-secret", "[private] salaries", started="2026-11-02T10:00:00Z")
+        sessions.add_message("s-secret", "user", "embed-01 costs too much", time="2026-11-02T10:00:00Z")
+        g = st.graph
+        g.add_triple("embed-01", "runs", "Ollama", valid_from="2026-10-01", source_file="memory m-1")
+        g.add_triple("embed-01", "serves", "qwen3", valid_from="2026-10-01", source_file="session s-1")
+        g.add_triple("embed-01", "located_in", "Room A", valid_from="2026-10-01", source_file="memory m-gone")
+        g.add_triple("embed-01", "billed_to", "Finance", valid_from="2026-10-01", source_file="session s-secret")
+        g.add_triple("KB", "api_endpoint", "kb-a", valid_from="2026-09-01", source_file="memory m-1")
+        g.add_triple("KB", "api_endpoint", "kb-b", valid_from="2026-10-15", source_file="memory m-2")
+    return root
+
+
+@pytest.fixture(scope="module")
+def site(store_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("reader-site")
+    _, error = build_site(root / "site", root / "cache", store=str(store_path), demo_src=None)
+    assert error is None, error
+    return root / "site"
+
+
+def read(site: Path, rel: str) -> str:
+    return (site / rel).read_text(encoding="utf-8")
+
+
+def resolve(site: Path, page: str, href: str) -> tuple[Path, str]:
+    """The file and anchor a relative link of `page` points at (the anchor must exist there)."""
+    target, _, anchor = html.unescape(href).partition("#")
+    path = site / posixpath.normpath(posixpath.join(posixpath.dirname(page), target))
+    assert path.is_file(), href
+    if anchor:
+        assert f'id="{anchor}"' in path.read_text(encoding="utf-8"), href
+    return path, anchor
+
+
+def test_provenance_links_to_the_memory_card_and_the_session_turn(site: Path) -> None:
+    page = "concepts/embed-01.html"
+    links = {label: href for href, label in LINK.findall(read(site, page))}
+    card, anchor = resolve(site, page, links["memory m-1"])
+    assert anchor == "mem-m-1" and "embed-01 runs Ollama" in card.read_text(encoding="utf-8")
+    digest, turn = resolve(site, page, links["session s-1"])
+    assert digest.name == "s-1.html" and turn == "msg-2"  # the turn that names both embed-01 and qwen3
+
+
+def test_unknown_or_withheld_sources_stay_plain_text(site: Path) -> None:
+    page = read(site, "concepts/embed-01.html")
+    labels = {label for _, label in LINK.findall(page)}
+    assert "memory m-gone" not in labels and "<code>memory m-gone</code>" in page
+    assert "session s-secret" not in labels and not (site / "sessions" / "s-secret.html").exists()
+
+
+def test_audit_conflicts_link_their_sources(site: Path) -> None:
+    links = {label: href for href, label in LINK.findall(read(site, "audit.html"))}
+    assert resolve(site, "audit.html", links["memory m-2"])[1] == "mem-m-2"
