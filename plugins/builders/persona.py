@@ -3,6 +3,7 @@ and the history of what sank to L2 and when."""
 
 from __future__ import annotations
 
+from memory.categories import parse_tag
 from memory.snapshot import CORE_CATEGORIES, HotFile
 from plugins.builders import PERSONA, BuildResult, Site, frontmatter, hot_anchor, site
 from plugins.pages import BuildContext, GeneratedPage
@@ -30,19 +31,45 @@ def gauge(used: int, cap: int, threshold: float | None) -> str:
     )
 
 
-def category_badge(category: str) -> str:
+def category_badge(category: str, tagged: bool | None = None) -> str:
+    """A category chip: green for core (stays in hot memory), amber for sinkable; for a hot entry, solid when
+    its writer tagged it and outlined when memwiki's rules classified it (`tagged` None: not a hot entry)."""
     kind = "core" if category in CORE_CATEGORIES else "sinkable"
-    return f'<span class="mw-cat mw-cat-{kind}" title="{kind}">{esc(category)}</span>'
+    what = "core: stays in hot memory" if kind == "core" else "sinkable: may sink to L2"
+    how = ""
+    if tagged is not None:
+        how = " mw-cat-tagged" if tagged else " mw-cat-guessed"
+        what += " · tagged by its writer" if tagged else " · classified by memwiki's rules"
+    return f'<span class="mw-cat mw-cat-{kind}{how}" title="{what}">{esc(category)}</span>'
+
+
+def untagged(text: str) -> str:
+    """An entry's text without its leading category tag (`[network] …`): the chip shows the category."""
+    tag, body = parse_tag(text)
+    return body if tag else text
+
+
+LEGEND = (
+    '<p class="mw-legend">'
+    + category_badge("rule", True)
+    + " core: stays in hot memory · "
+    + category_badge("network", True)
+    + " sinkable: sinks to L2 when its file passes the threshold · "
+    + category_badge("project", True)
+    + " solid: tagged by the writer · "
+    + category_badge("project", False)
+    + " outlined: classified by memwiki's rules</p>"
+)
 
 
 def _hot_section(s: Site, hot: HotFile) -> str:
     name = FILE_NAMES.get(hot.target, hot.target)
     items = []
-    for entry in hot.entries:
-        tag = " · tagged" if entry.tagged else ""
+    for n, entry in enumerate(hot.entries, 1):
         items.append(
-            f'<li id="{hot_anchor(hot.target, entry.index)}">{category_badge(entry.category)}'
-            f'<span class="mw-muted">{tag}</span>{s.renderer.html(entry.text, PERSONA)}</li>'
+            f'<li id="{hot_anchor(hot.target, entry.index)}"><span class="mw-entry-n">{n}</span>'
+            f"{category_badge(entry.category, entry.tagged)}"
+            f'<div class="mw-entry-text">{s.renderer.html(untagged(entry.text), PERSONA)}</div></li>'
         )
     entries = block(f'<ol class="mw-entries">{"".join(items)}</ol>', cls="mw-hot") if items else "\n*No entries.*\n"
     where = f" · <code>{esc(hot.path)}</code>" if hot.path else ""
@@ -62,19 +89,22 @@ def _sinks(s: Site) -> str:
     rows = []
     for k in sorted(s.sinks, key=lambda k: k.sunk_at, reverse=True):
         home = s.memory_home.get(k.memory_id)
+        title = f' title="L2 memory {esc(k.memory_id)}"'
         target = (
-            f'<a href="{esc(href(PERSONA, home[0], home[1], s.directory_urls))}">{esc(k.memory_id)}</a>'
+            f'<a href="{esc(href(PERSONA, home[0], home[1], s.directory_urls))}"{title}>memory card</a>'
             if home
-            else f"{esc(k.memory_id)} <span class='mw-muted'>(not published)</span>"
+            else f"<span class='mw-muted'{title}>not published</span>"
         )
+        source = esc(FILE_NAMES.get(k.target, k.target))
+        when = f"{esc(k.sunk_at[:16].replace('T', ' '))}<br><span class='mw-muted'>from {source}</span>"
         rows.append(
-            f"<tr><td>{esc(k.sunk_at[:16].replace('T', ' '))}</td><td>{esc(FILE_NAMES.get(k.target, k.target))}</td>"
-            f"<td>{category_badge(k.category)}</td><td>{s.renderer.inline(k.text, PERSONA)}</td>"
-            f"<td>{target}</td><td>{esc(k.reason)}</td></tr>"
+            f"<tr><td>{category_badge(k.category)} {s.renderer.inline(untagged(k.text), PERSONA)}</td>"
+            f"<td>{when}</td><td>{esc(k.reason)}</td><td>{target}</td></tr>"
         )
     table = (
-        "<table><thead><tr><th>when</th><th>from</th><th>category</th><th>entry</th><th>now in L2</th>"
-        f"<th>why</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        '<table><colgroup><col class="mw-col-entry"><col><col><col></colgroup>'
+        "<thead><tr><th>entry</th><th>sunk</th><th>why</th><th>now in L2</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
     )
     return "\n## Sunk to L2\n\nEntries that left hot memory when it passed its threshold, newest first.\n" + block(
         table, cls="mw-sinks"
@@ -85,6 +115,7 @@ def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     md = frontmatter("Persona and hot memory") + "# Persona and hot memory\n\n"
     md += "What the agent reads on every turn: its persona (L0) and hot memory (L1).\n"
+    md += block(LEGEND, cls="mw-legend-box")
     persona = s.persona
     md += "\n## SOUL.md\n"
     if persona is None:
