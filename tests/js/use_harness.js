@@ -1,14 +1,16 @@
-// Node harness for plugins/assets/use/use.js: loads it in a fake `window` (vm context)
-// and embeds sentences. Usage: node use_harness.js <use.js> <assets dir> <mode> [repeat]
-// (repeat: timed embeds per sentence, default 1; 0 = tokenize only)
-// with a JSON array of sentences on stdin; mode is
-//   bytes:  load({bytes}) from use-model.bin read off the disk,
-//   script: file:// page; load() injects <script src=use-model.js> (fake document),
-//   http:   load() fetches use-model.bin from a local HTTP server.
-// Prints JSON {load_ms, info, tokens, vectors, embed_ms} (embed_ms: median per sentence).
+// Node harness for use.js as a site ships it (with its model manifest): loads it in a `window`
+// made of a vm context and embeds sentences. Usage: node use_harness.js <use.js> <assets dir>
+// <mode> [repeat] (repeat: timed embeds per sentence, default 1; 0 = tokenize only) with a JSON
+// array of sentences on stdin; mode is
+//   bytes:  load({bytes}) from the use-model-*.bin read off the disk,
+//   script: file:// page; load() adds <script> tags for the parts (a document that runs them),
+//   http:   load() fetches the binary from a local HTTP server (gzip, as a static host serves).
+// Prints JSON {load_ms, info, statuses, progress, requests, tokens, vectors, embed_ms}
+// (embed_ms: median per sentence; requests: [status, path] the server answered).
 "use strict";
 const fs = require("fs");
 const http = require("http");
+const zlib = require("zlib");
 const path = require("path");
 const vm = require("vm");
 const { pathToFileURL, fileURLToPath } = require("url");
@@ -28,6 +30,7 @@ if (mode === "script") {
       setTimeout(() => {
         let code;
         try { code = fs.readFileSync(fileURLToPath(el.src), "utf8"); } catch (e) { el.onerror(e); return; }
+        scripts.push(path.basename(fileURLToPath(el.src)));
         vm.runInContext(code, context, { filename: el.src });
         el.onload();
       }, 0);
@@ -35,6 +38,7 @@ if (mode === "script") {
   };
   sandbox.document = { head, createElement: () => ({}) };
 }
+const scripts = [];
 const context = vm.createContext(sandbox);
 vm.runInContext(fs.readFileSync(useJs, "utf8"), context, { filename: useJs });
 const USE = sandbox.MemwikiUSE;
@@ -44,31 +48,39 @@ function median(xs) {
   return s[s.length >> 1];
 }
 
+const requests = [];
+
 async function main() {
   let server = null;
   let base = pathToFileURL(assetDir).href + "/";
   const options = {};
   if (mode === "bytes") {
-    options.bytes = fs.readFileSync(path.join(assetDir, "use-model.bin"));
+    const bin = fs.readdirSync(assetDir).find((f) => /^use-model-[0-9a-f]{16}\.bin$/.test(f));
+    options.bytes = fs.readFileSync(path.join(assetDir, bin));
   } else if (mode === "http") {
     server = http.createServer((req, res) => {
-      const file = path.join(assetDir, path.basename(decodeURIComponent(req.url)));
-      fs.readFile(file, (err, data) => {
+      const name = path.basename(decodeURIComponent(req.url));
+      fs.readFile(path.join(assetDir, name), (err, data) => {
+        requests.push([err ? 404 : 200, name]);
         if (err) { res.writeHead(404); res.end("not found"); return; }
-        res.writeHead(200, { "Content-Length": data.length, "Content-Type": "application/octet-stream" });
-        res.end(data);
+        const body = zlib.gzipSync(data, { level: 6 });
+        res.writeHead(200, { "Content-Length": body.length, "Content-Encoding": "gzip",
+          "Content-Type": "application/octet-stream" });
+        res.end(body);
       });
     });
     await new Promise((r) => server.listen(0, "127.0.0.1", r));
     base = `http://127.0.0.1:${server.address().port}/`;
   }
-  const statuses = [];
+  const statuses = [], progress = [];
   options.status = (msg) => statuses.push(msg);
+  options.progress = (loaded, total) => progress.push([loaded, total]);
   const t0 = process.hrtime.bigint();
   await USE.load(base, options);
   const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
   if (server) server.close();
-  const out = { load_ms: loadMs, info: USE.info, statuses: statuses.length, tokens: [], vectors: [], embed_ms: [] };
+  const out = { load_ms: loadMs, info: USE.info, statuses, progress, requests, scripts, tokens: [], vectors: [],
+    embed_ms: [] };
   for (const text of sentences) {
     out.tokens.push(USE.tokenize(text));
     if (!repeat) continue;

@@ -43,9 +43,11 @@
 (function (root) {
   "use strict";
 
-  var BIN_NAME = "use-model.bin";
-  var SCRIPT_NAME = "use-model.js";
-  var GLOBAL_NAME = "__memwikiUSEWeights";
+  var MODEL = null; /* memwiki:model */
+  var BIN_NAME = "use-model.bin"; // fetched when use.js was not given a manifest (MODEL)
+  var MODEL_FILE = /use-model-[0-9a-f]{16}\.bin$/;
+  var GLOBAL_NAME = "__memwikiUSEParts";
+  var CACHE_NAME = "memwiki-use";
   var MAGIC = [0x4d, 0x57, 0x55, 0x53, 0x45, 0, 0, 1];
   var FORMAT_VERSION = 1;
   var DIM = 512;
@@ -66,6 +68,10 @@
     return base.charAt(base.length - 1) === "/" ? base + name : base + "/" + name;
   }
 
+  function absolute(url) {
+    try { return new URL(url, root.location && root.location.href).href; } catch (e) { return url; }
+  }
+
   var B64 = (function () {
     var t = new Int16Array(256).fill(-1);
     var a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -73,11 +79,12 @@
     return t;
   })();
 
-  function base64ToBytes(s) {
-    if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(s);
-    var n = s.length;
+  // decodes base64 `s` into out[o ..]; returns the number of bytes written
+  function base64Into(s, out, o) {
+    var n = s.length, start = o;
     while (n > 0 && s.charCodeAt(n - 1) === 61) n--; // "=" padding
-    var out = new Uint8Array((n * 3) >> 2), o = 0, i = 0, bad = 0, v;
+    if (o + ((n * 3) >> 2) > out.length) throw new Error("a script part is larger than the model");
+    var i = 0, bad = 0, v;
     for (; i + 4 <= n; i += 4) { // an invalid character (-1) makes v, hence bad, negative
       v = (B64[s.charCodeAt(i) & 255] << 18) | (B64[s.charCodeAt(i + 1) & 255] << 12) |
         (B64[s.charCodeAt(i + 2) & 255] << 6) | B64[s.charCodeAt(i + 3) & 255];
@@ -91,8 +98,8 @@
       bits += 6;
       if (bits >= 8) { bits -= 8; out[o++] = (acc >> bits) & 255; }
     }
-    if (bad < 0) throw new Error(SCRIPT_NAME + " holds invalid base64");
-    return out;
+    if (bad < 0) throw new Error("a script part holds invalid base64");
+    return o - start;
   }
 
   function loadScript(url) {
@@ -111,25 +118,45 @@
     });
   }
 
-  function fetchBytes(url, report) {
+  function mb(n) { return (n / 1e6).toFixed(1); }
+
+  // calls progress(loaded, total) and shows "… 4.2 / 19.6 MB" at most once per 0.1 MB
+  function progressReporter(report, progress, total) {
+    var shown = -1;
+    return function (loaded) {
+      if (progress) { try { progress(loaded, total); } catch (e) { /* a broken callback must not break loading */ } }
+      var step = Math.floor(loaded / 1e5);
+      if (step !== shown) {
+        shown = step;
+        report("Loading search model… " + mb(loaded) + (total ? " / " + mb(total) : "") + " MB");
+      }
+    };
+  }
+
+  function fetchBytes(url, total, onBytes) {
     return root.fetch(url).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status + " for " + url);
-      var total = Number(r.headers.get("content-length")) || 0;
-      if (!r.body || !r.body.getReader || !total) {
-        return r.arrayBuffer().then(function (b) { return new Uint8Array(b); });
+      if (!r.body || !r.body.getReader) {
+        return r.arrayBuffer().then(function (b) { onBytes(b.byteLength); return new Uint8Array(b); });
       }
-      var reader = r.body.getReader(), chunks = [], got = 0, shown = -1;
+      var reader = r.body.getReader(), out = total ? new Uint8Array(total) : null, chunks = [], got = 0;
       function pump() {
         return reader.read().then(function (step) {
           if (step.done) {
-            var out = new Uint8Array(got), o = 0;
-            for (var i = 0; i < chunks.length; i++) { out.set(chunks[i], o); o += chunks[i].length; }
-            return out;
+            if (out && got === out.length) return out;
+            var all = new Uint8Array(got), o = 0; // size unknown or not as announced: the parser says so
+            if (out) all.set(out.subarray(0, Math.min(got, out.length)));
+            else for (var i = 0; i < chunks.length; i++) { all.set(chunks[i], o); o += chunks[i].length; }
+            return all;
           }
-          chunks.push(step.value);
-          got += step.value.length;
-          var pct = Math.min(99, Math.floor((100 * got) / total));
-          if (pct !== shown) { shown = pct; report("Loading search model… " + pct + "%"); }
+          var v = step.value;
+          if (out && got + v.length <= out.length) out.set(v, got);
+          else {
+            if (out) { chunks = [out.subarray(0, got)]; out = null; }
+            chunks.push(v);
+          }
+          got += v.length;
+          onBytes(got);
           return pump();
         });
       }
@@ -137,38 +164,107 @@
     });
   }
 
-  function takeGlobal() {
-    var s = root[GLOBAL_NAME];
-    if (typeof s !== "string" || !s) return null;
-    try { delete root[GLOBAL_NAME]; } catch (e) { root[GLOBAL_NAME] = undefined; }
-    return base64ToBytes(s);
+  // the Cache API (secure contexts only): a copy of the model kept under its content-hashed URL
+  function openCache() {
+    try {
+      if (root.caches && typeof root.caches.open === "function") {
+        return root.caches.open(CACHE_NAME).catch(function () { return null; });
+      }
+    } catch (e) { /* e.g. a sandboxed or opaque origin */ }
+    return Promise.resolve(null);
   }
 
-  function obtainBytes(base, report) {
-    var have = takeGlobal();
-    if (have) return Promise.resolve(have);
-    var binUrl = joinUrl(base, BIN_NAME), jsUrl = joinUrl(base, SCRIPT_NAME);
-    var isFile = /^file:/i.test(binUrl) ||
-      (!/^[a-z][a-z0-9+.-]*:/i.test(binUrl) && root.location && root.location.protocol === "file:");
-    var problems = [];
-    var viaScript = function () {
-      return loadScript(jsUrl).then(function () {
-        var b = takeGlobal();
-        if (!b) throw new Error(jsUrl + " loaded but did not define window." + GLOBAL_NAME);
-        return b;
+  function hex(buf) {
+    var b = new Uint8Array(buf), s = "";
+    for (var i = 0; i < b.length; i++) s += (b[i] < 16 ? "0" : "") + b[i].toString(16);
+    return s;
+  }
+
+  // cached bytes, if present and intact (size and SHA-256 as the manifest says); a bad copy is removed
+  function fromCache(cache, url, m) {
+    if (!cache || !m.sha256) return Promise.resolve(null);
+    return cache.match(url).then(function (r) {
+      if (!r) return null;
+      return r.arrayBuffer().then(function (b) {
+        var subtle = root.crypto && root.crypto.subtle;
+        var check = b.byteLength !== m.bytes ? Promise.resolve("")
+          : subtle ? subtle.digest("SHA-256", b).then(hex) : Promise.resolve(m.sha256);
+        return check.then(function (h) {
+          if (h === m.sha256) return new Uint8Array(b);
+          cache.delete(url);
+          return null;
+        });
       });
-    };
-    var first = (!isFile && typeof root.fetch === "function")
-      ? fetchBytes(binUrl, report)
-      : Promise.reject(new Error(isFile ? "file:// page (fetch is blocked)" : "fetch is unavailable"));
-    return first.catch(function (e) {
-      problems.push(binUrl + ": " + e.message);
-      report("Loading search model…");
-      return viaScript();
-    }).catch(function (e) {
-      if (problems.length < 2) problems.push(e.message);
-      throw new Error("MemwikiUSE: could not load the search model (" + problems.join("; ") +
-        "). Check that " + BIN_NAME + " and " + SCRIPT_NAME + " were published next to use.js.");
+    }).catch(function () { return null; });
+  }
+
+  // keep `bytes` under `url`, and drop other models cached from the same folder (older builds)
+  function intoCache(cache, url, bytes) {
+    if (!cache) return;
+    var folder = url.replace(/[^/]*$/, "");
+    cache.put(url, new Response(bytes, { headers: { "Content-Type": "application/octet-stream" } }))
+      .then(function () { return cache.keys(); })
+      .then(function (keys) {
+        keys.forEach(function (k) {
+          if (k.url !== url && k.url.replace(/[^/]*$/, "") === folder && MODEL_FILE.test(k.url)) cache.delete(k);
+        });
+      })
+      .catch(function () { /* a full or unavailable cache only costs a download next time */ });
+  }
+
+  // file://: the script parts, one after the other, decoded straight into the model's bytes
+  function fromParts(base, m, onBytes) {
+    if (!m.parts || !m.parts.length) {
+      return Promise.reject(new Error("this page was opened from file:// and use.js has no script copy of the model"));
+    }
+    var out = new Uint8Array(m.bytes), got = 0, i = 0, prefix = m.sha256.slice(0, 16) + "/";
+    function next() {
+      if (i === m.parts.length) {
+        if (got !== m.bytes) throw new Error("the script parts hold " + got + " of " + m.bytes + " bytes");
+        return out;
+      }
+      var url = joinUrl(base, m.parts[i]), key = prefix + i;
+      i++;
+      return loadScript(url).then(function () {
+        var store = root[GLOBAL_NAME], s = store && store[key];
+        if (typeof s !== "string") throw new Error(url + " loaded but did not define its part of the model");
+        delete store[key];
+        got += base64Into(s, out, got);
+        onBytes(got);
+        return next();
+      });
+    }
+    return Promise.resolve().then(next);
+  }
+
+  function isFilePage(url) {
+    return /^file:/i.test(url) ||
+      (!/^[a-z][a-z0-9+.-]*:/i.test(url) && !!root.location && root.location.protocol === "file:");
+  }
+
+  function obtainBytes(base, report, progress) {
+    var m = MODEL || { bin: BIN_NAME, bytes: 0, sha256: "", parts: [] };
+    var binUrl = joinUrl(base, m.bin), onBytes = progressReporter(report, progress, m.bytes);
+    var where = binUrl;
+    var got;
+    if (isFilePage(binUrl) || typeof root.fetch !== "function") {
+      where = "the script parts next to use.js";
+      got = fromParts(base, m, onBytes).then(function (bytes) { return { bytes: bytes, from: "script" }; });
+    } else {
+      var url = absolute(binUrl);
+      got = openCache().then(function (cache) {
+        return fromCache(cache, url, m).then(function (hit) {
+          if (hit) { onBytes(hit.length); return { bytes: hit, from: "cache" }; }
+          return fetchBytes(binUrl, m.bytes, onBytes).then(function (bytes) {
+            if (!m.bytes || bytes.length === m.bytes) intoCache(cache, url, bytes);
+            return { bytes: bytes, from: "network" };
+          });
+        });
+      });
+    }
+    return got.catch(function (e) {
+      throw new Error("MemwikiUSE: could not load the search model from " + where + " (" + e.message +
+        "). Check that the files of assets/memwiki/use/ were published next to use.js.");
     });
   }
 
@@ -652,18 +748,22 @@
       if (loading) return loading;
       options = options || {};
       var report = reporter(options.status);
+      var progress = typeof options.progress === "function" ? options.progress : null;
       var base = baseUrl ? String(baseUrl) : scriptBase; // "" too: the folder of use.js
+      var started = Date.now();
       report("Loading search model…");
-      loading = (options.bytes ? Promise.resolve(options.bytes) : obtainBytes(base, report))
-        .then(function (bytes) {
-          var t0 = Date.now(), c = parseContainer(bytes), m = new Model(c);
+      loading = (options.bytes ? Promise.resolve({ bytes: options.bytes, from: "bytes" })
+        : obtainBytes(base, report, progress))
+        .then(function (got) {
+          var t0 = Date.now(), c = parseContainer(got.bytes), m = new Model(c);
           // warm the JIT so the first real query is fast, and sanity-check the weights
           var v = m.embedIds(m.tokenizer.encode("memwiki search 搜索")), norm = 0;
           for (var i = 0; i < v.length; i++) norm += v[i] * v[i];
           if (!(Math.abs(norm - 1) < 1e-3)) throw new Error("MemwikiUSE: model self-check failed (corrupt model file?)");
           model = m;
           api.info = { bytes: c.header.total_bytes, quantized: c.header.quantized, source: c.header.source,
-            vocab: model.tokenizer.scores.length, dim: DIM, initMs: Date.now() - t0 };
+            vocab: model.tokenizer.scores.length, dim: DIM, from: got.from, loadMs: t0 - started,
+            initMs: Date.now() - t0 };
           api.ready = true;
           api.error = null;
           report("");
