@@ -1,38 +1,44 @@
-"""The site's memory search: the store's own L2 vectors, ranked in the browser as `memwiki recall` ranks L2.
+"""The site's one search: every layer `memwiki recall --all-layers` covers, ranked in the browser as it ranks.
 
-Exported: every (privacy-filtered) L2 memory's id, title, URL and text, its vector from the source
-(`memory_vectors`, the embedder recall uses) quantised to int8, the recall fusion settings and stop words.
-The search page embeds the query in the browser with the same model (USE multilingual v3 ported to JS,
-`plugins/assets/use/`), ranks by cosine, ranks lexically with FTS5's bm25 over the tokens of
-`memory/tokens.py` (mirrored in JS), ranks the query's English glosses the same way (the part of the
-Chinese-English glossary, `memory.crosslingual`, whose English these memories hold), and fuses the three
-the way `memory.recall.fuse` does. With another embedder (e.g. Ollama) the browser cannot embed a query:
-the page says so and ranks lexically only.
+Exported (all through the privacy gate, `ctx.source`): hot-memory entries (L1); L2 memories, a long one by its
+passages (memory.passages) as the store indexes it; every session turn (L4), for the session search that
+recall's L4 starts from; the files layer as recall reads it (wiki pages, then one page per graph entity,
+`memory.graph_pages.recall_pages`). Each text is shipped once, as recall ranks it (a turn and a page cut as
+recall cuts them), with the URL of where the site shows it. Vectors: the store's own for L2 memories
+(`memory_vectors`), the source's own embedder (`embed`, the model recall uses) for everything else, kept
+between builds by text; all quantised to int8. The whole `RecallConfig` is exported: the page reads every
+ranking knob from it (search-core.js mirrors `memory.recall`).
 
-Everything loads through <script> files that assign globals (no fetch), so it works from file://.
+Everything loads through <script> files that assign globals (no fetch), so it works from file://; memwiki.js
+makes the theme's header search box open this search on every page.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable, Sequence
+import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from memory.crosslingual import BRIDGE_POSTINGS, MAX_WORD, browser_table
 from memory.embedders import USE_NAME
+from memory.graph_pages import ENTITY_PREFIX, recall_pages
 from memory.lexical import POSTINGS_BUDGET
-from memory.recall import RecallConfig
+from memory.passages import MAX_EMBED_BYTES, is_long, passage_id, split
+from memory.recall import LAYERS, RecallConfig, _page_text, _turn_text
+from memory.semantic import index_text
+from memory.sessions import SNIPPETS_PER_SESSION
 from memory.snapshot import Memory
-from memory.tokens import STOP_CHARS, STOP_WORDS, tokens
-from plugins.builders import site
+from memory.tokens import STOP_CHARS, STOP_WORDS, fts_text
+from plugins import cachefile
+from plugins.builders import PERSONA, Site, cache_path, hot_anchor, message_anchor, site
 from plugins.concepts import slugify
 from plugins.graphviz import script_json
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
-from plugins.render import esc
+from plugins.render import esc, page_url
 from plugins.use_assets import USE_DIR, use_assets
 
 SEARCH_PAGE = "search/index.md"
@@ -42,9 +48,10 @@ DATA_JS = f"{ASSET_DIR}/search-data.js"
 VECTORS_JS = f"{ASSET_DIR}/search-vectors.js"
 _HERE = Path(__file__).resolve().parent.parent / "assets"
 STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of plugins/assets/search/
-TITLE_CHARS = 80
 VECTOR_BATCH = 1000
-FORMAT_VERSION = 2  # 2: bridge table, postings budgets, peak weighting
+VECTOR_CACHE = "search-vectors.marshal"  # in cache_dir: int8 vectors of embedded texts, by text
+SESSION_LIMIT = 10  # recall asks the session search for max(k, 10) sessions (memory.recall._recall_sessions)
+FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
 MemoryUrl = Callable[[Memory], str]
 
@@ -61,82 +68,195 @@ def quantise(vectors: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(vectors / peak * 127.0), -127, 127).astype(np.int8)
 
 
-def _title(memory: Memory) -> str:
-    first = " ".join(memory.text.split())
-    return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1] + "…"
+class TextVectors:
+    """int8 vectors of texts from the source's own embedder, kept across builds by (embedder, text)."""
+
+    def __init__(self, ctx: BuildContext, embedder: str) -> None:
+        self.ctx = ctx
+        self.embedder = embedder
+        path = cache_path(ctx, VECTOR_CACHE)
+        self.store = cachefile.JournaledDict(path, cachefile.version("search-vectors")) if path else None
+        self.used: set[str] = set()
+        self.failed = False
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha1(f"{self.embedder}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+    def get(self, texts: Sequence[str], dim: int) -> np.ndarray | None:
+        """One int8 row per text (None when the source cannot embed)."""
+        known = self.store.data if self.store is not None else {}
+        keys = [self._key(t) for t in texts]
+        fresh: dict[str, bytes] = {}
+        todo = list(dict.fromkeys(k for k in keys if k not in known))
+        by_key = dict(zip(keys, texts, strict=True))
+        for start in range(0, len(todo), VECTOR_BATCH):
+            part = todo[start : start + VECTOR_BATCH]
+            got = self.ctx.source.embed([by_key[k] for k in part])
+            if got is None:
+                self.failed = True
+                return None
+            for k, row in zip(part, quantise(np.asarray(got)), strict=True):
+                fresh[k] = row.tobytes()
+                if self.store is not None:
+                    self.store.set(k, fresh[k])
+        self.used.update(keys)
+        rows = [fresh.get(k) or known[k] for k in keys]
+        return np.frombuffer(b"".join(rows), dtype=np.int8).reshape(len(rows), dim)
+
+    def save(self) -> None:
+        """Keep the vectors this build used (and drop the others)."""
+        if self.store is None or self.failed:
+            return
+        for k in [k for k in self.store.data if k not in self.used]:
+            self.store.drop(k)
+        self.store.save()
 
 
-def _vectors(ctx: BuildContext, ids: Sequence[str]) -> np.ndarray | None:
+def _memory_vectors(ctx: BuildContext, ids: Sequence[str], dim: int) -> np.ndarray | None:
     parts = []
     for start in range(0, len(ids), VECTOR_BATCH):
         got = ctx.source.memory_vectors(ids[start : start + VECTOR_BATCH])
         if got is None:
             return None
-        parts.append(np.asarray(got, dtype=np.float32))
-    return np.concatenate(parts) if parts else np.zeros((0, ctx.source.info().dim), dtype=np.float32)
+        parts.append(quantise(np.asarray(got)))
+    return np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.int8)
 
 
-def _vocabulary(texts: Iterable[str]) -> set[str]:
-    """The words of `texts` that a gloss can match: their non-CJK lexical tokens, as the page indexes them."""
-    out: set[str] = set()
-    for text in texts:
-        out.update(tokens(text, stop_words=False, cjk=False))
-    return out
+def _message_order(message_id: str) -> tuple[int, int, str]:
+    """Session search breaks ties by message rowid: numeric ids in numeric order."""
+    return (0, int(message_id), "") if message_id.isdigit() else (1, 0, message_id)
+
+
+class _Layers:
+    """The four layers' records as the page ships them, with the texts each row's vector is made from."""
+
+    def __init__(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl) -> None:
+        du = s.directory_urls
+        persona = page_url(PERSONA, du)
+        # L1: hot entries in the order recall reads them
+        self.l1 = [
+            [f"{f.target}:{e.index}", f"{persona}#{hot_anchor(f.target, e.index)}", e.text, e.category,
+             "MEMORY.md" if f.target == "memory" else "USER.md"]
+            for f in s.hot for e in f.entries
+        ]  # fmt: skip
+        # L2: memories, and the units the store indexes (a memory, or a long memory's passages after its blank row)
+        self.memories: list[list[Any]] = []
+        self.units: list[list[Any]] = []
+        self.short: list[tuple[int, str]] = []  # (unit row, memory id): vectors from memory_vectors
+        self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
+        for n, m in enumerate(s.memories):
+            where = " / ".join(x for x in (m.wing, m.room) if x)
+            self.memories.append([m.id, memory_url(m), m.category, where])
+            if not is_long(m.text):
+                lex = index_text(m)
+                self.short.append((len(self.units), m.id))
+                self.units.append([m.id, n, m.text, 0 if lex == m.text else lex, 0])
+                continue
+            self.units.append([m.id, n, "", 0, 0])  # the memory's own lexical row holds no text (and no vector)
+            spans = split(m.text)
+            for span in spans:
+                text = m.text[span.start : span.end]
+                self.embedded.append((len(self.units), text))
+                where_in = [span.index, len(spans), span.start, span.end, len(m.text)]
+                self.units.append([passage_id(m.id, span.index), n, text, 0, where_in])
+        # L4: every turn, in rowid order (the session search's tie-break), with its place in its digest
+        self.sessions = [
+            [x.id, x.title, f"{page_url(s.session_uri(x.id), du)}", x.started] for x in s.sessions
+        ]  # fmt: skip
+        turns = []
+        for i, x in enumerate(s.sessions):
+            for n, msg in enumerate(s.messages.get(x.id, ()), 1):
+                text = _turn_text(msg.content)
+                full = len(fts_text(msg.content).split()) if len(msg.content) > len(text) else 0
+                turns.append((_message_order(msg.id), [i, msg.id, message_anchor(n), text, full]))
+        turns.sort(key=lambda t: t[0])
+        self.turns = [t for _, t in turns]
+        # files: wiki pages, then entity pages, as recall reads them
+        wiki_uri = {c.wiki.path: c.src_uri for c in s.index.concepts if c.wiki is not None}
+        self.files = []
+        for page in recall_pages(ctx.source):
+            if page.path.startswith(ENTITY_PREFIX):
+                concept = s.index.for_entity(page.path[len(ENTITY_PREFIX) :])
+                kind = "entity"
+            else:
+                concept = None
+                kind = "wiki"
+            uri = concept.src_uri if concept is not None else wiki_uri.get(page.path, "")
+            self.files.append([page.path, page.title, page_url(uri, du) if uri else "", _page_text(page), kind])
+
+    def vectors(self, ctx: BuildContext, dim: int, embedder: str) -> np.ndarray | None:
+        """int8 rows: L1 entries, L2 units (zero for a long memory's own row), L4 turns, files."""
+        cache = TextVectors(ctx, embedder)
+        l2 = np.zeros((len(self.units), dim), dtype=np.int8)
+        own = _memory_vectors(ctx, [i for _, i in self.short], dim)
+        if own is None:
+            return None
+        l2[[r for r, _ in self.short]] = own
+        parts = [
+            cache.get([d[2] for d in self.l1], dim),
+            cache.get([t for _, t in self.embedded], dim),
+            cache.get([t[3] for t in self.turns], dim),
+            cache.get([f[3] for f in self.files], dim),
+        ]
+        if any(p is None for p in parts):
+            return None
+        l2[[r for r, _ in self.embedded]] = parts[1]
+        cache.save()
+        return np.concatenate([parts[0], l2, parts[2], parts[3]])
 
 
 def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
-    """What the page's JS needs (JSON-able) and the quantised vectors (None: lexical only, `why` says)."""
+    """What the page's JS needs (JSON-able) and the int8 vectors (None: lexical only, `why_lexical` says)."""
     memory_url = memory_url or ctx.options.get("memory_url") or default_memory_url
+    s = site(ctx)
     info = ctx.source.info()
-    memories = list(site(ctx).memories)
+    layers = _Layers(ctx, s, memory_url)
     why = ""
     vectors = None
     if info.embedder != USE_NAME:
         why = f"the store's embedder ({info.embedder}) cannot run in a browser"
-    elif not memories:
-        why = "there are no semantic memories yet"
     else:
-        vectors = _vectors(ctx, [m.id for m in memories])
+        vectors = layers.vectors(ctx, info.dim, f"{info.embedder}:{info.dim}")
         if vectors is None:
             why = "the memory source holds no vectors usable with its embedder"
-    config = RecallConfig()
+    counts = [len(layers.l1), len(layers.units), len(layers.turns), len(layers.files)]
     data = {
         "version": FORMAT_VERSION,
         "embedder": info.embedder,
-        "dim": int(vectors.shape[1]) if vectors is not None else info.dim,
+        "dim": info.dim,
         "dense": vectors is not None,
         "why_lexical": why,
-        "fusion": {
-            k: v
-            for k, v in asdict(config).items()
-            if k in ("fusion", "rrf_k", "dense_weight", "lexical_weight", "peak_weighting", "bridge", "depth")
+        "config": asdict(RecallConfig()),  # every knob of recall's ranking, read by search-core.js
+        "layers_order": list(LAYERS),
+        "limits": {
+            "max_embed_bytes": MAX_EMBED_BYTES,
+            "session_limit": SESSION_LIMIT,
+            "turns_per_session": SNIPPETS_PER_SESSION,
         },
         "postings_budget": POSTINGS_BUDGET,
-        "bridge": {
-            "table": browser_table(_vocabulary(m.text for m in memories)) if config.bridge else {},
-            "postings": BRIDGE_POSTINGS,
-            "max_word": MAX_WORD,
-        },
         "stop_words": sorted(STOP_WORDS),
         "stop_chars": sorted(STOP_CHARS),
-        "fields": ["id", "title", "url", "text", "category", "where"],
-        "docs": [
-            [m.id, _title(m), memory_url(m), m.text, m.category, " / ".join(x for x in (m.wing, m.room) if x)]
-            for m in memories
-        ],
+        "rows": dict(zip(LAYERS, counts, strict=True)),  # vector rows per layer, in this order
+        "L1": layers.l1,  # [id, url, text, category, file]
+        "L2": {"memories": layers.memories, "units": layers.units},  # [id, url, category, where]; see _Layers
+        "L4": {"sessions": layers.sessions, "turns": layers.turns},  # [id, title, url, started]; see _Layers
+        "files": layers.files,  # [path, title, url, text, kind]
     }
-    return data, (quantise(vectors) if vectors is not None else None)
+    return data, vectors
 
 
 def _page(data: dict[str, Any]) -> str:
-    n = len(data["docs"])
+    rows = data["rows"]
+    counts = (
+        f"{rows['L1']:,} hot-memory entries, {len(data['L2']['memories']):,} memories, "
+        f"{rows['L4']:,} session turns and {rows['files']:,} wiki and entity pages"
+    )
     if data["dense"]:
         how = (
             f"Your query is embedded in the browser with the store's own model ({esc(data['embedder'])}, "
-            f"{data['dim']} dimensions) and compared with the same vectors that <code>memwiki recall</code> uses, "
-            "then fused with a lexical match (Chinese by character pairs, and a Chinese query's English glosses "
-            "for English memories) exactly as recall fuses them. "
-            "The model (about 40 MB) loads on your first search; until then results are lexical."
+            f"{data['dim']} dimensions), compared with the same vectors <code>memwiki recall</code> uses and "
+            "fused with a lexical match exactly as <code>memwiki recall --all-layers</code> ranks. Results by "
+            "words show at once; the meaning-based ranking replaces them once the model has loaded."
         )
     else:
         how = (
@@ -155,12 +275,13 @@ def _page(data: dict[str, Any]) -> str:
         "",
         f'<div id="memwiki-search" class="memwiki-search" data-root="{SEARCH_ROOT}"{use_attr}>'
         '<form class="memwiki-search-form" role="search"><input type="search" id="memwiki-search-q" '
-        'placeholder="Search the agent\'s memory · 搜索记忆" autocomplete="off" aria-label="Search memory">'
+        'placeholder="Search every layer of memory · 搜索记忆" autocomplete="off" aria-label="Search memory" '
+        'aria-controls="memwiki-search-results">'
         "</form>"
         '<p id="memwiki-search-status" class="memwiki-search-status" aria-live="polite"></p>'
-        '<ol id="memwiki-search-results" class="memwiki-search-results"></ol></div>',
+        '<ol id="memwiki-search-results" class="memwiki-search-results" role="listbox"></ol></div>',
         "",
-        f'<p class="memwiki-muted">{n:,} semantic memories (L2). {how}</p>',
+        f'<p class="memwiki-muted">{counts}: what <code>memwiki recall --all-layers</code> searches. {how}</p>',
         "",
         "<noscript>Memory search needs JavaScript.</noscript>",
         "",
@@ -172,25 +293,21 @@ def _page(data: dict[str, Any]) -> str:
 def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
     """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder."""
     data, vectors = search_data(ctx, memory_url)
+    use = use_assets(ctx) if vectors is not None else []
+    if vectors is not None and not use:
+        data["dense"], data["why_lexical"], vectors = False, "the browser embedder is not installed", None
     assets = [GeneratedAsset(DATA_JS, f"window.MemwikiSearchData = {script_json(data)};\n".encode())]
     if vectors is not None:
-        b64 = base64.b64encode(vectors.tobytes()).decode("ascii")
+        b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes()).decode("ascii")
         assets.append(GeneratedAsset(VECTORS_JS, f'window.MemwikiSearchVectors = "{b64}";\n'.encode()))
     assets += [GeneratedAsset(f"{ASSET_DIR}/{name}", (_HERE / "search" / name).read_bytes()) for name in STATIC]
-    if vectors is not None:
-        use = use_assets(ctx)
-        if not use:
-            data["dense"] = False
-            data["why_lexical"] = "the browser embedder is not installed"
-            assets[0] = GeneratedAsset(DATA_JS, f"window.MemwikiSearchData = {script_json(data)};\n".encode())
-            assets = [a for a in assets if a.dest_uri != VECTORS_JS]
-        assets += use
+    assets += use
     page = GeneratedPage(
         SEARCH_PAGE,
         "Search memory",
         _page(data),
         section="search",
         in_nav=True,
-        meta={"order": 6, "memories": len(data["docs"]), "dense": data["dense"]},
+        meta={"order": 6, "memories": len(data["L2"]["memories"]), "dense": data["dense"]},
     )
     return [page], assets

@@ -1,9 +1,13 @@
-/* memwiki memory search, the part without a page: tokens, dense and lexical ranking, fusion.
+/* memwiki search, the part without a page: `memwiki recall --all-layers` over the exported layers.
  *
- * Mirrors memory/tokens.py (CJK bigrams, light English stemmer, stop words), SQLite FTS5's bm25
- * (k1 = 1.2, b = 0.75) over the OR of the query's tokens as memory/lexical.py asks it, and
- * memory/recall.py's `fuse` (z-score fusion weighted by how far each list's best stands out, reciprocal-rank
- * or normalised-score fusion of the top `depth` of each).
+ * Mirrors memory/tokens.py (CJK bigrams, light English stemmer, stop words, coverage), SQLite FTS5's bm25
+ * (k1 = 1.2, b = 0.75) as memory/lexical.py asks it (OR of the query's tokens within a postings budget) and as
+ * memory/sessions.py asks it (AND of the query's tokens, else OR; best sessions with their best turns), and
+ * memory/recall.py: `fuse` (z-score fusion, each list weighted by how far its best stands out), `rank_l2` (a
+ * long memory by its best passage), the small layers' `_rank_texts`, `evidence` / `_mark` (confident hits,
+ * `why`) and the layers in priority order L1, L2, L4, files.
+ * Every ranking knob is read from the exported RecallConfig (data.config); KNOBS lists those this file knows,
+ * and tests/test_search_index.py checks that it is every field of RecallConfig.
  * Runs in a browser (window.MemwikiSearch) and under node (module.exports) for the tests.
  */
 (function (root) {
@@ -13,6 +17,8 @@
   var TOKEN_SRC = "[" + CJK + "]+|(?:(?![" + CJK + "])[\\p{L}\\p{N}])+(?:['\\u2019][a-z]+)?";
   var CJK_RE = new RegExp("^[" + CJK + "]", "u");
   var K1 = 1.2, B = 0.75;
+  // the fields of memory.recall.RecallConfig this file reads (stop_threshold: recall without all_layers only)
+  var KNOBS = ["dense_weight", "lexical_weight", "peak_weighting", "depth", "stop_threshold", "min_confidence", "min_coverage"];
 
   function endsWithAny(word, suffixes) {
     for (var i = 0; i < suffixes.length; i++) if (word.endsWith(suffixes[i])) return true;
@@ -42,6 +48,11 @@
     return ch.join("");
   }
 
+  /* A word's combining marks removed (before stemming), as memory/tokens.py's `_latin` does. */
+  function fold(token) {
+    return token.normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC");
+  }
+
   /* Lexical tokens of `text` in order, as memory.tokens.tokens(text, stop_words=..., unigrams=...) makes
    * them. `stop` is null (keep everything) or {words: Set, chars: Set}: English stop words and CJK grams
    * holding a stop character are dropped. `unigrams` also gives each character of a CJK run (index side). */
@@ -68,9 +79,95 @@
     return out;
   }
 
-  /* A word's combining marks removed (before stemming), as memory/tokens.py's `_latin` does. */
-  function fold(token) {
-    return token.normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC");
+  function unique(list) { return Array.from(new Set(list)); }
+
+  /* The query's tokens as memory.tokens.fts_query uses them: without stop words, else all (deduplicated). */
+  function queryTokens(query, stop) {
+    var toks = tokens(query, stop);
+    if (!toks.length) toks = tokens(query, null);
+    return unique(toks);
+  }
+
+  /* memory.tokens.coverage: share of the query's informative tokens that `text` holds. */
+  function coverage(query, text, stop) {
+    var wanted = new Set(tokens(query, stop));
+    if (!wanted.size) wanted = new Set(tokens(query, null));
+    if (!wanted.size) return 0;
+    var have = new Set(tokens(text, null, true)), n = 0;
+    wanted.forEach(function (t) { if (have.has(t)) n++; });
+    return n / wanted.size;
+  }
+
+  // -- text helpers as Python prints and cuts --------------------------------------------------------
+
+  function utf8Size(text) {
+    var n = 0;
+    for (var i = 0; i < text.length; i++) {
+      var c = text.charCodeAt(i);
+      if (c < 0x80) n += 1;
+      else if (c < 0x800) n += 2;
+      else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) { n += 4; i++; }
+      else n += 3;
+    }
+    return n;
+  }
+
+  var BREAKS = [
+    /\n[ \t]*\n\s*/g,
+    /\n\s*/g,
+    /[.!?;:…]["')\]]*\s+|[。！？；：]+[”’」』）]*\s*/g,
+    /[\s,，、]+/g,
+  ];
+
+  /* memory.passages.cut_to_bytes: the longest head of `text` within `limit` UTF-8 bytes, ended at a break. */
+  function cutToBytes(text, limit) {
+    if (text.length * 4 <= limit || utf8Size(text) <= limit) return text;
+    var chars = Array.from(text).slice(0, limit), size = 0, n = 0;
+    for (; n < chars.length; n++) {
+      size += utf8Size(chars[n]);
+      if (size > limit) break;
+    }
+    var head = chars.slice(0, n).join("");
+    var half = Math.floor(n / 2), halfAt = chars.slice(0, half).join("").length;
+    for (var p = 0; p < BREAKS.length; p++) {
+      var re = BREAKS[p], m, last = null;
+      re.lastIndex = halfAt;
+      while ((m = re.exec(head)) !== null) { last = m; if (m[0] === "") re.lastIndex++; }
+      if (last && last.index + last[0].length > halfAt) return head.slice(0, last.index + last[0].length);
+    }
+    return head;
+  }
+
+  function splitTurns(query) {
+    return String(query).split(/\r\n|\r|\n|\v|\f|\x1c|\x1d|\x1e|\x85|\u2028|\u2029/)
+      .map(function (l) { return l.trim(); }).filter(Boolean);
+  }
+
+  /* memory.recall.cut_query: a dialogue keeps its last turns, other text its head. */
+  function cutQuery(query, limit) {
+    if (query.length * 4 <= limit || utf8Size(query) <= limit) return query;
+    var turns = splitTurns(query);
+    if (turns.length > 1) {
+      var kept = [], size = 0;
+      for (var i = turns.length - 1; i >= 0; i--) {
+        if (kept.length && size + utf8Size(turns[i]) + 1 > limit) break;
+        kept.push(cutToBytes(turns[i], limit));
+        size += utf8Size(kept[kept.length - 1]) + 1;
+      }
+      return kept.reverse().join("\n");
+    }
+    return cutToBytes(query.trim(), limit);
+  }
+
+  function fixed(x, digits) { return (x === undefined || x === null ? 0 : x).toFixed(digits); }
+
+  function grouped(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+
+  /* Python's format(share, ".0%"): halves to even. */
+  function percent(share) {
+    var v = share * 100, r = Math.round(v);
+    if (Math.abs(v - Math.floor(v) - 0.5) < 1e-9) r = 2 * Math.round(v / 2);
+    return r + "%";
   }
 
   function decodeInt8(b64) {
@@ -80,86 +177,85 @@
     return out;
   }
 
-  function Index(data, vectorsB64) {
-    this.data = data;
-    this.docs = data.docs;
-    this.ids = data.docs.map(function (doc) { return doc[0]; });
-    this.n = data.docs.length;
-    this.stop = {words: new Set(data.stop_words), chars: new Set(data.stop_chars)};
-    this.fusion = data.fusion;
-    this.budget = data.postings_budget || Infinity;  // memory/lexical.py's POSTINGS_BUDGET
-    // memory/crosslingual.py: headword -> the English of its glosses that these memories hold
-    this.bridge = data.bridge ? new Map(Object.entries(data.bridge.table)) : null;
-    this.bridgeBudget = data.bridge ? data.bridge.postings : 0;
-    this.bridgeMaxWord = data.bridge ? data.bridge.max_word : 0;
-    var textAt = data.fields.indexOf("text");
-    // lexical: postings token -> [doc, tf, ...], doc lengths in tokens (as memory.tokens.fts_text indexes)
+  // -- one index: FTS5-style postings over some texts, and their rows of the shared int8 vectors -------
+
+  /* `texts[i]` is indexed as memory.tokens.fts_text indexes it; opts: ids (strings: bm25 ties break by them,
+   * as ORDER BY id does, unless `rowOrder`: by position, as ORDER BY rowid does), lens (a doc's length in
+   * tokens when its text was cut: 0 = its own), vectors (Int8Array), rows (each doc's row, -1: none), dim,
+   * stop, budget. */
+  function Index(texts, opts) {
+    this.n = texts.length;
+    this.ids = opts.ids;
+    this.rowOrder = !!opts.rowOrder;
+    this.stop = opts.stop;
+    this.budget = opts.budget || Infinity;
     this.postings = new Map();
     this.docLen = new Float64Array(this.n);
-    var total = 0;
+    var total = 0, self = this;
     for (var d = 0; d < this.n; d++) {
-      var toks = tokens(this.docs[d][textAt], null, true);
-      this.docLen[d] = toks.length;
-      total += toks.length;
+      var toks = tokens(texts[d], null, true);
+      this.docLen[d] = opts.lens && opts.lens[d] ? opts.lens[d] : toks.length;
+      total += this.docLen[d];
       var tf = new Map();
       for (var t = 0; t < toks.length; t++) tf.set(toks[t], (tf.get(toks[t]) || 0) + 1);
-      var self = this;
-      tf.forEach(function (count, key) {
-        var list = self.postings.get(key);
-        if (!list) { list = []; self.postings.set(key, list); }
-        list.push(d, count);
-      });
+      tf.forEach(add);
+    }
+    function add(count, key) {
+      var list = self.postings.get(key);
+      if (!list) { list = []; self.postings.set(key, list); }
+      list.push(d, count);
     }
     this.avgdl = this.n ? total / this.n : 0;
-    // dense: int8 rows (scale-free: cosine only needs each row's norm)
-    this.dense = !!(data.dense && vectorsB64);
-    if (this.dense) {
-      this.dim = data.dim;
-      this.vectors = decodeInt8(vectorsB64);
-      if (this.vectors.length !== this.n * this.dim) throw new Error("search vectors do not match the memories");
-      this.norms = new Float32Array(this.n);
+    this.vectors = opts.vectors || null;
+    this.dim = opts.dim || 0;
+    this.rows = opts.rows || null;
+    this.norms = new Float32Array(this.n);
+    if (this.vectors) {
       for (var r = 0; r < this.n; r++) {
-        var s2 = 0, base = r * this.dim;
+        var row = this.rows[r];
+        if (row < 0) continue;
+        var s2 = 0, base = row * this.dim;
         for (var j = 0; j < this.dim; j++) s2 += this.vectors[base + j] * this.vectors[base + j];
-        this.norms[r] = Math.sqrt(s2) || 1;
+        this.norms[r] = Math.sqrt(s2);  // 0: no vector (a long memory's own row)
       }
     }
   }
 
-  /* The query's tokens as memory.tokens.fts_query(query, mode="OR") uses them (deduplicated). */
-  Index.prototype.queryTokens = function (query) {
-    var toks = tokens(query, this.stop);
-    if (!toks.length) toks = tokens(query, null);
-    return Array.from(new Set(toks));
-  };
-
-  /* The best `k` of a doc -> score map; ties by memory id, as memory/lexical.py's ORDER BY (SQLite compares
-   * UTF-8 bytes, JS UTF-16 units: the same order but for ids holding characters above U+FFFF). */
-  function top(scores, k, ids) {
-    var order = [];
-    scores.forEach(function (s, i) { order.push([i, s]); });
-    order.sort(function (a, b) {
-      return b[1] - a[1] || (ids[a[0]] < ids[b[0]] ? -1 : ids[a[0]] > ids[b[0]] ? 1 : a[0] - b[0]);
-    });
-    return order.slice(0, k);
+  function normalised(qvec, dim) {
+    var q = new Float32Array(dim), qn = 0, i;
+    for (i = 0; i < dim; i++) { q[i] = qvec[i]; qn += q[i] * q[i]; }
+    qn = Math.sqrt(qn) || 1;
+    for (i = 0; i < dim; i++) q[i] /= qn;
+    return q;
   }
 
-  /* [[doc, cosine], ...] best first. */
-  Index.prototype.denseRank = function (qvec, k) {
-    if (!this.dense) return [];
-    var q = new Float32Array(this.dim), qn = 0, i, j;
-    for (i = 0; i < this.dim; i++) { q[i] = qvec[i]; qn += q[i] * q[i]; }
-    qn = Math.sqrt(qn) || 1;
-    var scores = new Float32Array(this.n);
-    for (i = 0; i < this.n; i++) {
-      var s = 0, base = i * this.dim;
-      for (j = 0; j < this.dim; j++) s += q[j] * this.vectors[base + j];
-      scores[i] = s / (qn * this.norms[i]);
-    }
+  Index.prototype.cosine = function (q, d) {
+    if (!this.vectors || !this.norms[d]) return undefined;
+    var s = 0, base = this.rows[d] * this.dim;
+    for (var j = 0; j < this.dim; j++) s += q[j] * this.vectors[base + j];
+    return s / this.norms[d];
+  };
+
+  /* [[doc, cosine], ...] best first over the docs with a vector (`q` normalised); ties by position. */
+  Index.prototype.denseRank = function (q, k) {
+    if (!this.vectors) return [];
     var order = [];
-    for (i = 0; i < this.n; i++) order.push([i, scores[i]]);
+    for (var i = 0; i < this.n; i++) if (this.norms[i]) order.push([i, this.cosine(q, i)]);
     order.sort(function (a, b) { return b[1] - a[1] || a[0] - b[0]; });
-    return order.slice(0, k);
+    return k === undefined ? order : order.slice(0, k);
+  };
+
+  /* The best `k` of a doc -> score map, ties by id (ORDER BY s, id; SQLite compares UTF-8 bytes, JS UTF-16
+   * units: the same order but for ids holding characters above U+FFFF) or by position (rowid). */
+  Index.prototype.top = function (scores, k) {
+    var order = [], ids = this.ids, byRow = this.rowOrder;
+    scores.forEach(function (s, i) { order.push([i, s]); });
+    order.sort(function (a, b) {
+      if (b[1] !== a[1]) return b[1] - a[1];
+      if (byRow) return a[0] - b[0];
+      return ids[a[0]] < ids[b[0]] ? -1 : ids[a[0]] > ids[b[0]] ? 1 : a[0] - b[0];
+    });
+    return k === undefined ? order : order.slice(0, k);
   };
 
   /* The query tokens worth matching, as memory/lexical.py's `_affordable`: rarest first, as many as
@@ -180,53 +276,108 @@
     return kept;
   };
 
-  /* [[doc, score], ...] best first; score = -bm25 as memory/lexical.py returns it. */
-  Index.prototype.lexicalRank = function (query, k, budget) {
-    var terms = this.affordable(this.queryTokens(query), budget === undefined ? this.budget : budget);
-    var scores = new Map();
+  /* bm25 (as -bm25: higher is better) of the docs holding any of `terms` (every one with `all`). */
+  Index.prototype.bm25 = function (terms, all) {
+    var scores = new Map(), hits = new Map();
     for (var t = 0; t < terms.length; t++) {
       var list = this.postings.get(terms[t]);
-      var hits = list.length / 2;
-      var idf = Math.log((this.n - hits + 0.5) / (hits + 0.5));
+      if (!list) { if (all) return new Map(); continue; }
+      var n = list.length / 2;
+      var idf = Math.log((this.n - n + 0.5) / (n + 0.5));
       if (idf <= 0) idf = 1e-6;
       for (var p = 0; p < list.length; p += 2) {
         var d = list[p], tf = list[p + 1];
         var w = idf * (tf * (K1 + 1)) / (tf + K1 * (1 - B + B * this.docLen[d] / this.avgdl));
         scores.set(d, (scores.get(d) || 0) + w);
+        if (all) hits.set(d, (hits.get(d) || 0) + 1);
       }
     }
-    return top(scores, k, this.ids);
+    if (all) hits.forEach(function (c, d) { if (c < terms.length) scores.delete(d); });
+    return scores;
   };
 
-  /* memory.crosslingual.english_glosses over the shipped part of the glossary: every dictionary word of
-   * the query's Chinese runs (overlaps included), its English words, each once. */
-  Index.prototype.glosses = function (query) {
-    var out = [], seen = new Set(), re = new RegExp("[" + CJK + "]+", "gu"), m;
-    if (!this.bridge) return out;
-    while ((m = re.exec(String(query))) !== null) {
-      var chars = Array.from(m[0]);
-      for (var i = 0; i + 1 < chars.length; i++) {
-        for (var size = 2; size <= Math.min(this.bridgeMaxWord, chars.length - i); size++) {
-          var words = this.bridge.get(chars.slice(i, i + size).join(""));
-          if (words) words.forEach(function (w) { if (!seen.has(w)) { seen.add(w); out.push(w); } });
-        }
-      }
+  /* memory/lexical.py's search: [[doc, score], ...] best first for the OR of the query's tokens. */
+  Index.prototype.lexicalRank = function (query, k, budget) {
+    var terms = this.affordable(queryTokens(query, this.stop), budget === undefined ? this.budget : budget);
+    return terms.length ? this.top(this.bm25(terms, false), k) : [];
+  };
+
+  /* memory/sessions.py's match: every matching doc best first, the AND of the query's tokens, else their OR. */
+  Index.prototype.ftsRank = function (query) {
+    var terms = queryTokens(query, this.stop);
+    if (!terms.length) return [];
+    var found = this.top(this.bm25(terms, true));
+    return found.length ? found : this.top(this.bm25(terms, false));
+  };
+
+  // -- recall --------------------------------------------------------------------------------------
+
+  /* memory.recall._Ranked.why */
+  function whyOf(r) {
+    var parts = [];
+    if (r.denseRank !== undefined) parts.push("dense " + fixed(r.cosine, 2) + " (#" + (r.denseRank + 1) + ")");
+    else if (r.cosine !== undefined) parts.push("dense " + fixed(r.cosine, 2));
+    if (r.lexicalRank !== undefined) parts.push("lexical " + fixed(r.lexical, 2) + " (#" + (r.lexicalRank + 1) + ")");
+    return parts.join(" + ");
+  }
+
+  function title80(text) {
+    var flat = String(text).split(/\s+/).filter(Boolean).join(" ");
+    var chars = Array.from(flat);
+    return chars.length <= 80 ? flat : chars.slice(0, 79).join("") + "…";
+  }
+
+  /* Everything the page searches: data from plugins/builders/search.py, vectors as base64 int8 rows. */
+  function Engine(data, vectorsB64) {
+    this.data = data;
+    this.config = data.config;
+    this.stop = {words: new Set(data.stop_words), chars: new Set(data.stop_chars)};
+    this.budget = data.postings_budget || Infinity;
+    this.limits = data.limits;
+    this.dim = data.dim;
+    this.dense = !!(data.dense && vectorsB64);
+    this.vectors = this.dense ? decodeInt8(vectorsB64) : null;
+    var counts = data.rows, start = {}, at = 0;
+    data.layers_order.forEach(function (layer) { start[layer] = at; at += counts[layer]; });
+    if (this.vectors && this.vectors.length !== at * this.dim) throw new Error("search vectors do not match the data");
+    var self = this;
+    function rows(layer, n) {
+      var out = new Int32Array(n);
+      for (var i = 0; i < n; i++) out[i] = start[layer] + i;
+      return out;
     }
-    return out;
-  };
+    function make(layer, texts, ids, extra) {
+      var opts = {ids: ids, stop: self.stop, budget: self.budget, vectors: self.vectors, dim: self.dim,
+                  rows: rows(layer, texts.length)};
+      Object.keys(extra || {}).forEach(function (key) { opts[key] = extra[key]; });
+      return new Index(texts, opts);
+    }
+    function positions(n) { var out = []; for (var i = 0; i < n; i++) out.push(String(i)); return out; }
+    this.memories = data.L2.memories;
+    this.units = data.L2.units;
+    this.sessions = data.L4.sessions;
+    this.turns = data.L4.turns;
+    this.l1 = make("L1", data.L1.map(function (d) { return d[2]; }), positions(data.L1.length));
+    this.l2 = make("L2", this.units.map(function (u) { return u[3] || u[2]; }), this.units.map(function (u) { return u[0]; }));
+    this.l4 = make("L4", this.turns.map(function (t) { return t[3]; }), this.turns.map(function (t) { return t[1]; }),
+                   {rowOrder: true, lens: this.turns.map(function (t) { return t[4]; })});
+    this.l4start = start.L4;
+    this.files = make("files", data.files.map(function (f) { return f[3]; }), positions(data.files.length));
+    // a memory's title: the start of its text (its first passage's, for a long one)
+    this.titles = [];
+    for (var u = 0; u < this.units.length; u++) {
+      var m = this.units[u][1];
+      if (this.titles[m] === undefined && this.units[u][2]) this.titles[m] = title80(this.units[u][2]);
+    }
+  }
 
-  /* The lexical ranking of the query's English glosses, within the bridge's smaller budget. */
-  Index.prototype.bridgeRank = function (query, k) {
-    var glosses = this.glosses(query);
-    return glosses.length ? this.lexicalRank(glosses.join(" "), k, this.bridgeBudget) : [];
-  };
-
-  /* memory.recall.fuse ("z", "rrf" or "score") of dense, lexical and bridge rankings:
-   * [{doc, score, cosine, lexical, bridge, denseRank, lexicalRank, bridgeRank}] best first. */
-  Index.prototype.fuse = function (dense, lexical, bridge) {
-    var f = this.fusion, ids = [], seen = new Set();
-    var lists = [[dense, f.dense_weight], [lexical, f.lexical_weight], [bridge || [], f.lexical_weight]];
-    var values = lists.map(function () { return new Map(); }), ranks = lists.map(function () { return new Map(); });
+  /* memory.recall.fuse: z-score fusion of a dense and a lexical ranking ([[key, score]] best first), each
+   * list's weight scaled by how far its best stands out (`peak_weighting`); a candidate missing from a list
+   * gets that list's lowest z. [{doc, score, cosine, lexical, denseRank, lexicalRank}] best first. */
+  Engine.prototype.fuse = function (dense, lexical) {
+    var c = this.config, ids = [], seen = new Set();
+    var lists = [[dense, c.dense_weight], [lexical, c.lexical_weight]];
+    var values = [new Map(), new Map()], ranks = [new Map(), new Map()];
     lists.forEach(function (pair, n) {
       pair[0].forEach(function (x, r) {
         values[n].set(x[0], x[1]);
@@ -234,80 +385,154 @@
         if (!seen.has(x[0])) { seen.add(x[0]); ids.push(x[0]); }
       });
     });
-    var scores = new Map();
-    function add(i, v) { scores.set(i, (scores.get(i) || 0) + v); }
-    if (f.fusion === "rrf") {
+    var parts = [], total = 0, scores = new Map();
+    lists.forEach(function (pair, n) {
+      var scored = values[n], weight = pair[1];
+      if (!scored.size || weight === 0) return;
+      var mu = 0, sd = 0, lo = Infinity, hi = -Infinity;
+      scored.forEach(function (x) { mu += x; lo = Math.min(lo, x); hi = Math.max(hi, x); });
+      mu /= scored.size;
+      scored.forEach(function (x) { sd += (x - mu) * (x - mu); });
+      sd = Math.sqrt(sd / scored.size) || 1;
+      var peak = Math.max((hi - mu) / sd, 0); // how far the retriever's best stands out
+      parts.push({values: scored, weight: c.peak_weighting ? weight * peak : weight, mu: mu, sd: sd, floor: (lo - mu) / sd});
+    });
+    parts.forEach(function (p) { total += p.weight; });
+    if (total <= 0) { parts.forEach(function (p) { p.weight = 1; }); total = parts.length; }
+    parts.forEach(function (p) {
+      var share = p.weight / total;
       ids.forEach(function (i) {
-        var s = 0;
-        lists.forEach(function (pair, n) { if (ranks[n].has(i)) s += pair[1] / (f.rrf_k + ranks[n].get(i) + 1); });
-        scores.set(i, s);
+        scores.set(i, (scores.get(i) || 0) + share * (p.values.has(i) ? (p.values.get(i) - p.mu) / p.sd : p.floor));
       });
-    } else if (f.fusion === "z") {
-      var parts = [], total = 0;
-      lists.forEach(function (pair, n) {
-        var scored = values[n], weight = pair[1];
-        if (!scored.size || weight === 0) return;
-        var v = Array.from(scored.values()), mu = 0, sd = 0, lo = Infinity, hi = -Infinity;
-        v.forEach(function (x) { mu += x; lo = Math.min(lo, x); hi = Math.max(hi, x); });
-        mu /= v.length;
-        v.forEach(function (x) { sd += (x - mu) * (x - mu); });
-        sd = Math.sqrt(sd / v.length) || 1;
-        var peak = Math.max((hi - mu) / sd, 0); // how far the retriever's best stands out
-        parts.push({values: scored, weight: f.peak_weighting ? weight * peak : weight, mu: mu, sd: sd, floor: (lo - mu) / sd});
-      });
-      parts.forEach(function (p) { total += p.weight; });
-      if (total <= 0) { parts.forEach(function (p) { p.weight = 1; }); total = parts.length; }
-      parts.forEach(function (p) {
-        var share = p.weight / total;
-        ids.forEach(function (i) { add(i, share * (p.values.has(i) ? (p.values.get(i) - p.mu) / p.sd : p.floor)); });
-      });
-    } else if (f.fusion === "score") {
-      var cos = values[0], dLo = Infinity, dHi = -Infinity;
-      cos.forEach(function (x) { dLo = Math.min(dLo, x); dHi = Math.max(dHi, x); });
-      if (!cos.size) { dLo = 0; dHi = 1; }
-      var his = values.slice(1).map(function (scored) {
-        var hi = -Infinity;
-        scored.forEach(function (x) { hi = Math.max(hi, x); });
-        return scored.size && hi ? hi : 1;
-      });
-      ids.forEach(function (i) {
-        var s = f.dense_weight * (cos.has(i) ? (dHi > dLo ? (cos.get(i) - dLo) / (dHi - dLo) : 1) : 0);
-        values.slice(1).forEach(function (scored, n) { s += f.lexical_weight * ((scored.get(i) || 0) / his[n]); });
-        scores.set(i, s);
-      });
-    } else {
-      throw new Error("unknown fusion " + f.fusion);
-    }
+    });
     var out = ids.map(function (i) {
       return {doc: i, score: scores.get(i) || 0, cosine: values[0].get(i), lexical: values[1].get(i),
-              bridge: values[2].get(i), denseRank: ranks[0].get(i), lexicalRank: ranks[1].get(i),
-              bridgeRank: ranks[2].get(i)};
+              denseRank: ranks[0].get(i), lexicalRank: ranks[1].get(i)};
     });
     out.sort(function (a, b) { return b.score - a.score; }); // stable: ties keep first-seen order
     return out;
   };
 
-  /* Ranked hits for a query; `qvec` (Float32Array) may be null for lexical-only ranking. */
-  Index.prototype.search = function (query, qvec, k) {
-    var depth = Math.max(k, this.fusion.depth);
-    var dense = qvec && this.dense ? this.denseRank(qvec, depth) : [];
-    var words = this.fusion.lexical_weight > 0 || !dense.length;
-    var lexical = words ? this.lexicalRank(query, depth) : [];
-    var bridge = words && this.fusion.bridge ? this.bridgeRank(query, depth) : [];
-    var fused = this.fuse(dense, lexical, bridge).slice(0, k);
-    if (qvec && this.dense) {
-      for (var i = 0; i < fused.length; i++) if (fused[i].cosine === undefined) fused[i].cosine = this.cosine(qvec, fused[i].doc);
+  /* memory.recall.Recaller._rank_texts: every text of a small layer, dense and lexical, fused. */
+  Engine.prototype.rankTexts = function (index, query, q) {
+    if (!index.n) return [];
+    var dense = q ? index.denseRank(q) : [];
+    var lexical = index.lexicalRank(query, index.n);
+    return this.fuse(dense, lexical);
+  };
+
+  /* memory.recall.Recaller.evidence / _mark: whether a hit is confident, and what `why` adds. */
+  Engine.prototype.mark = function (query, hit) {
+    var c = this.config, reason = null;
+    if (hit.confidence >= c.min_confidence) reason = "close in meaning";
+    else {
+      var share = coverage(query, hit.text, this.stop);
+      if (share >= c.min_coverage) reason = "covers " + percent(share) + " of the query's words";
     }
-    return fused;
+    hit.confident = reason !== null;
+    if (reason !== null && reason !== "close in meaning") hit.why += "; " + reason;
+    else if (reason === null && hit.layer === "L1" && hit.firstByBoth) hit.why += "; first by meaning and by words in hot memory (weak)";
+    else if (reason === null) hit.why += "; weak: below the confidence floor";
   };
 
-  Index.prototype.cosine = function (qvec, doc) {
-    var s = 0, qn = 0, base = doc * this.dim;
-    for (var j = 0; j < this.dim; j++) { s += qvec[j] * this.vectors[base + j]; qn += qvec[j] * qvec[j]; }
-    return s / ((Math.sqrt(qn) || 1) * this.norms[doc]);
+  Engine.prototype.hotHits = function (query, q, k) {
+    var docs = this.data.L1;
+    return this.rankTexts(this.l1, query, q).slice(0, k).map(function (r) {
+      var d = docs[r.doc];
+      return {layer: "L1", id: d[0], text: d[2], title: d[4] + " · " + d[3], url: d[1], score: r.score,
+              confidence: r.cosine || 0, why: whyOf(r), firstByBoth: r.denseRank === 0 && r.lexicalRank === 0};
+    });
   };
 
-  var api = {tokens: tokens, stem: stem, fold: fold, Index: Index};
+  /* memory.recall.Recaller.rank_l2: the hybrid top `k` of semantic memory, a long memory by its best passage. */
+  Engine.prototype.l2Hits = function (query, q, k) {
+    var c = this.config, depth = Math.max(k, c.depth);
+    var dense = q ? this.l2.denseRank(q, depth) : [];
+    var lexical = c.lexical_weight > 0 ? this.l2.lexicalRank(query, depth) : [];
+    var ranked = this.fuse(dense, lexical);
+    var hits = [], shown = new Set();
+    for (var i = 0; i < ranked.length && hits.length < k; i++) {
+      var r = ranked[i], u = this.units[r.doc], m = this.memories[u[1]];
+      if (shown.has(m[0])) continue;
+      shown.add(m[0]);
+      if (r.cosine === undefined && q) r.cosine = this.l2.cosine(q, r.doc);
+      var why = whyOf(r), p = u[4];
+      if (p) {
+        why += "; passage " + grouped(p[0] + 1) + " of " + grouped(p[1]) + " of memory " + m[0] + " (characters " +
+          grouped(p[2]) + "–" + grouped(p[3]) + " of " + grouped(p[4]) + ")";
+      }
+      hits.push({layer: "L2", id: m[0], text: u[2], title: this.titles[u[1]] || m[0], url: m[1], score: r.score,
+                 confidence: r.cosine || 0, why: why, category: m[2], where: m[3], passage: p ? u[0] : ""});
+    }
+    return hits;
+  };
+
+  /* memory/sessions.py's search: the best sessions by their best turn, each with up to 3 of its best turns. */
+  Engine.prototype.sessionSearch = function (query, limit) {
+    var found = this.l4.ftsRank(query), order = [], by = new Map(), most = this.limits.turns_per_session;
+    for (var i = 0; i < found.length; i++) {
+      var t = this.turns[found[i][0]], list = by.get(t[0]);
+      if (!list) {
+        if (order.length >= limit) continue;
+        list = [];
+        by.set(t[0], list);
+        order.push(t[0]);
+      }
+      if (list.length < most) list.push(found[i][0]);
+    }
+    return order.map(function (s) { return by.get(s); });
+  };
+
+  /* memory.recall.Recaller._recall_sessions: the candidate turns, ranked as a small layer. */
+  Engine.prototype.turnHits = function (query, q, k) {
+    var turns = [].concat.apply([], this.sessionSearch(query, Math.max(k, this.limits.session_limit)));
+    if (!turns.length) return [];
+    var self = this, l4 = this.l4;
+    var index = new Index(turns.map(function (d) { return self.turns[d][3]; }), {
+      ids: turns.map(function (_, i) { return String(i); }), stop: this.stop, budget: this.budget,
+      vectors: this.vectors, dim: this.dim, rows: turns.map(function (d) { return l4.rows[d]; }),
+    });
+    return this.rankTexts(index, query, q).slice(0, k).map(function (r) {
+      var t = self.turns[turns[r.doc]], s = self.sessions[t[0]];
+      return {layer: "L4", id: s[0] + "#" + t[1], text: t[3], title: (s[1] || s[0]) + " · turn " + t[2].replace(/^msg-/, "#"),
+              url: s[2] + "#" + t[2], score: r.score, confidence: r.cosine || 0, why: whyOf(r),
+              when: s[3]};
+    });
+  };
+
+  Engine.prototype.fileHits = function (query, q, k) {
+    var docs = this.data.files;
+    return this.rankTexts(this.files, query, q).slice(0, k).map(function (r) {
+      var f = docs[r.doc];
+      return {layer: "files", id: f[0], text: f[3], title: f[1], url: f[2], score: r.score, confidence: r.cosine || 0,
+              why: whyOf(r), kind: f[4]};
+    });
+  };
+
+  /* The query as recall reads it (memory.recall.cut_query). */
+  Engine.prototype.cut = function (query) { return cutQuery(String(query), this.limits.max_embed_bytes); };
+
+  /* memory.recall.Recaller.query_vector with `embed(text) -> Float32Array`: the cut query, embedded whole. */
+  Engine.prototype.queryVector = function (query, embed) { return embed(this.cut(query)); };
+
+  /* memory.recall.Recaller.recall(query, k, all_layers=True): up to `k` hits of every layer, layer by layer
+   * (L1, L2, L4, files), each marked `confident` or weak; small-layer hits without evidence are dropped (but the
+   * hot entry both retrievers rank first). `qvec` null: by words only (the model has not loaded). */
+  Engine.prototype.recall = function (query, qvec, k) {
+    if (!String(query).trim()) return [];
+    query = this.cut(query);
+    var q = qvec && this.dense ? normalised(qvec, this.dim) : null, out = [], self = this;
+    var layers = {L1: this.hotHits, L2: this.l2Hits, L4: this.turnHits, files: this.fileHits};
+    this.data.layers_order.forEach(function (layer) {
+      var hits = layers[layer].call(self, query, q, k);
+      hits.forEach(function (h) { self.mark(query, h); });
+      if (layer !== "L2") hits = hits.filter(function (h) { return h.confident || (h.layer === "L1" && h.firstByBoth); });
+      out = out.concat(hits.slice(0, k));
+    });
+    return out;
+  };
+
+  var api = {KNOBS: KNOBS, tokens: tokens, stem: stem, fold: fold, coverage: coverage, cutQuery: cutQuery, Index: Index, Engine: Engine};
   if (typeof module === "object" && module.exports) module.exports = api;
   root.MemwikiSearch = api;
 })(typeof window !== "undefined" ? window : globalThis);

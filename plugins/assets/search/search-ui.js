@@ -1,10 +1,16 @@
-/* memwiki memory search, the page: a search box over MemwikiSearch.Index, results built as text nodes.
- * Lexical results show at once; with a dense index the query is then embedded by window.MemwikiUSE
- * (loaded on the first search) and the results are re-ranked as `memwiki recall` ranks L2.
+/* memwiki search, the box: a search input over MemwikiSearch.Engine, results built as text nodes only.
+ *
+ * Results by words show at once; when the page has the store's vectors, window.MemwikiUSE (use.js) loads the
+ * encoder (with its progress shown) and every query is then ranked as `memwiki recall --all-layers` ranks it.
+ * Keyboard: type, ArrowDown / ArrowUp move through the hits, Enter opens one, Esc closes (or clears).
+ * `MemwikiSearchUI.mount(opts)` runs one box: the search page's (mounted here) or the theme's header box
+ * (mounted by memwiki.js).
  */
 (function () {
   "use strict";
-  var K = 20;
+  var K = 5; // hits per layer, as `memwiki recall` gives by default
+  var LAYER_NAMES = {L1: "hot memory", L2: "semantic memory", L4: "session history", files: "wiki & entities"};
+  var SNIPPET = 240;
 
   function safeUrl(root, url) {
     // only relative paths inside the site: no scheme, no host, no absolute path
@@ -19,88 +25,191 @@
     return node;
   }
 
-  function why(hit) {
-    var parts = [];
-    if (hit.denseRank !== undefined) parts.push("meaning " + hit.cosine.toFixed(2) + " (#" + (hit.denseRank + 1) + ")");
-    else if (hit.cosine !== undefined) parts.push("meaning " + hit.cosine.toFixed(2));
-    if (hit.lexicalRank !== undefined) parts.push("words " + hit.lexical.toFixed(2) + " (#" + (hit.lexicalRank + 1) + ")");
-    if (hit.bridgeRank !== undefined) parts.push("English glosses " + hit.bridge.toFixed(2) + " (#" + (hit.bridgeRank + 1) + ")");
-    return parts.join(" + ");
+  function snippet(hit) {
+    var text = String(hit.text);
+    if (hit.layer === "files") text = text.replace(/^[^\n]*\n/, ""); // its first line is the title
+    text = text.split(/\s+/).filter(Boolean).join(" ");
+    var chars = Array.from(text);
+    return chars.length > SNIPPET ? chars.slice(0, SNIPPET - 1).join("") + "…" : text;
   }
 
-  function init() {
-    var box = document.getElementById("memwiki-search");
-    if (!box || box.dataset.ready) return;
-    box.dataset.ready = "1";
-    var input = document.getElementById("memwiki-search-q");
-    var status = document.getElementById("memwiki-search-status");
-    var list = document.getElementById("memwiki-search-results");
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = function () { reject(new Error("could not load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
+
+  /* opts: input, status, list (an <ol>), root (site root, ending in "/"), use (folder of use.js), header
+   * (true in the theme's header box: its items also get the theme's classes), onEscape. */
+  function mount(opts) {
+    var input = opts.input, status = opts.status, list = opts.list, root = opts.root || "";
     var data = window.MemwikiSearchData;
-    if (!data || !window.MemwikiSearch) { status.textContent = "The search index did not load."; return; }
-    var root = box.dataset.root || "";
-    var index = new window.MemwikiSearch.Index(data, window.MemwikiSearchVectors || null);
-    var fields = {};
-    data.fields.forEach(function (f, i) { fields[f] = i; });
-    var model = null, modelFailed = !index.dense || !window.MemwikiUSE, seq = 0, timer = null;
+    if (!data || !window.MemwikiSearch) { status.textContent = "The search index did not load."; return null; }
+    var engine = new window.MemwikiSearch.Engine(data, window.MemwikiSearchVectors || null);
+    var model = null, modelReady = false, modelFailed = !engine.dense, progress = "", seq = 0, timer = null;
+    var active = -1, shown = [], last = {query: null, mode: ""};
+
+    function say(text) { status.textContent = text; }
 
     function loadModel() {
-      if (modelFailed) return Promise.resolve(null);
-      if (!model) {
-        status.textContent = "Loading the embedding model…";
-        model = Promise.resolve(window.MemwikiUSE.load(box.dataset.use || "")).then(function () {
-          return window.MemwikiUSE;
-        }, function (err) {
-          modelFailed = true;
-          status.textContent = "The embedding model did not load (" + err + "); results are lexical only.";
-          return null;
+      if (modelFailed || model) return model;
+      var base = opts.use || root + "assets/memwiki/use/";
+      progress = "loading the meaning model…";
+      var script = window.MemwikiUSE ? Promise.resolve() : loadScript(base + "use.js");
+      model = script.then(function () {
+        return window.MemwikiUSE.load(base, {
+          status: function (msg, isError) { if (!isError) { progress = String(msg); refreshStatus(); } },
+          progress: function (done, total) {
+            var share = total ? done / total : done;
+            if (share >= 0 && share <= 1) { progress = "loading the meaning model… " + Math.round(share * 100) + "%"; refreshStatus(); }
+          },
         });
-      }
+      }).then(function () {
+        modelReady = true;
+        progress = "";
+        if (input.value.trim()) run();
+        else refreshStatus();
+        return window.MemwikiUSE;
+      }, function (err) {
+        modelFailed = true;
+        progress = "the meaning model did not load (" + (err && err.message || err) + "); results are by words only";
+        refreshStatus();
+        return null;
+      });
       return model;
     }
 
-    function show(query, hits, mode) {
+    function refreshStatus() {
+      if (last.query === null) { say(progress ? "Search is ready by words; " + progress : ""); return; }
+      say(last.text + (progress && !modelReady ? " · " + progress : ""));
+    }
+
+    function setActive(n) {
+      var items = list.children;
+      if (active >= 0 && items[active]) { items[active].classList.remove("memwiki-search-active"); items[active].setAttribute("aria-selected", "false"); }
+      active = n;
+      if (active >= 0 && items[active]) {
+        items[active].classList.add("memwiki-search-active");
+        items[active].setAttribute("aria-selected", "true");
+        input.setAttribute("aria-activedescendant", items[active].id);
+        if (items[active].scrollIntoView) items[active].scrollIntoView({block: "nearest"});
+      } else input.removeAttribute("aria-activedescendant");
+    }
+
+    function show(query, hits, mode, ms) {
       list.textContent = "";
-      hits.forEach(function (hit) {
-        var doc = index.docs[hit.doc];
-        var li = el("li", "memwiki-search-hit");
-        var href = safeUrl(root, doc[fields.url]);
-        var title = el(href ? "a" : "span", "memwiki-search-title", doc[fields.title]);
+      shown = hits;
+      active = -1;
+      var previous = "";
+      hits.forEach(function (hit, n) {
+        var li = el("li", "memwiki-search-hit" + (hit.confident ? "" : " memwiki-search-weak") +
+          (hit.layer !== previous ? " memwiki-search-first" : "") + (opts.header ? " md-search-result__item" : ""));
+        previous = hit.layer;
+        li.id = (opts.header ? "memwiki-hh-" : "memwiki-hit-") + n;
+        li.setAttribute("role", "option");
+        li.setAttribute("aria-selected", "false");
+        li.dataset.layer = hit.layer;
+        li.dataset.id = hit.id;
+        var head = el("div", "memwiki-search-head");
+        head.appendChild(el("span", "memwiki-search-layer memwiki-search-layer-" + hit.layer,
+          (hit.layer === "files" ? "files" : hit.layer) + " · " + LAYER_NAMES[hit.layer]));
+        var href = safeUrl(root, hit.url);
+        var title = el(href ? "a" : "span", "memwiki-search-title", hit.title);
         if (href) title.href = href;
-        li.appendChild(title);
-        var meta = [doc[fields.category], doc[fields.where]].filter(Boolean).join(" · ");
-        if (meta) li.appendChild(el("span", "memwiki-search-meta", " " + meta));
-        var text = doc[fields.text];
-        if (text !== doc[fields.title]) {  // the title is the start of the text; show the rest only when cut
-          li.appendChild(el("p", "memwiki-search-snippet", text.length > 280 ? text.slice(0, 279) + "…" : text));
-        }
-        li.appendChild(el("small", "memwiki-search-why", why(hit)));
+        head.appendChild(title);
+        if (!hit.confident) head.appendChild(el("span", "memwiki-search-weak-label", "weak"));
+        var meta = [hit.category, hit.where, hit.when ? String(hit.when).slice(0, 10) : "", hit.kind === "entity" ? "graph entity" : ""]
+          .filter(Boolean).join(" · ");
+        if (meta) head.appendChild(el("span", "memwiki-search-meta", meta));
+        li.appendChild(head);
+        var text = snippet(hit);
+        if (text && text !== hit.title) li.appendChild(el("p", "memwiki-search-snippet", text));
+        li.appendChild(el("small", "memwiki-search-why", "score " + hit.score.toFixed(3) + " · " + hit.why));
+        li.addEventListener("mousemove", function () { if (active !== n) setActive(n); });
         list.appendChild(li);
       });
-      status.textContent = hits.length ? hits.length + " results (" + mode + ")" : "No memory matches “" + query + "”.";
+      var text;
+      if (!hits.length) text = "No confident match for “" + query + "”: nothing in memory matches.";
+      else {
+        var layers = new Set(hits.map(function (h) { return h.layer; })).size;
+        var confident = hits.some(function (h) { return h.confident; });
+        text = (confident ? "" : "No confident match for “" + query + "”: every hit below is weak. ") +
+          hits.length + " results in " + layers + (layers === 1 ? " layer" : " layers") + " (" + mode + ")";
+      }
+      last = {query: query, mode: mode, text: text + (ms !== undefined ? " · " + ms.toFixed(0) + " ms" : "")};
+      refreshStatus();
     }
 
     function run() {
       var query = input.value.trim(), mine = ++seq;
-      if (!query) { list.textContent = ""; status.textContent = ""; return; }
-      show(query, index.search(query, null, K), "words");
-      if (modelFailed) return;
-      loadModel().then(function (use) {
-        if (!use || mine !== seq) return null;
-        return Promise.resolve(use.embed(query)).then(function (qvec) {
-          if (mine === seq) show(query, index.search(query, qvec, K), "meaning + words, as recall ranks");
-        });
-      }).catch(function (err) { status.textContent = "Search failed: " + err; });
+      if (!query) { list.textContent = ""; shown = []; last = {query: null}; refreshStatus(); return; }
+      var t0 = Date.now();
+      if (!modelReady) {
+        show(query, engine.recall(query, null, K), modelFailed ? "by words" : "by words; meaning-based ranking once the model has loaded", Date.now() - t0);
+        if (!modelFailed) loadModel();
+        return;
+      }
+      try {
+        var qvec = engine.queryVector(query, function (t) { return window.MemwikiUSE.embed(t); });
+        if (mine === seq) show(query, engine.recall(query, qvec, K), "meaning + words, as recall ranks", Date.now() - t0);
+      } catch (err) {
+        say("Search failed: " + (err && err.message || err));
+      }
     }
 
-    input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 200); });
-    input.form.addEventListener("submit", function (e) { e.preventDefault(); run(); });
-    if (index.dense && !window.MemwikiUSE) status.textContent = "The browser embedder did not load; results are lexical only.";
-    // not "q": Material's own search opens its dialog over the page for that one
-    var q = new URLSearchParams(window.location.search).get("query");
-    if (q) { input.value = q; run(); }
+    function open(n) {
+      var item = list.children[n];
+      var link = item && item.querySelector("a.memwiki-search-title");
+      if (link) window.location.href = link.href;
+    }
+
+    input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 60); });
+    input.addEventListener("keydown", function (e) {
+      var n = list.children.length;
+      if (e.key === "ArrowDown" && n) { e.preventDefault(); setActive(active < n - 1 ? active + 1 : 0); }
+      else if (e.key === "ArrowUp" && n) { e.preventDefault(); setActive(active > 0 ? active - 1 : n - 1); }
+      else if (e.key === "Enter") {
+        e.preventDefault();
+        clearTimeout(timer);
+        if (active < 0) run();
+        open(active >= 0 ? active : 0);
+      } else if (e.key === "Escape") {
+        e.preventDefault();
+        if (opts.onEscape) opts.onEscape();
+        else { input.value = ""; run(); }
+      }
+    });
+    if (input.form) input.form.addEventListener("submit", function (e) { e.preventDefault(); });
+    if (engine.dense) loadModel(); // the encoder starts loading as soon as the box is there
+    else if (data.why_lexical) progress = "";
+    return {engine: engine, run: run, loadModel: loadModel, hits: function () { return shown; }};
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
-  else init();
-  if (window.document$ && typeof window.document$.subscribe === "function") window.document$.subscribe(init);
+  window.MemwikiSearchUI = {mount: mount, loadScript: loadScript};
+
+  function initPage() {
+    var box = document.getElementById("memwiki-search");
+    if (!box || box.dataset.ready) return;
+    box.dataset.ready = "1";
+    var input = document.getElementById("memwiki-search-q");
+    var ui = mount({
+      input: input,
+      status: document.getElementById("memwiki-search-status"),
+      list: document.getElementById("memwiki-search-results"),
+      root: box.dataset.root || "",
+      use: box.dataset.use || "",
+    });
+    if (!ui) return;
+    // not "q": the theme's header box takes that one
+    var q = new URLSearchParams(window.location.search).get("query");
+    if (q) { input.value = q; ui.run(); }
+    input.focus();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", initPage);
+  else initPage();
 })();
