@@ -91,6 +91,15 @@ def _level(token: Token, env: dict) -> int:
     return min(int(token.tag[1]) + env.get("shift", 0), 6)
 
 
+def _heading_close(token: Token, env: dict) -> str:
+    return "</strong></p>\n" if env.get("flat") else f"</h{_level(token, env)}>\n"
+
+
+def verbatim(text: str) -> str:
+    """`text` as escaped preformatted code (a source file's chunk), safe inside a raw HTML block."""
+    return _guard_blank_lines(f'<pre class="mw-verbatim"><code>{esc(text)}</code></pre>')
+
+
 def _repeats_title(tokens: Sequence[Token], title: str) -> bool:
     """True when the tokens open with an ATX `# heading` whose text is `title`."""
     return (
@@ -119,7 +128,7 @@ class TextRenderer:
             "wikilink", lambda _r, tokens, idx, options, env: self._render_wikilink(tokens, idx, options, env)
         )
         md.add_render_rule("heading_open", lambda _r, tokens, idx, options, env: self._heading_open(tokens, idx, env))
-        md.add_render_rule("heading_close", lambda _r, tokens, idx, options, env: f"</h{_level(tokens[idx], env)}>\n")
+        md.add_render_rule("heading_close", lambda _r, tokens, idx, options, env: _heading_close(tokens[idx], env))
         self.md = md
 
     def link(self, from_src: str, link: WikiLink) -> str:
@@ -155,6 +164,8 @@ class TextRenderer:
         return _SLOT.sub(lambda m: self.link(from_src, WikiLink(*links[int(m.group(1))])), template)
 
     def _heading_open(self, tokens: Sequence[Token], idx: int, env: dict) -> str:
+        if env.get("flat"):
+            return f'<p class="mw-h mw-h{_level(tokens[idx], env)}"><strong>'
         anchor = slugify(tokens[idx + 1].content)
         used = env.setdefault("anchors", {})
         if anchor in used:
@@ -164,21 +175,22 @@ class TextRenderer:
             used[anchor] = 0
         return f'<h{_level(tokens[idx], env)} id="{esc(anchor)}">'
 
-    def html(self, text: str, from_src: str, *, shift: int = 0, skip_title: str = "") -> str:
+    def html(self, text: str, from_src: str, *, shift: int = 0, skip_title: str = "", flat: bool = False) -> str:
         """Block-level HTML for a memory text shown on page `from_src` (rendered once per text, see TextCache).
 
-        `skip_title`: leave out a leading `# heading` that repeats this title (the page shows it already)."""
+        `skip_title`: leave out a leading `# heading` that repeats this title (the page shows it already).
+        `flat`: headings become bold lines without anchors (a text quoted inside a card, not a part of the page)."""
         texts = self.index.texts
 
         def compute() -> list:
             tokens = texts.parse(text)
             if skip_title and _repeats_title(tokens, skip_title):
                 tokens = tokens[3:]
-            env: dict = {"shift": shift, "slots": []}
+            env: dict = {"shift": shift, "slots": [], "flat": flat}
             return [_guard_blank_lines(self.md.renderer.render(tokens, self.md.options, env)), env["slots"]]
 
         kind = f"html:{shift}:{norm(skip_title)}" if skip_title else f"html:{shift}"
-        return self._fill(texts.derived(text, kind, compute, last=True), from_src)
+        return self._fill(texts.derived(text, kind + (":flat" if flat else ""), compute, last=True), from_src)
 
     def inline(self, text: str, from_src: str) -> str:
         """Inline HTML (no paragraph) for a short text such as a backlink sentence."""

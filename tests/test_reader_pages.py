@@ -28,6 +28,7 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 Memory("m-1", "embed-01 runs Ollama for the whole team; the API endpoint is kb-a.", "technical"),
                 Memory("m-2", "The knowledge base moved: its API endpoint is kb-b now.", "technical"),
                 Memory("m-3", f"Unrelated: the coffee machine is on floor 3. {HOSTILE}", "other"),
+                Memory("m-4", f"# Release checklist {HOSTILE}\n\n## Before\n\n- tag the build", "project"),
             ]
         )
         sessions = st.sessions
@@ -122,3 +123,11 @@ def test_sunk_table_shows_the_entry_text_and_links_its_card(site: Path) -> None:
         assert label == "memory card"
         card, anchor = resolve(site, "persona.html", href)
         assert anchor.startswith("mem-hot-memory-")
+
+
+def test_headings_inside_a_memory_card_are_not_page_headings(site: Path) -> None:
+    card = re.search(
+        r'<article class="mw-memory" id="mem-m-4">.*?</article>', read(site, "memory/category/project.html"), re.S
+    )
+    assert card and not re.search(r"<h[1-6]", card.group(0)) and HOSTILE not in card.group(0)
+    assert '<p class="mw-h mw-h2"><strong>Before</strong></p>' in card.group(0)

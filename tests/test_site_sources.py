@@ -108,3 +108,21 @@ def test_nothing_readable_is_a_clear_error(tmp_path: Path, caplog: pytest.LogCap
     )
     assert error is not None
     assert any("no-palace" in r.getMessage() and "no MemPalace palace" in r.getMessage() for r in caplog.records)
+
+
+def test_drawers_and_mined_chunks_are_quoted_in_their_cards(fixture_site: tuple[Path, Path, dict[str, str]]) -> None:
+    site, _, _ = fixture_site
+    cards = [
+        card
+        for page in (site / "memory").rglob("*.html")
+        for card in re.findall(r'<article class="mw-memory".*?</article>', page.read_text(encoding="utf-8"), re.S)
+    ]
+    ids = {re.search(r'id="([^"]+)"', c).group(1) for c in cards}  # each on its category and its room page
+    assert len(ids) == 16 and all('<blockquote class="mw-quote">' in c for c in cards)
+    assert not any(re.search(r"<h[1-6]", c) for c in cards), "a drawer's headings are not the page's"
+    doc = next(c for c in cards if "architecture.md</code> · chunk 0" in c)
+    assert (
+        '<p class="mw-h mw-h1"><strong>Architecture</strong></p>' in doc and "architecture.md</code> · chunk 0" in doc
+    )
+    code = next(c for c in cards if "def is_duplicate" in c)
+    assert '<pre class="mw-verbatim"><code>' in code and "def __init__(self, dsn: str):" in code  # code stays code

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from memory.passages import is_long
 from memory.snapshot import Memory
 from plugins.builders import (
@@ -20,7 +22,7 @@ from plugins.builders import (
 from plugins.builders.persona import category_badge
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedPage
-from plugins.render import block, esc, href, md_esc
+from plugins.render import block, esc, href, md_esc, verbatim
 
 
 def _when(value: str) -> str:
@@ -52,7 +54,7 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
     elif memory.source and memory.source != "L2":
         bits.append(f"via {esc(memory.source)}")
     meta = " · ".join(bits)
-    body = s.renderer.html(memory.text, page)
+    body = _body(s, memory, page)
     if is_long(memory.text):  # split into passages for recall (memory.passages): shown whole, folded
         head = esc(" ".join(memory.text[:160].split()))
         size = f'<span class="mw-muted">({len(memory.text):,} characters)</span>'
@@ -61,6 +63,31 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
         f'<article class="mw-memory" id="{esc(s.memory_anchor(memory.id))}">'
         f"<header><code>{esc(memory.id)}</code> {meta}</header>{body}</article>"
     )
+
+
+MINED = ("project_file", "conversation")  # MemPalace's kinds of drawer cut from a mined file (memory.readers)
+PROSE = frozenset({"", ".md", ".markdown", ".mdx", ".txt", ".rst", ".jsonl", ".json"})  # chunks read as text
+
+
+def _body(s: Site, memory: Memory, page: str) -> str:
+    """A memory's text in its card, headings flattened (a card is not a part of the page). A MemPalace drawer
+    or mined chunk is a quotation: a source file's chunk verbatim (code stays code), anything else as Markdown,
+    with where it was cut from."""
+    if memory.source != "mempalace":
+        return s.renderer.html(memory.text, page, flat=True)
+    source = str(memory.meta.get("source_file") or "")
+    kind = memory.meta.get("kind")
+    if kind == "project_file" and PurePosixPath(source).suffix.lower() not in PROSE:
+        inner = verbatim(memory.text)
+    else:
+        inner = s.renderer.html(memory.text, page, flat=True)
+    where = []
+    if source:
+        where.append(f"<code>{esc(PurePosixPath(source.replace(chr(92), '/')).name)}</code>")
+    if kind in MINED and memory.meta.get("chunk_index") not in (None, ""):
+        where.append(f"chunk {esc(memory.meta['chunk_index'])}")
+    caption = f'<footer class="mw-muted">from {" · ".join(where)}</footer>' if where else ""
+    return f'<blockquote class="mw-quote">{inner}{caption}</blockquote>'
 
 
 def _pager(base: str, page: int, pages: int, here: str, du: bool) -> str:
