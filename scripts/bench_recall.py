@@ -2,7 +2,7 @@
 
 Both runs go through the real code path: each corpus is imported into a real SemanticMemory (Chroma in a
 temporary folder, default embedder); the baseline is `SemanticMemory.search` on the embedded query, ours
-is `Recaller.recall` over that L2 (hybrid dense + lexical ranking, dialogue-aware query vector).
+is `Recaller.recall` over that L2 (peak-weighted z fusion of dense and lexical, `memory.recall.fuse`).
 
 Data sets (formats of ../shared/bench, see its README):
 - zh_recall_dev.jsonl: corpus = every memory, query = the paraphrased question, gold = its own memory.
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
     parser.add_argument("--only", default="zh,madial,locomo", help="comma-separated data sets to run")
     parser.add_argument("--calibrate", action="store_true", help="also print the early-stop calibration")
-    parser.add_argument("--config", default="{}", help='JSON overrides of RecallConfig, e.g. \'{"fusion": "score"}\'')
+    parser.add_argument("--config", default="{}", help="JSON overrides of RecallConfig: '{\"peak_weighting\": false}'")
     args = parser.parse_args(argv)
     loaders = {"zh": load_zh, "madial": load_madial, "locomo": load_locomo}
     datasets = [ds for name in args.only.split(",") if (ds := loaders[name.strip()](args.data)) is not None]
