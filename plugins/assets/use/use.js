@@ -9,22 +9,30 @@
  *                was loaded from.
  *       options.status: a DOM element (its textContent gets progress and error text) or a
  *                       function(message, isError).
- *       options.bytes:  an ArrayBuffer / Uint8Array of use-model.bin (skips any loading).
+ *       options.progress: function(loadedBytes, totalBytes), called as the model comes in.
+ *       options.bytes:  an ArrayBuffer / Uint8Array of the whole model binary (no loading).
  *   MemwikiUSE.embed(text) -> Float32Array(512), L2-normalised (cosine = dot product).
+ *   MemwikiUSE.embedAsync(text, baseUrl?, options?) -> Promise of the same vector, as soon as
+ *       the rows of the text's tokens are in (over http(s): long before the whole model is);
+ *       starts loading if load() was not called.
  *   MemwikiUSE.tokenize(text) -> array of piece ids, with <s> (1) and </s> (2) around.
  *   MemwikiUSE.ready (bool), MemwikiUSE.error (last load Error or null), MemwikiUSE.info
- *   ({bytes, quantized, source, vocab, dim, initMs}). load() rejects with an Error whose
- *   message starts with "MemwikiUSE:" and says what failed; a later load() retries.
+ *   ({bytes, quantized, source, vocab, dim, from: "network"|"cache"|"script"|"bytes", coreMs,
+ *   loadMs, initMs}). load() rejects with an Error whose message starts with "MemwikiUSE:"
+ *   and says what failed; a later load() retries.
  *
  * Page: <script src="…/use.js"></script> (a classic script, not type="module"), then
  *   MemwikiUSE.load().then(function () { var v = MemwikiUSE.embed(query); … }).
  *
- * Model files (written by plugins/use_export.py, export_use_assets), next to use.js:
- *   use-model.bin  the model; fetched over http(s) (with progress reports).
- *   use-model.js   the same bytes as `window.__memwikiUSEWeights = "<base64>";`. On file://
- *                  (Chromium blocks fetch there), or when the fetch fails, load() adds a
- *                  <script> tag for it. A page may also include it itself before load().
- *   Only use-model.js is needed for file://, only use-model.bin for http(s).
+ * Model files (written by plugins/use_export.py), next to use.js; the build fills in MODEL
+ * below with their names, the model's size and its SHA-256, so nothing else is asked for:
+ *   use-model-<sha16>.<k>.bin  slices of the model binary, fetched over http(s): k = 0 is all
+ *       but the embedding table's stream, k >= 1 pieces of the stream at row-group edges. They
+ *       are fetched a few at a time, and the ones a waiting embedAsync() needs go first. With
+ *       the Cache API (secure contexts) each is kept under its URL and read from there on the
+ *       next visit (the whole is then checked against the SHA-256).
+ *   use-model-<sha16>-<k>.js   the same bytes in a few classic scripts (base64), loaded with
+ *       <script> tags only from file:// (where Chromium blocks fetch).
  *
  * use-model.bin format (all little-endian):
  *   8 bytes magic "MWUSE\0\0\1", u32 header length H, H bytes of UTF-8 JSON header (space
@@ -44,8 +52,8 @@
   "use strict";
 
   var MODEL = null; /* memwiki:model */
-  var BIN_NAME = "use-model.bin"; // fetched when use.js was not given a manifest (MODEL)
-  var MODEL_FILE = /use-model-[0-9a-f]{16}\.bin$/;
+  var MODEL_FILE = /use-model-[0-9a-f]{16}\.\d+\.bin$/;
+  var HTTP_PARALLEL = 3; // slices fetched at once once the first one is in
   var GLOBAL_NAME = "__memwikiUSEParts";
   var CACHE_NAME = "memwiki-use";
   var MAGIC = [0x4d, 0x57, 0x55, 0x53, 0x45, 0, 0, 1];
@@ -72,6 +80,11 @@
     try { return new URL(url, root.location && root.location.href).href; } catch (e) { return url; }
   }
 
+  function isFilePage(url) {
+    return /^file:/i.test(url) ||
+      (!/^[a-z][a-z0-9+.-]*:/i.test(url) && !!root.location && root.location.protocol === "file:");
+  }
+
   var B64 = (function () {
     var t = new Int16Array(256).fill(-1);
     var a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -83,7 +96,7 @@
   function base64Into(s, out, o) {
     var n = s.length, start = o;
     while (n > 0 && s.charCodeAt(n - 1) === 61) n--; // "=" padding
-    if (o + ((n * 3) >> 2) > out.length) throw new Error("a script part is larger than the model");
+    if (o + ((n * 3) >> 2) > out.length) throw new Error("a script part is larger than its place in the model");
     var i = 0, bad = 0, v;
     for (; i + 4 <= n; i += 4) { // an invalid character (-1) makes v, hence bad, negative
       v = (B64[s.charCodeAt(i) & 255] << 18) | (B64[s.charCodeAt(i + 1) & 255] << 12) |
@@ -120,7 +133,7 @@
 
   function mb(n) { return (n / 1e6).toFixed(1); }
 
-  // calls progress(loaded, total) and shows "… 4.2 / 19.6 MB" at most once per 0.1 MB
+  // progress(loaded, total) on every step, and "… 4.2 / 19.6 MB" at most once per 0.1 MB
   function progressReporter(report, progress, total) {
     var shown = -1;
     return function (loaded) {
@@ -128,35 +141,33 @@
       var step = Math.floor(loaded / 1e5);
       if (step !== shown) {
         shown = step;
-        report("Loading search model… " + mb(loaded) + (total ? " / " + mb(total) : "") + " MB");
+        report("Loading search model… " + mb(loaded) + " / " + mb(total) + " MB");
       }
     };
   }
 
-  function fetchBytes(url, total, onBytes) {
+  // streams `url` into buf[offset .. offset + length); onBytes(n) for each n bytes that came
+  function fetchInto(url, buf, offset, length, onBytes) {
     return root.fetch(url).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status + " for " + url);
-      if (!r.body || !r.body.getReader) {
-        return r.arrayBuffer().then(function (b) { onBytes(b.byteLength); return new Uint8Array(b); });
+      var got = 0;
+      function put(v) {
+        if (got + v.length > length) throw new Error(url + " is larger than the model says (" + length + " bytes)");
+        buf.set(v, offset + got);
+        got += v.length;
+        onBytes(v.length);
       }
-      var reader = r.body.getReader(), out = total ? new Uint8Array(total) : null, chunks = [], got = 0;
+      function end() {
+        if (got !== length) throw new Error(url + " holds " + got + " of its " + length + " bytes");
+      }
+      if (!r.body || !r.body.getReader) {
+        return r.arrayBuffer().then(function (b) { put(new Uint8Array(b)); end(); });
+      }
+      var reader = r.body.getReader();
       function pump() {
         return reader.read().then(function (step) {
-          if (step.done) {
-            if (out && got === out.length) return out;
-            var all = new Uint8Array(got), o = 0; // size unknown or not as announced: the parser says so
-            if (out) all.set(out.subarray(0, Math.min(got, out.length)));
-            else for (var i = 0; i < chunks.length; i++) { all.set(chunks[i], o); o += chunks[i].length; }
-            return all;
-          }
-          var v = step.value;
-          if (out && got + v.length <= out.length) out.set(v, got);
-          else {
-            if (out) { chunks = [out.subarray(0, got)]; out = null; }
-            chunks.push(v);
-          }
-          got += v.length;
-          onBytes(got);
+          if (step.done) return end();
+          put(step.value);
           return pump();
         });
       }
@@ -164,7 +175,7 @@
     });
   }
 
-  // the Cache API (secure contexts only): a copy of the model kept under its content-hashed URL
+  // the Cache API (secure contexts only): each file of the model kept under its content-hashed URL
   function openCache() {
     try {
       if (root.caches && typeof root.caches.open === "function") {
@@ -180,93 +191,184 @@
     return s;
   }
 
-  // cached bytes, if present and intact (size and SHA-256 as the manifest says); a bad copy is removed
-  function fromCache(cache, url, m) {
-    if (!cache || !m.sha256) return Promise.resolve(null);
-    return cache.match(url).then(function (r) {
-      if (!r) return null;
-      return r.arrayBuffer().then(function (b) {
-        var subtle = root.crypto && root.crypto.subtle;
-        var check = b.byteLength !== m.bytes ? Promise.resolve("")
-          : subtle ? subtle.digest("SHA-256", b).then(hex) : Promise.resolve(m.sha256);
-        return check.then(function (h) {
-          if (h === m.sha256) return new Uint8Array(b);
-          cache.delete(url);
-          return null;
-        });
-      });
-    }).catch(function () { return null; });
+  function folderOf(url) { return url.replace(/[^/]*$/, ""); }
+
+  // Loads the model's bytes into one buffer, file by file, and tells who waits when bytes are in.
+  // Over http(s) the files are slices ([name, offset, length]: the first one everything but the
+  // embedding table's stream, then pieces of the stream), fetched a few at a time (or read from
+  // the Cache API) in order, except that a slice a query waits for jumps the queue. From file://
+  // they are script parts, loaded one after the other.
+  function Loader(base, m, onBytes) {
+    this.m = m;
+    this.base = base;
+    this.buf = new Uint8Array(m.bytes);
+    this.onBytes = onBytes;
+    this.loaded = 0;
+    this.file = isFilePage(joinUrl(base, "x")) || typeof root.fetch !== "function";
+    this.files = this.file ? m.file : m.http;
+    this.state = new Uint8Array(this.files.length); // 0 queued, 1 loading, 2 in
+    this.queue = [];
+    for (var i = 1; i < this.files.length; i++) this.queue.push(i);
+    this.running = 0;
+    this.waiters = [];
+    this.fromCache = false;
+    this.failed = null;
+    this.cache = null;
   }
 
-  // keep `bytes` under `url`, and drop other models cached from the same folder (older builds)
-  function intoCache(cache, url, bytes) {
-    if (!cache) return;
-    var folder = url.replace(/[^/]*$/, "");
-    cache.put(url, new Response(bytes, { headers: { "Content-Type": "application/octet-stream" } }))
-      .then(function () { return cache.keys(); })
-      .then(function (keys) {
-        keys.forEach(function (k) {
-          if (k.url !== url && k.url.replace(/[^/]*$/, "") === folder && MODEL_FILE.test(k.url)) cache.delete(k);
-        });
-      })
-      .catch(function () { /* a full or unavailable cache only costs a download next time */ });
-  }
+  Loader.prototype.count = function (n) {
+    this.loaded += n;
+    this.onBytes(this.loaded);
+  };
 
-  // file://: the script parts, one after the other, decoded straight into the model's bytes
-  function fromParts(base, m, onBytes) {
-    if (!m.parts || !m.parts.length) {
-      return Promise.reject(new Error("this page was opened from file:// and use.js has no script copy of the model"));
+  Loader.prototype.start = function () {
+    var self = this;
+    if (!this.files || !this.files.length) {
+      return Promise.reject(new Error(this.file
+        ? "this page was opened from file:// and use.js has no script copy of the model"
+        : "use.js was not told the model's files"));
     }
-    var out = new Uint8Array(m.bytes), got = 0, i = 0, prefix = m.sha256.slice(0, 16) + "/";
+    if (this.file) return this.loadParts();
+    return openCache().then(function (cache) {
+      self.cache = cache;
+      return self.loadSlice(0);
+    }).catch(function (e) {
+      self.failed = e;
+      self.notify();
+      throw e;
+    }).then(function () {
+      for (var k = 0; k < HTTP_PARALLEL; k++) self.pump();
+      return self.whenIn(self.allSlices());
+    });
+  };
+
+  Loader.prototype.allSlices = function () {
+    var all = [];
+    for (var i = 0; i < this.files.length; i++) all.push(i);
+    return all;
+  };
+
+  Loader.prototype.loadParts = function () {
+    var self = this, i = 0, prefix = this.m.sha256.slice(0, 16) + "/";
     function next() {
-      if (i === m.parts.length) {
-        if (got !== m.bytes) throw new Error("the script parts hold " + got + " of " + m.bytes + " bytes");
-        return out;
-      }
-      var url = joinUrl(base, m.parts[i]), key = prefix + i;
+      if (i === self.files.length) return;
+      var f = self.files[i], url = joinUrl(self.base, f[0]), key = prefix + i, index = i;
       i++;
       return loadScript(url).then(function () {
         var store = root[GLOBAL_NAME], s = store && store[key];
         if (typeof s !== "string") throw new Error(url + " loaded but did not define its part of the model");
         delete store[key];
-        got += base64Into(s, out, got);
-        onBytes(got);
+        var n = base64Into(s, self.buf, f[1]);
+        if (n !== f[2]) throw new Error(url + " holds " + n + " of its " + f[2] + " bytes");
+        self.state[index] = 2;
+        self.count(n);
         return next();
       });
     }
     return Promise.resolve().then(next);
-  }
+  };
 
-  function isFilePage(url) {
-    return /^file:/i.test(url) ||
-      (!/^[a-z][a-z0-9+.-]*:/i.test(url) && !!root.location && root.location.protocol === "file:");
-  }
-
-  function obtainBytes(base, report, progress) {
-    var m = MODEL || { bin: BIN_NAME, bytes: 0, sha256: "", parts: [] };
-    var binUrl = joinUrl(base, m.bin), onBytes = progressReporter(report, progress, m.bytes);
-    var where = binUrl;
-    var got;
-    if (isFilePage(binUrl) || typeof root.fetch !== "function") {
-      where = "the script parts next to use.js";
-      got = fromParts(base, m, onBytes).then(function (bytes) { return { bytes: bytes, from: "script" }; });
-    } else {
-      var url = absolute(binUrl);
-      got = openCache().then(function (cache) {
-        return fromCache(cache, url, m).then(function (hit) {
-          if (hit) { onBytes(hit.length); return { bytes: hit, from: "cache" }; }
-          return fetchBytes(binUrl, m.bytes, onBytes).then(function (bytes) {
-            if (!m.bytes || bytes.length === m.bytes) intoCache(cache, url, bytes);
-            return { bytes: bytes, from: "network" };
-          });
-        });
+  Loader.prototype.loadSlice = function (i) {
+    var self = this, f = this.files[i], url = absolute(joinUrl(this.base, f[0]));
+    this.state[i] = 1;
+    var cached = this.cache ? this.cache.match(url).catch(function () { return null; }) : Promise.resolve(null);
+    return cached.then(function (r) {
+      return r ? r.arrayBuffer().then(function (b) { return b.byteLength === f[2] ? new Uint8Array(b) : null; }) : null;
+    }).then(function (hit) {
+      if (hit) {
+        self.buf.set(hit, f[1]);
+        self.fromCache = true;
+        self.count(hit.length);
+        return;
+      }
+      return fetchInto(url, self.buf, f[1], f[2], function (n) { self.count(n); }).then(function () {
+        if (self.cache) {
+          self.cache.put(url, new Response(self.buf.slice(f[1], f[1] + f[2]),
+            { headers: { "Content-Type": "application/octet-stream" } }))
+            .catch(function () { /* a full or unavailable cache only costs a download next time */ });
+        }
       });
-    }
-    return got.catch(function (e) {
-      throw new Error("MemwikiUSE: could not load the search model from " + where + " (" + e.message +
-        "). Check that the files of assets/memwiki/use/ were published next to use.js.");
+    }).then(function () {
+      self.state[i] = 2;
+      self.notify();
     });
-  }
+  };
+
+  Loader.prototype.pump = function () {
+    var self = this;
+    if (this.failed) return;
+    while (this.queue.length && this.state[this.queue[0]] !== 0) this.queue.shift();
+    if (!this.queue.length) return;
+    var i = this.queue.shift();
+    this.running++;
+    this.loadSlice(i).then(function () {
+      self.running--;
+      self.pump();
+    }, function (e) {
+      self.failed = e;
+      self.notify();
+    });
+  };
+
+  // resolves when the files `list` are all in (jumping the queue), rejects if loading failed
+  Loader.prototype.whenIn = function (list) {
+    var self = this;
+    var missing = list.filter(function (i) { return self.state[i] !== 2; });
+    if (!missing.length) return Promise.resolve();
+    if (this.failed) return Promise.reject(this.failed);
+    this.queue = missing.filter(function (i) { return self.state[i] === 0; }).concat(this.queue);
+    return new Promise(function (resolve, reject) {
+      self.waiters.push({ list: missing, resolve: resolve, reject: reject });
+    });
+  };
+
+  Loader.prototype.notify = function () {
+    var self = this;
+    this.waiters = this.waiters.filter(function (w) {
+      if (self.failed) { w.reject(self.failed); return false; }
+      if (w.list.every(function (i) { return self.state[i] === 2; })) { w.resolve(); return false; }
+      return true;
+    });
+  };
+
+  // the files holding bytes [start, end)
+  Loader.prototype.filesFor = function (start, end) {
+    var out = [];
+    for (var i = 0; i < this.files.length; i++) {
+      var f = this.files[i];
+      if (f[1] < end && f[1] + f[2] > start) out.push(i);
+    }
+    return out;
+  };
+
+  Loader.prototype.has = function (start, end) {
+    var self = this;
+    return this.filesFor(start, end).every(function (i) { return self.state[i] === 2; });
+  };
+
+  // when every file came in: a copy that came from the Cache API must hash as the manifest says
+  Loader.prototype.verify = function () {
+    var self = this, subtle = root.crypto && root.crypto.subtle;
+    if (!this.fromCache || !subtle || !this.m.sha256) return Promise.resolve();
+    return subtle.digest("SHA-256", this.buf).then(function (h) {
+      if (hex(h) === self.m.sha256) return;
+      self.forget();
+      throw new Error("the copy of the model in the browser's cache was damaged; it was removed, reload the page");
+    });
+  };
+
+  // drops this model's files from the Cache API (or, keep = true, every other model's of this folder)
+  Loader.prototype.forget = function (keep) {
+    var cache = this.cache, self = this;
+    if (!cache) return;
+    var mine = {}, folder = folderOf(absolute(joinUrl(this.base, "x")));
+    this.files.forEach(function (f) { mine[absolute(joinUrl(self.base, f[0]))] = true; });
+    cache.keys().then(function (keys) {
+      keys.forEach(function (k) {
+        if (folderOf(k.url) === folder && MODEL_FILE.test(k.url) && (keep ? !mine[k.url] : mine[k.url])) cache.delete(k);
+      });
+    }).catch(function () { /* nothing to clean */ });
+  };
 
   // ------------------------------------------------------------------ container
 
@@ -504,7 +606,14 @@
       if (acc !== this.M) throw new Error("MemwikiUSE: corrupt frequency table");
     }
     this.cache = new Map(); // group -> Uint8Array of codes
+    this.streamStart = header.sections.tab_stream.offset; // byte offset of word 0 in the model file
+    this.has = null; // function (start, end): are those bytes of the model file in yet (null: all are)
   }
+
+  // byte range of row group g in the model file
+  Table.prototype.groupBytes = function (g) {
+    return [this.streamStart + 2 * this.offsets[g], this.streamStart + 2 * this.offsets[g + 1]];
+  };
 
   Table.prototype.slotTable = function (k) {
     var t = this.slots[k];
@@ -519,6 +628,10 @@
   };
 
   Table.prototype.decodeGroup = function (g) {
+    if (this.has) {
+      var span = this.groupBytes(g);
+      if (!this.has(span[0], span[1])) throw new Error("MemwikiUSE: row group " + g + " is not loaded yet");
+    }
     var w = this.words, p = this.offsets[g], end = this.offsets[g + 1];
     var M = this.M, L = this.L, nSym = this.nSym;
     var x = w[p] + w[p + 1] * 65536 + w[p + 2] * 4294967296;
@@ -729,7 +842,7 @@
 
   // ------------------------------------------------------------------ public API
 
-  var model = null, loading = null;
+  var model = null, loading = null, session = null;
 
   function reporter(status) {
     return function (msg, isError) {
@@ -740,44 +853,86 @@
     };
   }
 
+  function asError(e) {
+    var msg = (e && e.message) || String(e);
+    return /^MemwikiUSE/.test(msg) ? e : new Error("MemwikiUSE: " + msg);
+  }
+
+  // One attempt at loading: `core` resolves with a Model as soon as the tokenizer, the dense layers
+  // and the table's index are in (rows then come as their files do); `full` when everything is in.
+  function startSession(baseUrl, options) {
+    var report = reporter(options.status);
+    var progress = typeof options.progress === "function" ? options.progress : null;
+    var base = baseUrl ? String(baseUrl) : scriptBase; // "" too: the folder of use.js
+    var started = Date.now(), loader = null, from = "bytes", core, full;
+    report("Loading search model…");
+    if (options.bytes) {
+      core = Promise.resolve(options.bytes).then(function (b) { return build(b, null); });
+      full = core;
+    } else {
+      var m = MODEL || { sha256: "", bytes: 0, http: [], file: [] };
+      loader = new Loader(base, m, progressReporter(report, progress, m.bytes));
+      from = loader.file ? "script" : "network";
+      var all = loader.start();
+      core = (loader.file ? all : loader.whenIn([0])).then(function () { return build(loader.buf, loader); });
+      full = Promise.all([core, all]).then(function (r) { return loader.verify().then(function () { return r[0]; }); });
+      all.catch(function () { /* reported through full */ });
+    }
+    function build(bytes, ld) {
+      var c = parseContainer(bytes), mdl = new Model(c);
+      if (ld && !ld.file) {
+        mdl.table.has = function (start, end) { return ld.has(start, end); };
+        mdl.loader = ld;
+      }
+      mdl.coreMs = Date.now() - started;
+      mdl.header = c.header;
+      return mdl;
+    }
+    full = full.then(function (mdl) {
+      var t0 = Date.now();
+      mdl.table.has = null;
+      // warm the JIT so the first real query is fast, and sanity-check the weights
+      var v = mdl.embedIds(mdl.tokenizer.encode("memwiki search 搜索")), norm = 0;
+      for (var i = 0; i < v.length; i++) norm += v[i] * v[i];
+      if (!(Math.abs(norm - 1) < 1e-3)) throw new Error("MemwikiUSE: model self-check failed (corrupt model file?)");
+      model = mdl;
+      var h = mdl.header;
+      api.info = { bytes: h.total_bytes, quantized: h.quantized, source: h.source, vocab: mdl.tokenizer.scores.length,
+        dim: DIM, from: loader && loader.fromCache ? "cache" : from, coreMs: mdl.coreMs, loadMs: t0 - started,
+        initMs: Date.now() - t0 };
+      api.ready = true;
+      api.error = null;
+      if (loader && loader.cache && !loader.fromCache) loader.forget(true); // older models of this folder
+      report("");
+      return api;
+    }).catch(function (e) {
+      var err = asError(e);
+      if (loader && !loader.file) {
+        err = new Error(err.message.replace(/^MemwikiUSE: /, "MemwikiUSE: could not load the search model (") +
+          "). Check that the files of assets/memwiki/use/ were published next to use.js.");
+      } else if (loader) {
+        err = new Error(err.message.replace(/^MemwikiUSE: /, "MemwikiUSE: could not load the search model from " +
+          "the script parts next to use.js (") + ").");
+      }
+      api.error = err;
+      loading = null; // allow a retry
+      session = null;
+      report(err.message, true);
+      if (root.console) root.console.error(err);
+      throw err;
+    });
+    core.catch(function () { /* reported through full */ });
+    return { core: core, full: full };
+  }
+
   var api = {
     ready: false,
     error: null,
     info: null,
     load: function (baseUrl, options) {
       if (loading) return loading;
-      options = options || {};
-      var report = reporter(options.status);
-      var progress = typeof options.progress === "function" ? options.progress : null;
-      var base = baseUrl ? String(baseUrl) : scriptBase; // "" too: the folder of use.js
-      var started = Date.now();
-      report("Loading search model…");
-      loading = (options.bytes ? Promise.resolve({ bytes: options.bytes, from: "bytes" })
-        : obtainBytes(base, report, progress))
-        .then(function (got) {
-          var t0 = Date.now(), c = parseContainer(got.bytes), m = new Model(c);
-          // warm the JIT so the first real query is fast, and sanity-check the weights
-          var v = m.embedIds(m.tokenizer.encode("memwiki search 搜索")), norm = 0;
-          for (var i = 0; i < v.length; i++) norm += v[i] * v[i];
-          if (!(Math.abs(norm - 1) < 1e-3)) throw new Error("MemwikiUSE: model self-check failed (corrupt model file?)");
-          model = m;
-          api.info = { bytes: c.header.total_bytes, quantized: c.header.quantized, source: c.header.source,
-            vocab: model.tokenizer.scores.length, dim: DIM, from: got.from, loadMs: t0 - started,
-            initMs: Date.now() - t0 };
-          api.ready = true;
-          api.error = null;
-          report("");
-          return api;
-        })
-        .catch(function (e) {
-          var msg = (e && e.message) || String(e);
-          var err = /^MemwikiUSE/.test(msg) ? e : new Error("MemwikiUSE: " + msg);
-          api.error = err;
-          loading = null; // allow a retry
-          report(err.message, true);
-          if (root.console) root.console.error(err);
-          throw err;
-        });
+      session = startSession(baseUrl, options || {});
+      loading = session.full;
       return loading;
     },
     tokenize: function (text) {
@@ -787,6 +942,24 @@
     embed: function (text) {
       if (!model) throw new Error("MemwikiUSE: call and await load() before embed()");
       return model.embedIds(model.tokenizer.encode(text));
+    },
+    // the vector as soon as the rows of this text's tokens are in (loading starts if it has not)
+    embedAsync: function (text, baseUrl, options) {
+      if (model) return Promise.resolve(api.embed(text));
+      if (!loading) api.load(baseUrl, options);
+      var s = session;
+      return s.core.then(function (mdl) {
+        var ids = mdl.tokenizer.encode(text);
+        if (!mdl.loader) return mdl.embedIds(ids);
+        var want = {}, files = [];
+        for (var i = 0; i < ids.length; i++) {
+          var span = mdl.table.groupBytes(Math.floor(ids[i] / mdl.table.group));
+          mdl.loader.filesFor(span[0], span[1]).forEach(function (f) {
+            if (!want[f]) { want[f] = true; files.push(f); }
+          });
+        }
+        return mdl.loader.whenIn(files).then(function () { return mdl.embedIds(ids); });
+      }).catch(function (e) { throw asError(e); });
     }
   };
 
