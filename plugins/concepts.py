@@ -324,8 +324,3 @@ class ConceptIndex:
     @property
     def wanted(self) -> list[Concept]:
         return [c for c in self.concepts if c.wanted]
-
-    @property
-    def orphans(self) -> list[Concept]:
-        """Wiki and entity concepts that nothing links to (graph edges aside)."""
-        return [c for c in self.concepts if c.kind == "wiki" and not c.backlinks]

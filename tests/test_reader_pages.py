@@ -29,6 +29,10 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 Memory("m-2", "The knowledge base moved: its API endpoint is kb-b now.", "technical"),
                 Memory("m-3", f"Unrelated: the coffee machine is on floor 3. {HOSTILE}", "other"),
                 Memory("m-4", f"# Release checklist {HOSTILE}\n\n## Before\n\n- tag the build", "project"),
+                Memory("m-5", "我们在云知识库里查文档，QWEN3 也在那台机器上。", "project"),
+                Memory("m-6", "The KBase tool and trusty qwen3x builds are unrelated.", "other"),
+                Memory("m-7", "See [[embed-01]] for the box; the 嵌入服务器 is in the lab.", "environment"),
+                Memory("m-8", "Our 嵌入服务器 hums all night.", "environment"),
             ]
         )
         sessions = st.sessions
@@ -49,6 +53,10 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
         g.add_triple("embed-01", "billed_to", "Finance", valid_from="2026-10-01", source_file="session s-secret")
         g.add_triple("KB", "api_endpoint", "kb-a", valid_from="2026-09-01", source_file="memory m-1")
         g.add_triple("KB", "api_endpoint", "kb-b", valid_from="2026-10-15", source_file="memory m-2")
+        g.add_triple("云知识库", "owned_by", "Platform team", valid_from="2026-01-01")
+        (st.wiki_dir / "embed-01.md").write_text(
+            "---\ntitle: embed-01\naliases: [嵌入服务器]\n---\n\nThe embedding server.\n", encoding="utf-8"
+        )
     return root
 
 
@@ -131,3 +139,50 @@ def test_headings_inside_a_memory_card_are_not_page_headings(site: Path) -> None
     )
     assert card and not re.search(r"<h[1-6]", card.group(0)) and HOSTILE not in card.group(0)
     assert '<p class="mw-h mw-h2"><strong>Before</strong></p>' in card.group(0)
+
+
+def _mentions(site: Path, page: str) -> dict[str, str]:
+    """The "Mentioned in" list of a concept page: link title -> the quoted sentence's text."""
+    part = read(site, page).split('<div class="mw-mentions"', 1)
+    if len(part) == 1:
+        return {}
+    items = re.findall(
+        r'<li><a href="([^"]+)">([^<]+)</a>.*?<blockquote class="mw-context">(.*?)</blockquote>', part[1]
+    )
+    for href, _, _ in items:
+        resolve(site, page, href)
+    return {html.unescape(title): html.unescape(re.sub("<[^>]+>", "", quote)) for _, title, quote in items}
+
+
+def test_entity_pages_list_where_their_names_are_mentioned(site: Path) -> None:
+    found = _mentions(site, "concepts/embed-01.html")
+    assert "L2 memory m-1" in found and "GPU planning · turn 2" in found and "MEMORY.md" in found  # L2, L4, hot
+    assert "嵌入服务器 hums" in found["L2 memory m-8"]  # an alias (from the wiki page) names it too
+    assert "L2 memory m-7" not in found  # it links: a backlink, not listed again here
+    assert "L2 memory m-7" in read(site, "concepts/embed-01.html").split('<div class="mw-backlinks"')[1]
+    assert "Ollama serves qwen3 on embed-01." in found["GPU planning · turn 2"]
+    zh = _mentions(site, "concepts/云知识库.html")
+    assert "L2 memory m-5" in zh  # Chinese, inside a sentence without spaces
+    qwen = _mentions(site, "concepts/qwen3.html")
+    assert "L2 memory m-5" in qwen and "L2 memory m-6" not in qwen  # QWEN3 counts, qwen3x does not
+    assert "L2 memory m-6" not in _mentions(site, "concepts/kb.html")  # nor does KBase
+
+
+def test_an_alias_is_a_mention_and_the_mark_is_escaped(site: Path) -> None:
+    found = _mentions(site, "concepts/embed-01.html")
+    assert all(HOSTILE not in q for q in found.values())
+    page = read(site, "concepts/embed-01.html")
+    assert "<mark>embed-01</mark>" in page and HOSTILE not in page
+
+
+def test_orphans_are_the_concepts_no_text_names(site: Path) -> None:
+    audit = read(site, "audit.html")
+    orphans = re.search(r'<div class="mw-audit mw-audit-orphans">(.*?)</div>', audit, re.S).group(1)
+    named = {html.unescape(t) for t in re.findall(r"<a [^>]*>([^<]+)</a>", orphans)}
+    assert {"Finance", "Room A", "Platform team"} <= named
+    assert not named & {"embed-01", "云知识库", "qwen3", "Ollama"}
+
+
+def test_a_session_lists_the_concepts_its_turns_name(site: Path) -> None:
+    touched = re.search(r'<div class="mw-touched">(.*?)</div>', read(site, "sessions/s-1.html"), re.S).group(1)
+    assert {"embed-01", "Ollama", "qwen3"} <= set(re.findall(r'class="mw-wikilink" href="[^"]+">([^<]+)<', touched))

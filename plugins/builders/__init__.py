@@ -19,7 +19,8 @@ from typing import Any
 
 from memory.snapshot import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
 from plugins import cachefile
-from plugins.concepts import ConceptIndex, TextSource, UniquePaths, claim_order, paged_uri
+from plugins.concepts import Concept, ConceptIndex, TextSource, UniquePaths, claim_order, paged_uri
+from plugins.mentions import MentionIndex
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
 from plugins.render import TextRenderer
@@ -86,6 +87,7 @@ class Site:
     room_bases: dict[tuple[str, str], str] = field(default_factory=dict)  # (wing, room) -> base of its pages
     memory_anchors: dict[str, str] = field(default_factory=dict)  # memory id -> anchor of its card
     _memory_ids: dict[str, Memory] = field(default_factory=dict)
+    _mentions: MentionIndex | None = None
 
     def memory_by_id(self) -> dict[str, Memory]:
         """Memory id -> memory (made on first use)."""
@@ -118,25 +120,43 @@ class Site:
                 groups.setdefault((memory.wing, memory.room), []).append(memory)
         return {k: _newest_first(v) for k, v in sorted(groups.items())}
 
-    def texts(self) -> Iterator[TextSource]:
-        """Every memory text with the page and anchor it is shown at (for backlinks)."""
+    def layer_texts(self) -> Iterator[tuple[str, TextSource]]:
+        """Every text of the layers (persona, hot, L2, L4) with the page and anchor it is shown at."""
         if self.persona and self.persona.text:
-            yield TextSource(PERSONA, "soul", "SOUL.md", self.persona.text)
+            yield "persona", TextSource(PERSONA, "soul", "SOUL.md", self.persona.text)
         for hot in self.hot:
             name = "MEMORY.md" if hot.target == "memory" else "USER.md"
             for entry in hot.entries:
-                yield TextSource(PERSONA, hot_anchor(hot.target, entry.index), name, entry.text)
+                yield "hot", TextSource(PERSONA, hot_anchor(hot.target, entry.index), name, entry.text)
         for memory in self.memories:
             page, anchor = self.memory_home[memory.id]
-            yield TextSource(page, anchor, f"L2 memory {memory.id}", memory.text)
+            yield "L2", TextSource(page, anchor, f"L2 memory {memory.id}", memory.text)
         for session in self.sessions:
             for n, message in enumerate(self.messages.get(session.id, ()), 1):
-                yield TextSource(
-                    self.session_uri(session.id), message_anchor(n), session.title or session.id, message.content
-                )
+                title = session.title or session.id
+                yield "L4", TextSource(self.session_uri(session.id), message_anchor(n), title, message.content)
+
+    def texts(self) -> Iterator[TextSource]:
+        """Every memory text with the page and anchor it is shown at (for backlinks): the layers', the wiki's."""
+        for _, source in self.layer_texts():
+            yield source
         for concept in self.index.concepts:
             if concept.wiki is not None:
                 yield TextSource(concept.src_uri, "", concept.title, concept.wiki.body)
+
+    def mentions(self) -> MentionIndex:
+        """Where each wiki page and entity is named in the layers' texts (made on first use, after the scan
+        for links: see plugins.mentions)."""
+        if self._mentions is None:
+            self._mentions = MentionIndex(self.index.concepts)
+            self._mentions.scan(self.layer_texts())
+        return self._mentions
+
+    def orphans(self) -> list[Concept]:
+        """Wiki pages and entities that nothing links to and no text of the layers names (graph edges aside)."""
+        mentions = self.mentions()
+        kinds = ("wiki", "entity")
+        return [c for c in self.index.concepts if c.kind in kinds and not c.backlinks and not mentions.of(c)]
 
 
 def _read(ctx: BuildContext) -> Site:

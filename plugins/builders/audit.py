@@ -204,7 +204,7 @@ def findings(ctx: BuildContext) -> list[Finding]:
         )
     for c in s.index.wanted:
         out.append(Finding("wanted", f"{c.title} (wanted by {len(c.backlinks)})", c.src_uri))
-    for c in s.index.orphans:
+    for c in s.orphans():
         out.append(Finding("orphans", c.title, c.src_uri))
     clusters, method = near_duplicates(ctx, s.memories)
     ctx.__dict__["_memwiki_dup_method"] = method

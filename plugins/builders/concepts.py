@@ -23,6 +23,7 @@ from plugins.builders import (
 )
 from plugins.builders.provenance import origin_key, source_html
 from plugins.concepts import Concept, norm
+from plugins.mentions import Mention
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
@@ -84,6 +85,42 @@ def backlinks(s: Site, concept: Concept, *, heading: str = "Backlinks") -> str:
     return f"\n## {heading}\n" + links
 
 
+MENTIONS_SHOWN = 50  # places listed under "Mentioned in" (the rest are counted)
+LAYERS = {"persona": "persona", "hot": "hot memory", "L2": "L2 memory", "L4": "session"}
+
+
+def _unlinked_mentions(s: Site, concept: Concept) -> list[Mention]:
+    """The places that name a concept without linking it (those that link are its backlinks)."""
+    linked = {(b.src_uri, b.anchor) for b in concept.backlinks}
+    return [m for m in s.mentions().of(concept) if (m.src_uri, m.anchor) not in linked]
+
+
+def mentioned_in(s: Site, concept: Concept) -> str:
+    """The hot entries, memories and session turns that name the concept (or an alias) without a link, each
+    with its sentence, the name marked."""
+    here = concept.src_uri
+    found = _unlinked_mentions(s, concept)
+    head = "\n## Mentioned in\n\n"
+    if not found:
+        return head + "No hot entry, memory or session turn names it without a link.\n"
+    items = []
+    for m in found[:MENTIONS_SHOWN]:
+        url = href(here, m.src_uri, m.anchor, s.directory_urls)
+        title = f"{m.title} · turn {m.anchor.removeprefix('msg-')}" if m.layer == "L4" else m.title
+        before, after = m.context()
+        items.append(
+            f'<li><a href="{esc(url)}">{esc(title)}</a> <span class="mw-muted">{esc(LAYERS.get(m.layer, m.layer))}'
+            f'</span><blockquote class="mw-context">{esc(before)}<mark>{esc(m.name)}</mark>{esc(after)}'
+            "</blockquote></li>"
+        )
+    more = len(found) - MENTIONS_SHOWN
+    tail = f'<p class="mw-muted">{more:,} more not listed.</p>' if more > 0 else ""
+    intro = f"{len(found):,} places name it or an alias without a <code>[[link]]</code>.\n"
+    # other pages' sentences: indexed where they are written, not again here
+    listing = block(f"<ul>{''.join(items)}</ul>{tail}", cls="mw-mentions", attrs=' data-search-exclude="mentions"')
+    return head + intro + listing
+
+
 def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: Callable | None) -> GeneratedPage:
     uri = concept.src_uri
     md = frontmatter(concept.title) + f"# {md_esc(concept.title)}\n\n"
@@ -115,7 +152,7 @@ def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: C
             md += "\n" + entity_section(ctx, concept.entity.id) + "\n"
         else:
             md += facts_fallback(s, concept)
-    md += backlinks(s, concept)
+    md += backlinks(s, concept) + mentioned_in(s, concept)
     return GeneratedPage(uri, safe_title(concept.title), md, section="concepts")
 
 
@@ -217,7 +254,12 @@ def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]]) -> tuple:
     entity = c.entity.id if c.entity is not None else None
     backlinks = sorted((b.src_uri, b.anchor, b.title, b.sentence) for b in c.backlinks)
     origins = [origin_key(s, t) for t in facts.get(entity, ())] if entity is not None else []
-    return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks, origins)
+    found = _unlinked_mentions(s, c) if not c.wanted else []
+    mentions = (
+        len(found),
+        [(m.src_uri, m.anchor, m.title, m.layer, m.name, *m.context()) for m in found[:MENTIONS_SHOWN]],
+    )
+    return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks, origins, mentions)
 
 
 def _facts_by_entity(s: Site) -> dict[str, list[Triple]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from memory.errors import MemwikiError
-from memory.snapshot import Entity, Message, Session, Triple
+from memory.snapshot import Message, Session, Triple
 from memory.textio import atomic_write_text
 from memory.tokens import tokens
 from plugins.builders import (
@@ -192,8 +192,8 @@ def _when(value: str) -> str:
 _ID_RUN = re.compile(r"[\w-]+")
 
 
-class _Mentions:
-    """What sessions touch, indexed once per build: the facts whose source cites a session, and entity names."""
+class _Citations:
+    """The facts whose source cites a session, indexed once per build."""
 
     def __init__(self, s: Site) -> None:
         self.s = s
@@ -206,19 +206,9 @@ class _Mentions:
         for sid in s.session_by_id.keys() - simple:
             cites = re.compile(rf"(?<![\w-]){re.escape(sid)}(?![\w-])")
             self.facts[sid] = [t for t in s.triples if cites.search(t.source or "")]
-        self.names: list[tuple[str, str, Entity]] = []  # (casefolded name, its last three characters, entity)
-        for entity in s.entities:
-            name = (entity.name or entity.id).casefold()
-            if len(name) >= 2:
-                self.names.append((name, name[-3:], entity))
-
-    def entities_in(self, text: str) -> list[Entity]:
-        """Entities whose name (2+ characters) occurs in `text` (casefolded), in the source's order."""
-        grams = {text[i : i + 3] for i in range(len(text) - 2)}  # a name's last 3 characters must be in the text
-        return [e for name, tail, e in self.names if (tail in grams or len(name) < 3) and name in text]
 
 
-def _touched(s: Site, mentions: _Mentions, session: Session, messages: list[Message], uri: str) -> tuple[str, str]:
+def _touched(s: Site, citations: _Citations, session: Session, messages: list[Message], uri: str) -> tuple[str, str]:
     """HTML lists of the concepts linked or named in a session, and the facts that cite it."""
     seen: dict[str, str] = {}
     for message in messages:
@@ -230,14 +220,13 @@ def _touched(s: Site, mentions: _Mentions, session: Session, messages: list[Mess
                 # a wanted concept's title is whichever spelling the scan met first: the link's own is stable
                 label = found.link.target if concept.wanted else concept.title
                 seen[concept.src_uri] = f'<a class="{cls}" href="{esc(url)}">{esc(label)}</a>'
-    for entity in mentions.entities_in("\n".join(m.content for m in messages).casefold()):
-        concept = s.index.for_entity(entity.id)
-        if concept is not None:
-            url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
-            seen.setdefault(concept.src_uri, f'<a class="mw-wikilink" href="{esc(url)}">{esc(concept.title)}</a>')
+    named = s.mentions()  # the pages and entities the turns name without a link
+    for concept in (c for n in range(1, len(messages) + 1) for c in named.named_in(uri, message_anchor(n))):
+        url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
+        seen.setdefault(concept.src_uri, f'<a class="mw-wikilink" href="{esc(url)}">{esc(concept.title)}</a>')
     concepts = " · ".join(seen.values())
     facts = []
-    for t in mentions.facts.get(session.id, []) if session.id else []:
+    for t in citations.facts.get(session.id, []) if session.id else []:
         state = "current" if t.current else f"ended {esc(t.valid_to)}"
         facts.append(
             f"<li>{esc(t.subject_name or t.subject)} <em>{esc(t.predicate)}</em> {esc(t.object_name or t.object)} "
@@ -246,7 +235,7 @@ def _touched(s: Site, mentions: _Mentions, session: Session, messages: list[Mess
     return concepts, "".join(facts)
 
 
-def _digest_page(s: Site, digester: Digester, mentions: _Mentions, session: Session) -> GeneratedPage:
+def _digest_page(s: Site, digester: Digester, citations: _Citations, session: Session) -> GeneratedPage:
     uri = s.session_uri(session.id)
     messages = s.messages.get(session.id, [])
     title = session.title or session.id
@@ -271,7 +260,7 @@ def _digest_page(s: Site, digester: Digester, mentions: _Mentions, session: Sess
         md += block(items, cls="mw-digest")
     else:
         md += "\nNothing to summarise.\n"
-    concepts, facts = _touched(s, mentions, session, messages, uri)
+    concepts, facts = _touched(s, citations, session, messages, uri)
     md += "\n## Concepts and facts\n"
     md += block(f"<p>{concepts or 'No concept named.'}</p>" + (f"<ul>{facts}</ul>" if facts else ""), cls="mw-touched")
     md += "\n## Transcript\n"
@@ -329,12 +318,12 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     digester = digester_of(ctx, s)
-    mentions: list[_Mentions] = []  # made on the first page the memo does not have
+    citations: list[_Citations] = []  # made on the first page the memo does not have
 
     def make(session: Session) -> GeneratedPage:
-        if not mentions:
-            mentions.append(_Mentions(s))
-        return _digest_page(s, digester, mentions[0], session)
+        if not citations:
+            citations.append(_Citations(s))
+        return _digest_page(s, digester, citations[0], session)
 
     # a digest page also depends on how names resolve and on the facts that cite its session
     world = key_of(names_version(ctx, s), layer_version(ctx, "graph", s.triples), s.directory_urls, digester.method)

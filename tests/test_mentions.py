@@ -1,0 +1,72 @@
+"""plugins.mentions: where a concept is named in text (whole Latin words, any case, Chinese inside sentences)."""
+
+from __future__ import annotations
+
+import random
+import string
+import time
+
+from memory.snapshot import Entity, WikiPage
+from plugins.concepts import ConceptIndex, TextSource
+from plugins.mentions import MentionIndex
+
+
+def _index(*names: str) -> ConceptIndex:
+    index = ConceptIndex()
+    for name in names:
+        index.add_entity(Entity(id=name.lower(), name=name))
+    return index
+
+
+def _named(index: ConceptIndex, *texts: str) -> list[list[str]]:
+    """For each text, the names of the concepts it names (in order)."""
+    mentions = MentionIndex(index.concepts)
+    mentions.scan(("L2", TextSource("memory/x.md", f"mem-{n}", f"m{n}", t)) for n, t in enumerate(texts))
+    return [[c.title for c in mentions.named_in("memory/x.md", f"mem-{n}")] for n in range(len(texts))]
+
+
+def test_latin_names_match_whole_words_in_any_case() -> None:
+    index = _index("rust", "embed-01", "Cloud Knowledge Base", "KB")
+    found = _named(
+        index,
+        "we use RUST here",
+        "trust me",
+        "学rust服务",
+        "embed-01.",
+        "embed-01x",
+        "the cloud  knowledge\nbase moved",
+        "KBase",
+    )
+    assert found == [["rust"], [], ["rust"], ["embed-01"], [], ["Cloud Knowledge Base"], []]
+
+
+def test_chinese_names_inside_sentences_longest_first() -> None:
+    index = _index("云知识库", "知识库", "机房A")
+    assert _named(index, "去云知识库里查", "知识库很大", "在机房a里") == [["云知识库"], ["知识库"], ["机房A"]]
+
+
+def test_aliases_of_a_wiki_page_and_one_mention_per_place() -> None:
+    index = ConceptIndex()
+    index.add_wiki(WikiPage("embed-01.md", "embed-01", ("嵌入服务器", "embedding server"), (), "body"))
+    index.add_entity(Entity(id="embed-01", name="embed-01"))
+    mentions = MentionIndex(index.concepts)
+    text = "The embedding server (embed-01) and the 嵌入服务器 again."
+    mentions.scan([("hot", TextSource("persona.md", "memory-0", "MEMORY.md", text))])
+    (concept,) = [c for c in index.concepts if c.title == "embed-01"]
+    (found,) = mentions.of(concept)
+    assert (found.layer, found.name) == ("hot", "embedding server")
+    before, after = found.context()
+    assert before == "The " and after.startswith(" (embed-01) and the 嵌入服务器 again.")
+
+
+def test_ten_thousand_memories_and_five_thousand_names_in_one_pass() -> None:
+    rng = random.Random(3)
+    names = sorted({"".join(rng.choices(string.ascii_lowercase, k=rng.randint(5, 10))) for _ in range(5000)})
+    index = _index(*names)
+    words = "memory recall vector server deploy backup 记忆 检索 向量 服务器 部署 备份".split()
+    texts = [" ".join(rng.choices(words, k=50)) + f" {rng.choice(names).upper()}。" for _ in range(10_000)]
+    start = time.perf_counter()
+    found = _named(index, *texts)
+    took = time.perf_counter() - start
+    assert all(len(f) == 1 for f in found)
+    assert took < 10, f"{took:.1f} s: names × texts, not one pass?"  # about 1 s here; a loop per name takes minutes
