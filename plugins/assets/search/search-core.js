@@ -439,7 +439,7 @@
     var docs = this.data.L1;
     return this.rankTexts(this.l1, query, q).slice(0, k).map(function (r) {
       var d = docs[r.doc];
-      return {layer: "L1", id: d[0], text: d[2], title: d[4] + " · " + d[3], url: d[1], score: r.score,
+      return {layer: "L1", id: d[0], text: d[2], title: title80(d[2]), url: d[1], score: r.score, where: d[4], category: d[3],
               confidence: r.cosine || 0, why: whyOf(r), firstByBoth: r.denseRank === 0 && r.lexicalRank === 0};
     });
   };

@@ -102,6 +102,8 @@
 
     function show(query, hits, mode, ms) {
       list.textContent = "";
+      list.dataset.query = query; // what the list shows, for tests and benchmarks
+      list.dataset.mode = modelReady ? "meaning" : "words";
       shown = hits;
       active = -1;
       var previous = "";

@@ -1,0 +1,214 @@
+"""The site's one search in headless Chromium: the real MkDocs page, the browser's own encoder, the header box.
+
+- Agreement: the store of tests/test_site_search_agreement.py (every layer filled) built into a site with
+  MkDocs; every query typed into the search page's box (`#memwiki-search-q`) once the encoder has loaded; the
+  hits of `#memwiki-search-results` (layer and id of each) against `memwiki recall --all-layers --json` top 5.
+- Demo questions: the demo site (strict, public) answers tests/demo_questions.jsonl: each question's expected
+  item is the first hit of its layer (format: tests/test_demo_questions.py's docstring).
+- The header box of every page is this search: "/" opens it, arrows move, Enter opens the hit, Esc closes;
+  a query nothing answers says "No confident match"; from file:// too; nothing asked of the internet.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from tests.test_browser import QuietHandler, browser  # noqa: F401 - the browser fixture
+from tests.test_site import build_site, demo_build, site  # noqa: F401 - the demo site, built once
+from tests.test_site_search_agreement import DEMO_QUESTIONS, NOTHING, agreement, cli_recall, full_store, queries
+
+LIST = "#memwiki-search-results"
+# Types a query into the page's box and waits for the list to show it, ranked by meaning (the encoder loaded).
+ASK = """async ([q, mode]) => {
+  const input = document.getElementById("memwiki-search-q"), list = document.getElementById("memwiki-search-results");
+  input.value = q;
+  input.dispatchEvent(new Event("input"));
+  const t0 = performance.now();
+  while (!(list.dataset.query === q.trim() && list.dataset.mode === mode)) {
+    if (performance.now() - t0 > 30000) throw new Error("no answer for " + q);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return {
+    status: document.getElementById("memwiki-search-status").textContent,
+    hits: Array.from(list.children).map((li) => ({layer: li.dataset.layer, id: li.dataset.id,
+      confident: !li.classList.contains("memwiki-search-weak"),
+      href: (li.querySelector("a.memwiki-search-title") || {}).href || "",
+      text: (li.querySelector(".memwiki-search-snippet") || li.querySelector(".memwiki-search-title")).textContent})),
+  };
+}"""
+
+
+def serve(folder: Path) -> Iterator[str]:
+    from http.server import ThreadingHTTPServer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
+    server.handle_error = lambda *_: None  # a page closed while its model file was still loading
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+class Watched:
+    """A page that records requests leaving the machine and script errors."""
+
+    def __init__(self, browser: Browser) -> None:  # noqa: F811 - the fixture's value
+        self.external: list[str] = []
+        self.errors: list[str] = []
+        self.page: Page = browser.new_page(viewport={"width": 1200, "height": 900})
+        self.page.on("request", self._request)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def _request(self, request) -> None:  # noqa: ANN001 - Playwright's Request
+        if request.url.startswith(("http://", "https://")) and not request.url.startswith("http://127.0.0.1"):
+            self.external.append(request.url)
+
+    def search_page(self, base: str) -> Page:
+        self.page.goto(base + "search/index.html")
+        self.page.wait_for_function("window.MemwikiUSE && window.MemwikiUSE.ready", timeout=120_000)
+        return self.page
+
+    def ask(self, q: str, mode: str = "meaning") -> dict:
+        return self.page.evaluate(ASK, [q, mode])
+
+
+@pytest.fixture(scope="module")
+def full_site(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("search-browser")
+    store_dir = full_store(root)
+    # the private profile, as the node agreement test: the public one redacts the demo's addresses and hosts
+    _, error = build_site(root / "site", root / "cache", store=str(store_dir), demo_src=None, profile="private")
+    assert error is None, error
+    qs = queries()
+    return {"site": root / "site", "store": store_dir, "queries": qs, "cli": cli_recall(store_dir, qs)}
+
+
+@pytest.fixture(scope="module")
+def full_served(full_site: dict) -> Iterator[str]:
+    yield from serve(full_site["site"])
+
+
+@pytest.fixture(scope="module")
+def demo_served(site: Path) -> Iterator[str]:  # noqa: F811 - the fixture
+    yield from serve(site)
+
+
+def test_chromium_top5_equals_recall_all_layers(browser: Browser, full_site: dict, full_served: str) -> None:  # noqa: F811
+    watched = Watched(browser)
+    watched.search_page(full_served)
+    site_hits = [watched.ask(q)["hits"] for q in full_site["queries"]]
+    python = [answer["hits"] for answer in full_site["cli"]]
+    same, total, diffs = agreement(python, site_hits)
+    print(f"Chromium agreement: {same}/{total} = {same / total:.3f} over {len(site_hits)} queries; {diffs[:20]}")
+    assert same / total >= 0.95, diffs[:30]
+    answers = zip(full_site["cli"], site_hits, strict=True)
+    verdicts = [a["confident"] == any(h["confident"] for h in s) for a, s in answers]
+    assert sum(verdicts) >= 0.95 * len(verdicts)
+    assert watched.external == [] and watched.errors == []
+
+
+def test_no_confident_match_is_said(browser: Browser, full_served: str) -> None:  # noqa: F811
+    watched = Watched(browser)
+    watched.search_page(full_served)
+    for q in NOTHING:
+        answer = watched.ask(q)
+        assert "No confident match" in answer["status"], answer["status"]
+        assert not any(h["confident"] for h in answer["hits"])
+    answer = watched.ask("备份策略")
+    assert "No confident match" not in answer["status"] and any(h["confident"] for h in answer["hits"])
+
+
+def _expected_first(question: dict, hits: list[dict]) -> bool:
+    first = next((h for h in hits if h["layer"] == question["layer"]), None)
+    if first is None:
+        return False
+    expect = question["expect"]
+    if question["layer"] == "L1":
+        return first["id"] == expect or expect in first["text"].replace("…", "")
+    if question["layer"] == "L2":
+        return first["id"] == expect or expect in first["text"]
+    if question["layer"] == "L4":
+        return first["id"].split("#")[0] == expect
+    return first["id"] == expect
+
+
+def test_demo_site_answers_the_demo_questions(browser: Browser, demo_served: str) -> None:  # noqa: F811
+    if not DEMO_QUESTIONS.is_file():
+        pytest.skip("tests/demo_questions.jsonl is not written yet")
+    questions = [json.loads(line) for line in DEMO_QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    watched = Watched(browser)
+    watched.search_page(demo_served)
+    failed = []
+    for question in questions:
+        hits = watched.ask(question["query"])["hits"]
+        if not _expected_first(question, hits):
+            failed.append((question["id"], question["query"], question["expect"], [h["id"] for h in hits][:8]))
+    print(f"demo questions first in their layer on the site: {len(questions) - len(failed)}/{len(questions)}")
+    assert failed == []
+
+
+def test_header_box_is_this_search(browser: Browser, demo_served: str) -> None:  # noqa: F811
+    watched = Watched(browser)
+    page = watched.page
+    page.goto(demo_served + "persona.html")
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.classList.contains('md-search__input')")
+    assert page.evaluate("document.getElementById('__search').checked")
+    page.keyboard.type("备份策略")
+    page.wait_for_function(
+        "(() => { const l = document.querySelector('.md-search-result__list'); return l.dataset.mode === 'meaning'"
+        " && l.children.length > 2; })()",
+        timeout=120_000,
+    )
+    items = "document.querySelectorAll('.md-search-result__list > li')"
+    layers = page.evaluate(f"Array.from({items}).map(li => li.dataset.layer)")
+    assert layers[0] == "L1" and "L2" in layers  # every layer's hits, in recall's priority order
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    second = page.evaluate("document.querySelector('.md-search-result__list > li.memwiki-search-active a').href")
+    assert page.evaluate(f"{items}[1].classList.contains('memwiki-search-active')")
+    page.keyboard.press("Escape")
+    assert not page.evaluate("document.getElementById('__search').checked")
+    page.keyboard.press("s")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_load_state("load")
+    assert page.url == second
+    # the theme's own search never started: no lunr index, no worker
+    assert not any("search_index.json" in u or "workers/search" in u for u in watched.external)
+    assert watched.external == [] and watched.errors == []
+
+
+def test_search_works_from_file_urls(browser: Browser, site: Path) -> None:  # noqa: F811
+    watched = Watched(browser)
+    page = watched.page
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))
+    watched.search_page(site.as_uri() + "/")
+    answer = watched.ask("向量模型跑在哪台机器上？")
+    assert any(h["layer"] == "L2" for h in answer["hits"]) and "as recall ranks" in answer["status"]
+    assert all(u.startswith(("file://", "data:", "blob:")) for u in requested), requested[:5]
+    page.goto(site.as_uri() + "/index.html?q=备份策略")  # the header box, opened by ?q= as the theme's was
+    page.wait_for_function("document.querySelector('.md-search-result__list').children.length > 0", timeout=60_000)
+    assert watched.errors == []
+
+
+def test_lexical_results_come_first(browser: Browser, demo_served: str) -> None:  # noqa: F811
+    """The words-only ranking shows before the encoder has loaded, with the loading state visible."""
+    watched = Watched(browser)
+    page = watched.page
+    page.goto(demo_served + "search/index.html?query=备份策略")
+    page.wait_for_function(f"document.querySelector('{LIST}').dataset.mode === 'words'", timeout=30_000)
+    status = page.locator("#memwiki-search-status").text_content() or ""
+    if page.evaluate("!(window.MemwikiUSE && window.MemwikiUSE.ready)"):
+        assert "meaning" in status, status  # says the meaning-based ranking is on its way
+    assert page.locator(f"{LIST} > li").count() > 0
+    page.wait_for_function(f"document.querySelector('{LIST}').dataset.mode === 'meaning'", timeout=120_000)
+    assert "as recall ranks" in (page.locator("#memwiki-search-status").text_content() or "")
