@@ -3,22 +3,28 @@
 The demo wiki is built twice with real MkDocs + Material, the page cache off: once with `fast_pages: false`
 (every generated page rendered by MkDocs, its search entries made by Material's search plugin) and once with
 `fast_pages: true`. Every page must come out the same (up to the whitespace Jinja leaves between tags), and so
-must the search index. Hostile text and Chinese are in the demo, so both paths see them.
+must the search index. Chinese is in the demo; hostile text (tests/hostile.py's payloads as L2 memories and
+session turns, of the kinds the demo used to hold) is added to a copy of the demo store, so both paths see both.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from mkdocs.structure.toc import get_toc
 
+from memory.demo import build_demo_store
+from memory.snapshot import Memory
+from memory.store import Store
 from plugins.pageshell import PageShell, probe_name
 from plugins.searchentries import EntryMaker, sections
-from tests.test_site import build_site
+from tests.hostile import payload
+from tests.test_site import ROOT, build_site
 
 _BETWEEN_TAGS = re.compile(r">\s+<")
 _SPACES = re.compile(r"\s+")
@@ -29,15 +35,45 @@ def _normal(page: str) -> str:
     return _SPACES.sub(" ", _BETWEEN_TAGS.sub("><", page)).strip()
 
 
+# The hostile text the demo used to hold (its "hostile" room), now planted by this test: payloads of
+# tests/hostile.py of the same kinds (a script, an onerror image, a javascript: link, a path trick in a wikilink).
+HOSTILE_MEMORIES = (
+    *(f"A user pasted this into chat: {payload(4, i)} - it must show as text on the wiki." for i in (0, 1, 8)),
+    "Path trick in a wikilink: [[../../etc/passwd]] must stay inside the site.",
+)
+HOSTILE_TURNS = (f"Someone pasted {payload(19, 0)} into a chat.", f"Links such as {payload(19, 8)} stay inert text.")
+
+
+@pytest.fixture(scope="module")
+def hostile_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo store with hostile text added as L2 memories and session turns."""
+    store_dir = tmp_path_factory.mktemp("fast-pages-store") / "store"
+    shutil.copytree(build_demo_store(ROOT / "demo", ROOT / ".cache" / "demo-store"), store_dir)
+    with Store.open(store_dir) as store:
+        store.semantic.add(
+            [
+                Memory(id=f"h-{i:02d}", text=text, category="other", wing="memwiki", room="hostile")
+                for i, text in enumerate(HOSTILE_MEMORIES)
+            ]
+        )
+        store.sessions.add_session("s-hostile", title="Pasted payloads", started="2026-10-13T08:00:00Z")
+        for i, text in enumerate(HOSTILE_TURNS):
+            store.sessions.add_message("s-hostile", "user", text, time=f"2026-10-13T08:{i:02d}:00Z")
+    return store_dir
+
+
 @pytest.fixture(scope="module", params=["in-process", "two-workers"])
-def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
-    """The demo built by MkDocs alone, and with fast pages: in the build's process without a page cache, or
-    by two forked workers writing into the page cache and linking into the site."""
+def both(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, hostile_demo: Path
+) -> tuple[Path, Path, object]:
+    """The demo (with hostile text) built by MkDocs alone, and with fast pages: in the build's process without a
+    page cache, or by two forked workers writing into the page cache and linking into the site."""
     root = tmp_path_factory.mktemp("fast-pages")
-    _, error = build_site(root / "slow", root / "cache-slow", page_cache=False, fast_pages=False)
+    store = {"store": str(hostile_demo), "demo_src": None}
+    _, error = build_site(root / "slow", root / "cache-slow", page_cache=False, fast_pages=False, **store)
     assert error is None, error
     workers = {"in-process": dict(page_cache=False, render_workers=1), "two-workers": dict(render_workers=2)}
-    plugin, error = build_site(root / "fast", root / "cache-fast", fast_pages=True, **workers[request.param])
+    plugin, error = build_site(root / "fast", root / "cache-fast", fast_pages=True, **workers[request.param], **store)
     assert error is None, error
     return root / "slow", root / "fast", plugin
 
@@ -48,6 +84,10 @@ def test_fast_pages_are_the_pages_mkdocs_renders(both: tuple[Path, Path, object]
     slow_pages = {p.relative_to(slow).as_posix() for p in slow.rglob("*.html")}
     fast_pages = {p.relative_to(fast).as_posix() for p in fast.rglob("*.html")}
     assert slow_pages == fast_pages  # no page missing, no probe page left behind
+    other = "".join(p.read_text(encoding="utf-8") for p in (fast / "memory" / "category").glob("other*.html"))
+    assert "&lt;script&gt;xss(400)&lt;/script&gt;" in other  # the hostile text is there, as text
+    passwd = (fast / "concepts" / "wanted" / "etc-passwd.html").read_text(encoding="utf-8")
+    assert "L2 memory h-03<" in passwd  # the path trick's stub, inside the site, lists its memory
     assert not any(probe_name("") in name for name in fast_pages)
     differing = [
         rel

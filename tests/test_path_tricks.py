@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memory.snapshot import Memory
 from memory.store import Store
 from tests.hostile import plant_tricks, trick_names
 from tests.test_site import build_site
@@ -19,6 +20,14 @@ from tests.test_site import build_site
 SESSION_MESSAGE = re.compile(r"trick message #(\d+) of its session")
 MEMORY_TEXT = re.compile(r"trick memory #(\d+) in (?:wing|room)")
 CARD_ID = re.compile(r'<article class="mw-memory" id="([^"]+)"')
+# Links from L2 memory text to concepts with no page: each gets a wanted stub, named from the link
+LINK_TRICKS = (
+    "../../etc/shadow",
+    "/var/log/auth.log",
+    "..\\..\\windows\\win.ini",
+    "%2e%2e%2f%2e%2e%2fetc%2fhosts",
+    "../..",
+)
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +35,13 @@ def tricks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
     """The trick store built into a site once: (root, site, generated pages by src_uri)."""
     root = tmp_path_factory.mktemp("tricks")
     plant_tricks(root / "store")
+    with Store.open(root / "store") as store:
+        store.semantic.add(
+            [
+                Memory(id=f"link-trick-{i}", text=f"link trick #{i}: see [[{name}]]")
+                for i, name in enumerate(LINK_TRICKS)
+            ]
+        )
     before = {p.name for p in root.iterdir()}
     built, error = build_site(root / "site", root / "cache", store=str(root / "store"), demo_src=None)
     assert error is None, error
@@ -92,6 +108,17 @@ def test_every_memory_is_on_its_wing_and_room_page(tricks: tuple[Path, Path, dic
     # each memory's card has an anchor of its own, on every page it is listed on
     anchors = Counter(a for text in _pages(site, "memory/category").values() for a in CARD_ID.findall(text))
     assert len(anchors) == len(memories) and max(anchors.values()) == 1, anchors.most_common(3)
+
+
+def test_wanted_stubs_of_trick_links_stay_inside_and_list_their_memory(tricks: tuple[Path, Path, dict]) -> None:
+    _, site, _ = tricks
+    wanted_by: dict[int, list[str]] = {}
+    for page in sorted((site / "concepts" / "wanted").glob("*.html")):  # (every output inside site/: see above)
+        for i in range(len(LINK_TRICKS)):
+            if f"L2 memory link-trick-{i}<" in page.read_text(encoding="utf-8"):
+                wanted_by.setdefault(i, []).append(page.name)
+    assert {i: len(uris) for i, uris in wanted_by.items()} == dict.fromkeys(range(len(LINK_TRICKS)), 1), wanted_by
+    assert len({uris[0] for uris in wanted_by.values()}) == len(LINK_TRICKS)  # one stub each, none shared
 
 
 def test_the_same_store_gives_the_same_urls(tricks: tuple[Path, Path, dict], tmp_path: Path) -> None:

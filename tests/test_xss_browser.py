@@ -12,6 +12,7 @@ the same payloads rendered carelessly shows that each of these checks does fire.
 from __future__ import annotations
 
 import functools
+import html
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
@@ -179,6 +180,15 @@ def test_no_payload_markup_in_the_built_html(hostile_site: Path) -> None:
     found = {p.relative_to(hostile_site).as_posix(): injections(p.read_text(encoding="utf-8")) for p in pages}
     assert len(pages) > 300
     assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_payloads_in_memory_text_are_shown_as_text(hostile_site: Path) -> None:
+    """Escaped, not dropped: an L2 memory's markup, script and javascript: link read as the text they are
+    (these were the demo's hostile memories; the demo now shows a believable agent only)."""
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in (hostile_site / "memory" / "category").rglob("*.html"))
+    for i in (0, 1, 8):  # <script>…</script>, <img … onerror=…>, [x](javascript:…)
+        shown = html.escape(payload(4, i), quote=False)
+        assert shown in pages, f"{payload(4, i)!r} is not shown as text on the L2 pages"
 
 
 def _every_page(site: Path) -> list[str]:
