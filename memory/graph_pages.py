@@ -2,13 +2,17 @@
 
 An entity's page is a `WikiPage` of the files layer (path `entity:<id>`), so "who is 周明" or "where does
 embed-01 run" finds the graph's facts the way it finds a hand-written page; the site links it to the entity's page.
+An entity that a wiki page names (its title or an alias, as `memory.graph.entity_id` spells names) is that page:
+its facts are added to the page's text, so one thing is one page, as on the site.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
+from memory.graph import entity_id
 from memory.snapshot import Entity, MemorySource, Triple, WikiPage
 
 ENTITY_PREFIX = "entity:"
@@ -40,6 +44,21 @@ def entity_pages(entities: Sequence[Entity], triples: Sequence[Triple]) -> list[
     return pages
 
 
+def with_entities(wiki: Sequence[WikiPage], entities: Sequence[WikiPage]) -> list[WikiPage]:
+    """The wiki pages, each with the facts of the entities it names added, then the other entities' pages."""
+    page_of = {entity_id(name): n for n, page in enumerate(wiki) for name in (page.title, *page.aliases)}
+    pages = list(wiki)
+    rest = []
+    for e in entities:
+        n = next((page_of[k] for k in map(entity_id, (e.title, *e.aliases)) if k in page_of), None)
+        if n is None:
+            rest.append(e)
+        elif e.body:
+            pages[n] = replace(pages[n], body=f"{pages[n].body.rstrip()}\n\n{e.body}")
+    return pages + rest
+
+
 def recall_pages(source: MemorySource) -> list[WikiPage]:
-    """The files layer of recall: the source's wiki pages, then its entities' pages."""
-    return [*source.wiki_pages(), *entity_pages(source.entities(), source.triples())]
+    """The files layer of recall: the source's wiki pages (with the facts of the entities they name), then the
+    other entities' pages."""
+    return with_entities(source.wiki_pages(), entity_pages(source.entities(), source.triples()))

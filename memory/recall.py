@@ -8,6 +8,7 @@ cosine reaches `RecallConfig.stop_threshold`) unless every layer is asked for. E
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -195,10 +196,13 @@ class Recaller:
         return self.embedder.embed([query])[0]
 
     def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
-        """Up to `k` hits in priority order (with `all_layers`, up to `k` from every layer, layer by layer).
+        """Up to `k` hits in priority order, stopping after a layer that answers with confidence.
 
-        Every hit says whether it is `confident` (`evidence`); L1, L4 and file hits without evidence are dropped
-        (except the hot entry both retrievers rank first), L2 hits are kept and marked weak."""
+        Every hit says whether it is `confident` (`evidence`). L2 hits are kept and marked weak; L1, L4 and file
+        hits without evidence are dropped (except the hot entry both retrievers rank first).
+        With `all_layers`, up to `k` hits from every layer, and each small layer's best hit even when weak (the
+        layer's closest guess, marked weak): the confident hits first, in priority order, then the weak ones
+        taken in turn from each layer (every layer's best guess before any layer's second)."""
         if not isinstance(query, str) or not query.strip():
             raise MemwikiError("empty query: recall needs some text to look for")
         if k <= 0:
@@ -206,17 +210,27 @@ class Recaller:
         query = cut_query(query)
         qv = self.query_vector(query)
         out: list[Hit] = []
+        weak: list[list[Hit]] = []
         for layer in LAYERS:
-            hits = self._layer(layer, query, qv, k)
+            hits = self._layer(layer, query, qv, k)[:k]
             for hit in hits:
                 self._mark(query, hit)
-            if layer != "L2":
-                hits = [h for h in hits if h.confident or (h.layer == "L1" and h.first_by_both)]
-            out.extend(hits[:k])
-            confident = any(h.confidence >= self.config.stop_threshold for h in hits)
-            if not all_layers and (confident or len(out) >= k):
-                break
-        return out if all_layers else out[:k]
+            kept = [h for n, h in enumerate(hits) if self._shown(h, n == 0 and all_layers)]
+            if not all_layers:
+                out.extend(kept)
+                if any(h.confidence >= self.config.stop_threshold for h in hits) or len(out) >= k:
+                    break
+                continue
+            out.extend(h for h in kept if h.confident)
+            weak.append([h for h in kept if not h.confident])
+        if not all_layers:
+            return out[:k]
+        return out + [h for turn in itertools.zip_longest(*weak) for h in turn if h is not None]
+
+    def _shown(self, hit: Hit, best_of_layer: bool) -> bool:
+        """Whether a hit is returned: any L2 hit; a small layer's hit with evidence, its hot entry both retrievers
+        rank first, or (`best_of_layer`) its best hit however weak."""
+        return hit.layer == "L2" or hit.confident or best_of_layer or (hit.layer == "L1" and hit.first_by_both)
 
     def evidence(self, query: str, hit: Hit) -> str | None:
         """Why `hit` is a confident answer to `query`, or None: its cosine reaches `min_confidence` (as close as an

@@ -83,12 +83,24 @@ def test_all_layers_goes_on_in_priority_order(use: USEEmbedder, l2: SemanticMemo
     hits = recaller.recall("Is the user allergic to peanuts?", k=2, all_layers=True)
     layers = [h.layer for h in hits]
     assert layers[0] == "L1" and "L2" in layers and "L4" in layers and "files" in layers
-    assert layers == sorted(layers, key=["L1", "L2", "L4", "files"].index)
+    confident = [h.layer for h in hits if h.confident]
+    assert confident == sorted(confident, key=["L1", "L2", "L4", "files"].index)
+    assert [h.confident for h in hits] == sorted((h.confident for h in hits), reverse=True)  # confident first
     assert sum(h.layer == "L2" for h in hits) == 2  # k per layer
     l4 = next(h for h in hits if h.layer == "L4")
     assert l4.id.startswith("s1#") and "peanut" in l4.text.lower() and l4.provenance["title"] == "dinner plans"
     assert l4.provenance["message_id"] == l4.id.split("#", 1)[1]
     sessions.close()
+
+
+def test_weak_hits_come_after_confident_ones_each_layers_best_first(use: USEEmbedder, l2: SemanticMemory) -> None:
+    hits = Recaller(use, hot_files=hot, l2=l2).recall("xyzzyqqq", k=3, all_layers=True)
+    assert hits and not any(h.confident for h in hits) and all("weak" in h.why for h in hits)
+    assert [h.layer for h in hits] == ["L1", "L2", "L2", "L2"]  # hot memory's best guess, then L2's three
+    mixed = Recaller(use, hot_files=hot, l2=l2).recall("群晖 NAS 的挂载目录", k=3, all_layers=True)
+    assert mixed[0].layer == "L2" and mixed[0].id == "nas" and mixed[0].confident
+    firsts = [h for h in mixed if not h.confident]
+    assert firsts[0].layer == "L1"  # the weak hot entry comes after the confident memory, before weak memories
 
 
 def test_l2_answers_when_hot_memory_does_not(use: USEEmbedder, l2: SemanticMemory) -> None:
