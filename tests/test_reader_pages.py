@@ -33,6 +33,12 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 Memory("m-6", "The KBase tool and trusty qwen3x builds are unrelated.", "other"),
                 Memory("m-7", "See [[embed-01]] for the box; the 嵌入服务器 is in the lab.", "environment"),
                 Memory("m-8", "Our 嵌入服务器 hums all night.", "environment"),
+                Memory(
+                    "m-9", f"Backups run nightly at 02:00 with sqlite3 .backup, kept 14 days. {HOSTILE}", "technical"
+                ),
+                Memory(
+                    "m-10", f"Backups run nightly at 02:00 with sqlite3 .backup, kept 15 days. {HOSTILE}", "technical"
+                ),
             ]
         )
         sessions = st.sessions
@@ -186,3 +192,48 @@ def test_orphans_are_the_concepts_no_text_names(site: Path) -> None:
 def test_a_session_lists_the_concepts_its_turns_name(site: Path) -> None:
     touched = re.search(r'<div class="mw-touched">(.*?)</div>', read(site, "sessions/s-1.html"), re.S).group(1)
     assert {"embed-01", "Ollama", "qwen3"} <= set(re.findall(r'class="mw-wikilink" href="[^"]+">([^<]+)<', touched))
+
+
+def _finding(audit: str, kind: str) -> list[str]:
+    part = re.search(rf'<div class="mw-audit mw-audit-{kind}">(.*?)</div>\n', audit, re.S).group(1)
+    return re.findall(r'<li class="mw-finding" id="[^"]+">.*?</li>', part, re.S)
+
+
+def _sides(item: str) -> list[str]:
+    return re.findall(r'<div class="mw-side-text">(.*?)</div>', item, re.S)
+
+
+def test_near_duplicates_side_by_side_with_the_difference_marked(site: Path) -> None:
+    (pair,) = _finding(read(site, "audit.html"), "duplicates")
+    a, b = _sides(pair)
+    assert "kept <mark>14</mark> days" in a and "kept <mark>15</mark> days" in b
+    assert HOSTILE not in pair and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in a
+
+
+def test_conflicts_side_by_side_with_the_texts_they_came_from(site: Path) -> None:
+    (conflict,) = _finding(read(site, "audit.html"), "conflicts")
+    assert "api_endpoint" in conflict and "2 current values" in conflict
+    a, b = _sides(conflict)
+    assert a.startswith("embed-01 runs Ollama") and b.startswith("The knowledge base moved")
+
+
+def _flags(site: Path, page: str, where: str) -> list[tuple[str, str]]:
+    """(kind, anchor) of the flags in the part of `page` that starts at `where`, each link checked."""
+    text = read(site, page)
+    part = text[text.index(where) :].split("</article>", 1)[0]
+    found = re.findall(r'<a class="mw-flag mw-flag-(\w+)" href="([^"]+)"', part)
+    return [(kind, resolve(site, page, href)[1]) for kind, href in found]
+
+
+def test_cards_and_entity_pages_carry_a_flag_to_their_finding(site: Path) -> None:
+    audit = read(site, "audit.html")
+    dup = re.search(r'<li class="mw-finding" id="(dup-[^"]+)"', audit).group(1)
+    conflict = re.search(r'<li class="mw-finding" id="(conflict-[^"]+)"', audit).group(1)
+    assert _flags(site, "memory/category/technical.html", 'id="mem-m-9"') == [("duplicates", dup)]
+    assert _flags(site, "memory/category/technical.html", 'id="mem-m-10"') == [("duplicates", dup)]
+    assert _flags(site, "memory/category/technical.html", 'id="mem-m-1"') == [("conflicts", conflict)]
+    assert _flags(site, "memory/category/other.html", 'id="mem-m-3"') == []
+    flags = read(site, "concepts/kb.html").split('<div class="mw-flags">', 1)[1].split("</div>", 1)[0]
+    (href,) = re.findall(r'<a class="mw-flag mw-flag-conflicts" href="([^"]+)"', flags)
+    assert resolve(site, "concepts/kb.html", href)[1] == conflict and "api_endpoint → kb-a | kb-b" in flags
+    assert 'class="mw-flags"' not in read(site, "concepts/embed-01.html")

@@ -23,7 +23,7 @@ from plugins.concepts import Concept, ConceptIndex, TextSource, UniquePaths, cla
 from plugins.mentions import MentionIndex
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedAsset, GeneratedPage
-from plugins.render import TextRenderer
+from plugins.render import TextRenderer, block, esc, href
 from plugins.textcache import TextCache
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -330,6 +330,19 @@ def build_all(ctx: BuildContext) -> BuildResult:
     # a build that kept pages without making them did not see every text: it must not drop the unseen ones
     site(ctx).index.texts.save(prune=not any(p.hollow for p in pages))
     return pages, assets
+
+
+def pager(base: str, page: int, pages: int, here: str, du: bool) -> str:
+    """Links to the pages of a paged listing (`paged_uri(base, n)`), the current one in bold."""
+    if pages <= 1:
+        return ""
+    links = []
+    for n in range(1, pages + 1):
+        uri = paged_uri(base, n)
+        links.append(
+            f"<strong>{n}</strong>" if n == page else f'<a href="{esc(href(here, uri, directory_urls=du))}">{n}</a>'
+        )
+    return block(" ".join(links), cls="mw-pager", tag="nav")
 
 
 def frontmatter(title: str, **meta: Any) -> str:

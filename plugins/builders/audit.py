@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +20,9 @@ import numpy as np
 from memory.snapshot import Memory, Triple
 from memory.textio import atomic_write_text
 from memory.tokens import tokens
-from plugins.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, paged_uri, site
+from plugins.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, paged_uri, pager, site
 from plugins.builders.privacy import profile_line, withheld_table
-from plugins.builders.provenance import source_html
-from plugins.builders.semantic import _pager
+from plugins.builders.provenance import origin, source_html
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc
 
@@ -251,32 +252,85 @@ def _conflicts(ctx: BuildContext) -> list[list[Triple]]:
     return cached
 
 
+SIDE_SHOWN = 3  # texts shown side by side for a finding (a cluster's first members; a conflict's facts)
+SIDE_CHARS = 600  # of each text (its card has the whole)
+
+
+def conflict_anchor(group: list[Triple]) -> str:
+    """The id of a conflict on the audit page (stable: from its subject and predicate)."""
+    key = f"{group[0].subject}\0{group[0].predicate}".encode()
+    return "conflict-" + hashlib.sha1(key).hexdigest()[:10]
+
+
+def duplicate_anchor(s: Site, cluster: Cluster) -> str:
+    """The id of a near-duplicate cluster on the audit page (from its first memory's card anchor)."""
+    return "dup-" + s.memory_anchor(cluster.ids[0]).removeprefix("mem-")
+
+
+_TOKEN = re.compile(r"\s+|[0-9A-Za-z_]+|.", re.S)  # words, spaces, and any other character alone (CJK)
+
+
+def _cut(text: str) -> str:
+    return text[:SIDE_CHARS] + ("…" if len(text) > SIDE_CHARS else "")
+
+
+def _side_text(text: str, against: str | None = None) -> str:
+    """An untrusted text for a side-by-side column: escaped, cut to SIDE_CHARS, line breaks kept (CSS); with
+    `against`, what it does not share with that text is marked."""
+    text = _cut(text)
+    if against is None or against == text:
+        return f'<div class="mw-side-text">{esc(text)}</div>'
+    mine, theirs = _TOKEN.findall(text), _TOKEN.findall(_cut(against))
+    out = []
+    for op, i1, i2, _, _ in SequenceMatcher(None, mine, theirs, autojunk=False).get_opcodes():
+        part = esc("".join(mine[i1:i2]))
+        out.append(f"<mark>{part}</mark>" if op != "equal" and part.strip() else part)
+    return f'<div class="mw-side-text">{"".join(out)}</div>'
+
+
+def _side(columns: list[tuple[str, str]], marked: bool = False) -> str:
+    """Columns of (head HTML, text) side by side; `marked`: each text's differences from its neighbour's."""
+    cells = []
+    for n, (head, text) in enumerate(columns):
+        against = columns[1 if n == 0 else 0][1] if marked and len(columns) > 1 else None
+        cells.append(f'<div class="mw-side-item"><p class="mw-side-head">{head}</p>{_side_text(text, against)}</div>')
+    return f'<div class="mw-side">{"".join(cells)}</div>'
+
+
 def _conflict_table(s: Site, groups: list[list[Triple]], page: str) -> str:
-    rows = []
+    """Each conflict: its subject and predicate, then its facts side by side, each with the text it came from."""
+    du = s.directory_urls
 
     def url(src_uri: str, anchor: str) -> str:
-        return href(page, src_uri, anchor, s.directory_urls)
+        return href(page, src_uri, anchor, du)
 
+    items = []
     for group in groups:
-        for t in group:
-            c = s.index.for_entity(t.subject)
-            subj = esc(s.entity_names.get(t.subject, t.subject))
-            if c is not None:
-                subj = f'<a href="{esc(href(page, c.src_uri, directory_urls=s.directory_urls))}">{subj}</a>'
-            rows.append(
-                f"<tr><td>{subj}</td><td>{esc(t.predicate)}</td><td>{esc(s.entity_names.get(t.object, t.object))}</td>"
-                f"<td>{esc(t.valid_from or '?')}</td><td>{source_html(s, t, url)}</td></tr>"
+        c = s.index.for_entity(group[0].subject)
+        subj = esc(s.entity_names.get(group[0].subject, group[0].subject))
+        if c is not None:
+            subj = f'<a href="{esc(href(page, c.src_uri, directory_urls=du))}">{subj}</a>'
+        columns = []
+        for t in group[: SIDE_SHOWN * 2]:
+            found = origin(s, t)
+            head = (
+                f"<strong>{esc(s.entity_names.get(t.object, t.object))}</strong> · since {esc(t.valid_from or '?')}"
+                f" · source {source_html(s, t, url)}"
             )
-    return block(
-        "<table><thead><tr><th>subject</th><th>predicate</th><th>object</th><th>since</th><th>source</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>",
-        cls="mw-audit-table",
-    )
+            columns.append((head, found.text if found is not None else ""))
+        more = f'<p class="mw-muted">{len(group) - len(columns):,} more facts.</p>' if len(group) > len(columns) else ""
+        items.append(
+            f'<li class="mw-finding" id="{conflict_anchor(group)}"><p>{subj} <em>{esc(group[0].predicate)}</em>: '
+            f"{len(group)} current values</p>{_side(columns)}{more}</li>"
+        )
+    return block(f"<ul>{''.join(items)}</ul>", cls="mw-audit mw-audit-conflicts")
 
 
 def _cluster_item(s: Site, cluster: Cluster, page: str) -> str:
-    """A cluster as a list item: its first MEMBERS_SHOWN memories, each linked to its card, and the count."""
+    """A cluster as a list item: its first MEMBERS_SHOWN memories, each linked to its card, and the count; the
+    first SIDE_SHOWN texts side by side."""
     links = []
+    memories = s.memory_by_id()
     for memory_id in cluster.ids[:MEMBERS_SHOWN]:
         home, anchor = s.memory_home.get(memory_id, ("", ""))
         label = f"<code>{esc(memory_id)}</code>"
@@ -284,7 +338,85 @@ def _cluster_item(s: Site, cluster: Cluster, page: str) -> str:
     more = len(cluster.ids) - MEMBERS_SHOWN
     tail = f" ≈ … <em>{more:,} more not shown</em>" if more > 0 else ""
     count = f"{len(cluster.ids):,} memories, closest pair" if len(cluster.ids) > 2 else "cosine"
-    return f"<li>{' ≈ '.join(links)}{tail} <span class='mw-muted'>({count} {cluster.score:.3f})</span></li>"
+    columns = [
+        (f'<span class="mw-side-id">{esc(m)}</span>', memories[m].text)
+        for m in cluster.ids[:SIDE_SHOWN]
+        if m in memories
+    ]
+    return (
+        f'<li class="mw-finding" id="{duplicate_anchor(s, cluster)}">{" ≈ ".join(links)}{tail} '
+        f"<span class='mw-muted'>({count} {cluster.score:.3f})</span>{_side(columns, marked=True)}</li>"
+    )
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A finding as the page it concerns shows it: a short label, a longer title, where the finding is listed."""
+
+    kind: str  # "duplicates" | "conflicts"
+    label: str
+    title: str  # plain text
+    uri: str
+    anchor: str
+
+
+@dataclass
+class Flags:
+    """The findings each memory card and entity page carries a flag for."""
+
+    memories: dict[str, list[Flag]] = field(default_factory=dict)
+    entities: dict[str, list[Flag]] = field(default_factory=dict)
+
+
+def _where(kind: str, i: int, total: int, anchor: str) -> tuple[str, str]:
+    """The page (and anchor) that lists item i of a kind's `total` (see _kind_pages); past the last follow-on
+    page, the audit page itself."""
+    if total <= LISTED or i < LISTED:
+        return AUDIT, anchor
+    n = i // LISTED + 1
+    return (paged_uri(f"audit/{kind}", n), anchor) if n <= PAGES else (AUDIT, "")
+
+
+def flags(ctx: BuildContext) -> Flags:
+    """The near-duplicate and conflict findings, keyed by the memories and entities they concern (a conflict
+    also flags the memories its facts came from). Found once per build."""
+    cached = ctx.__dict__.get("_memwiki_flags")
+    if cached is not None:
+        return cached
+    s = site(ctx)
+    findings(ctx)
+    out = Flags()
+    clusters = ctx.__dict__.get("_memwiki_clusters", [])
+    for i, cluster in enumerate(clusters):
+        uri, anchor = _where("duplicates", i, len(clusters), duplicate_anchor(s, cluster))
+        for memory_id in cluster.ids:
+            others = [m for m in cluster.ids if m != memory_id]
+            title = f"near-duplicate of {', '.join(others[:3])}" + (
+                f" and {len(others) - 3:,} more" if len(others) > 3 else ""
+            )
+            out.memories.setdefault(memory_id, []).append(Flag("duplicates", "near-duplicate", title, uri, anchor))
+    groups = _conflicts(ctx)
+    for i, group in enumerate(groups):
+        uri, anchor = _where("conflicts", i, len(groups), conflict_anchor(group))
+        subject = s.entity_names.get(group[0].subject, group[0].subject)
+        objects = " | ".join(s.entity_names.get(t.object, t.object) for t in group)
+        flag = Flag("conflicts", "conflicting facts", f"{subject} {group[0].predicate} → {objects}", uri, anchor)
+        out.entities.setdefault(group[0].subject, []).append(flag)
+        for t in group:
+            found = origin(s, t)
+            if found is not None and found.kind == "memory" and flag not in out.memories.get(found.ref, []):
+                out.memories.setdefault(found.ref, []).append(flag)
+    ctx.__dict__["_memwiki_flags"] = out
+    return out
+
+
+def flag_html(s: Site, found: list[Flag], page: str) -> str:
+    """The flags of a card or page: each a link to its finding on the audit page."""
+    return " ".join(
+        f'<a class="mw-flag mw-flag-{f.kind}" href="{esc(href(page, f.uri, f.anchor, s.directory_urls))}" '
+        f'title="{esc(f.title)}">⚑ {esc(f.label)}</a>'
+        for f in found
+    )
 
 
 def _listing(ctx: BuildContext, kind: str, items: list, page: str) -> str:
@@ -338,7 +470,7 @@ def _kind_pages(ctx: BuildContext, kind: str, items: list) -> tuple[str, list[Ge
         md = frontmatter(title) + f"# {md_esc(title)}\n\n"
         back = f'<a href="{esc(href(uri, AUDIT, directory_urls=du))}">the audit</a>'
         md += f'<p class="mw-muted">{first:,}–{first + len(chunk) - 1:,} of {len(items):,} · {back}</p>\n'
-        md += _pager(base, n, pages, uri, du) + _listing(ctx, kind, chunk, uri) + _pager(base, n, pages, uri, du)
+        md += pager(base, n, pages, uri, du) + _listing(ctx, kind, chunk, uri) + pager(base, n, pages, uri, du)
         if n == pages:
             md += _left_out(len(items), listed)
         out.append(GeneratedPage(uri, title, md, meta={"lexical": False}))

@@ -21,6 +21,7 @@ from plugins.builders import (
     safe_title,
     site,
 )
+from plugins.builders.audit import Flags, flag_html, flags
 from plugins.builders.provenance import origin_key, source_html
 from plugins.concepts import Concept, norm
 from plugins.mentions import Mention
@@ -136,6 +137,10 @@ def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: C
     if concept.tags:
         labels.append(" ".join(f'<span class="mw-tag">#{esc(t)}</span>' for t in concept.tags))
     md += block(" · ".join(labels), cls="mw-labels", tag="p")
+    found = flags(ctx).entities.get(concept.entity.id, []) if concept.entity is not None else []
+    if found:
+        items = "".join(f"<li>{flag_html(s, [f], uri)} {esc(f.title)}</li>" for f in found)
+        md += block(f"<ul>{items}</ul>", cls="mw-flags")
     if concept.wanted:
         md += block(
             "<p><strong>No page yet.</strong> Memory text links to this concept, but no wiki page or graph entity "
@@ -246,7 +251,7 @@ def _chunks(listed: list[Concept]) -> tuple[list[list[Concept]], list[str]]:
     return chunks, [f"concepts/list-{n}.md" for n in range(1, len(chunks) + 1)]
 
 
-def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]]) -> tuple:
+def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]], audit: Flags) -> tuple:
     """What a concept page is made from, besides what every concept page depends on (see build). Its wiki page
     and entity are named, not spelled out: `world` holds the wiki and graph layers' versions; where its facts'
     sources are shown (memory cards, session turns) is spelled out."""
@@ -259,7 +264,8 @@ def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]]) -> tuple:
         len(found),
         [(m.src_uri, m.anchor, m.title, m.layer, m.name, *m.context()) for m in found[:MENTIONS_SHOWN]],
     )
-    return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks, origins, mentions)
+    flagged = audit.entities.get(entity, []) if entity is not None else []
+    return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks, origins, mentions, flagged)
 
 
 def _facts_by_entity(s: Site) -> dict[str, list[Triple]]:
@@ -286,8 +292,11 @@ def build(ctx: BuildContext) -> BuildResult:
     )
     memo = page_memo(ctx, "concepts")
     facts = _facts_by_entity(s)
+    audit = flags(ctx)
     pages = [
-        memo.page(c.src_uri, key_of(world, _inputs(s, c, facts)), lambda c=c: concept_page(ctx, s, c, entity_section))
+        memo.page(
+            c.src_uri, key_of(world, _inputs(s, c, facts, audit)), lambda c=c: concept_page(ctx, s, c, entity_section)
+        )
         for c in listed
     ]
     lists = page_memo(ctx, "concept-lists")

@@ -28,6 +28,7 @@ class Origin:
     anchor: str
     kind: str  # "memory" | "session" | "persona"
     text: str = ""  # raw (untrusted) text: the memory, or the session turn
+    ref: str = ""  # the memory's or the session's id
 
 
 def _turn(messages: list[Message], ref: str, names: tuple[str, ...]) -> int:
@@ -57,7 +58,7 @@ def origin(s: Site, t: Triple) -> Origin | None:
     memory_id = match.group(1) if match else source
     if memory_id in s.memory_home:
         page, anchor = s.memory_home[memory_id]
-        return Origin(page, anchor, "memory", memories[memory_id].text)
+        return Origin(page, anchor, "memory", memories[memory_id].text, memory_id)
     match = _SESSION.fullmatch(source)
     session_id, ref = (match.group(1), match.group(2) or "") if match else (source, "")
     if session_id in s.session_uris:
@@ -65,7 +66,7 @@ def origin(s: Site, t: Triple) -> Origin | None:
         names = (t.subject_name or t.subject, t.object_name or t.object)
         n = _turn(messages, ref, names)
         text = messages[n - 1].content if n else ""
-        return Origin(s.session_uri(session_id), message_anchor(n) if n else "", "session", text)
+        return Origin(s.session_uri(session_id), message_anchor(n) if n else "", "session", text, session_id)
     if source.casefold() in _PERSONA_FILES and s.persona is not None:
         return Origin(PERSONA, _PERSONA_FILES[source.casefold()], "persona")
     return None

@@ -17,8 +17,11 @@ from plugins.builders import (
     names_version,
     page_memo,
     paged_uri,
+    pager,
     site,
 )
+from plugins.builders.audit import Flag, Flags, flag_html
+from plugins.builders.audit import flags as audit_flags
 from plugins.builders.persona import category_badge
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedPage
@@ -29,8 +32,9 @@ def _when(value: str) -> str:
     return esc(value[:16].replace("T", " ")) if value else ""
 
 
-def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
-    """One memory with its provenance: category, wing / room, session, time, sunk or not."""
+def card(s: Site, memory: Memory, page: str, *, with_room: bool = True, flags: str = "") -> str:
+    """One memory with its provenance: category, wing / room, session, time, sunk or not; `flags`: the audit's
+    findings about it (HTML, see audit.flag_html)."""
     du = s.directory_urls
     bits = [category_badge(memory.category)]
     if with_room and (memory.wing or memory.room):
@@ -53,6 +57,8 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True) -> str:
         bits.append(f'<span class="mw-sunk">sunk from hot memory {_when(memory.sunk_at)}</span>')
     elif memory.source and memory.source != "L2":
         bits.append(f"via {esc(memory.source)}")
+    if flags:
+        bits.append(flags)
     meta = " · ".join(bits)
     body = _body(s, memory, page)
     if is_long(memory.text):  # split into passages for recall (memory.passages): shown whole, folded
@@ -90,24 +96,23 @@ def _body(s: Site, memory: Memory, page: str) -> str:
     return f'<blockquote class="mw-quote">{inner}{caption}</blockquote>'
 
 
-def _pager(base: str, page: int, pages: int, here: str, du: bool) -> str:
-    if pages <= 1:
-        return ""
-    links = []
-    for n in range(1, pages + 1):
-        uri = paged_uri(base, n)
-        links.append(
-            f"<strong>{n}</strong>" if n == page else f'<a href="{esc(href(here, uri, directory_urls=du))}">{n}</a>'
-        )
-    return block(" ".join(links), cls="mw-pager", tag="nav")
-
-
 def _listing(
-    s: Site, memo: PageMemo, world: str, base: str, title: str, memories: list[Memory], with_room: bool
+    s: Site,
+    memo: PageMemo,
+    world: str,
+    base: str,
+    title: str,
+    memories: list[Memory],
+    with_room: bool,
+    flags: Flags,
 ) -> list[GeneratedPage]:
     """The pages of one category or room (`world`: what every listing depends on besides its memories)."""
     pages = max(1, -(-len(memories) // PER_PAGE))
     out = []
+
+    def flagged(memory: Memory) -> list[Flag]:
+        return flags.memories.get(memory.id, [])
+
     for n in range(1, pages + 1):
         uri = paged_uri(base, n)
         chunk = memories[(n - 1) * PER_PAGE : n * PER_PAGE]
@@ -118,14 +123,16 @@ def _listing(
             md = frontmatter(head) + f"# {md_esc(head)}\n\n"
             all_link = f'<a href="{esc(back)}">all of semantic memory</a>'
             md += f'<p class="mw-muted">{len(memories):,} memories · {all_link}</p>\n'
-            md += _pager(base, n, pages, uri, s.directory_urls)
-            md += block("".join(card(s, m, uri, with_room=with_room) for m in chunk), cls="mw-memories")
-            md += _pager(base, n, pages, uri, s.directory_urls)
+            md += pager(base, n, pages, uri, s.directory_urls)
+            cards = [card(s, m, uri, with_room=with_room, flags=flag_html(s, flagged(m), uri)) for m in chunk]
+            md += block("".join(cards), cls="mw-memories")
+            md += pager(base, n, pages, uri, s.directory_urls)
             return GeneratedPage(uri, head, md, section="memory", meta={"lexical": False})  # the search page has them
 
         # a card's anchor and room link are claimed among all memories (see plugins.builders._paths)
         claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]
-        out.append(memo.page(uri, key_of(world, head, len(memories), pages, n, with_room, chunk, claimed), make))
+        found = [flagged(m) for m in chunk]  # the audit's findings about them
+        out.append(memo.page(uri, key_of(world, head, len(memories), pages, n, with_room, chunk, claimed, found), make))
     return out
 
 
@@ -136,13 +143,15 @@ def build(ctx: BuildContext) -> BuildResult:
     cats = s.by_category()
     rooms = s.by_room()
     memo = page_memo(ctx, "memory-listings")
+    flags = audit_flags(ctx)
     world = key_of(
         names_version(ctx, s), du, layer_version(ctx, "sessions", (s.sessions, s.messages))
     )  # cards link messages
     for category, memories in cats.items():
-        pages += _listing(s, memo, world, s.category_base(category), f"Category: {category}", memories, True)
+        pages += _listing(s, memo, world, s.category_base(category), f"Category: {category}", memories, True, flags)
     for (wing, room), memories in rooms.items():
-        pages += _listing(s, memo, world, s.room_base(wing, room), f"{wing or '—'} / {room or '—'}", memories, False)
+        room_title = f"{wing or '—'} / {room or '—'}"
+        pages += _listing(s, memo, world, s.room_base(wing, room), room_title, memories, False, flags)
     memo.save()
 
     sunk = sum(1 for m in s.memories if m.sunk_at or m.source == "L1")
