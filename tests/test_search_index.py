@@ -110,12 +110,15 @@ for (const f of ["assets/memwiki/search/search-data.js", "assets/memwiki/search/
                  "assets/memwiki/use/use.js", "assets/memwiki/search/search-core.js"]) {
   (0, eval)(fs.readFileSync(path.join(site, f), "utf8"));  // as <script> files: they assign globals
 }
+// use.js's public API: load({bytes}) with the whole model binary, which the site ships in slices k = 0, 1, ...
 const useDir = path.join(site, "assets/memwiki/use");
-const bin = fs.readdirSync(useDir).find((n) => /^use-model.*\.bin$/.test(n));  // use.js's public API: load({bytes})
+const slice = (n) => Number((/\.(\d+)\.bin$/.exec(n) || [0, 0])[1]);
+const bins = fs.readdirSync(useDir).filter((n) => /^use-model.*\.bin$/.test(n)).sort((a, b) => slice(a) - slice(b));
+const model = Buffer.concat(bins.map((n) => fs.readFileSync(path.join(useDir, n))));
 const S = globalThis.MemwikiSearch, data = globalThis.MemwikiSearchData;
 const engine = new S.Engine(data, globalThis.MemwikiSearchVectors);
 const unit = (d) => engine.units[d][0];
-globalThis.MemwikiUSE.load("", {bytes: fs.readFileSync(path.join(useDir, bin))}).then(use => {
+globalThis.MemwikiUSE.load("", {bytes: model}).then(use => {
   const out = {queries: {}};
   for (const q of req.queries) {
     const v = engine.queryVector(q, (t) => use.embed(t));

@@ -99,6 +99,7 @@
     toggle.checked = true;
     if (query !== undefined) input.value = query;
     input.focus();
+    setTimeout(function () { input.focus(); }, 60); // (the dialog may still be fading out of an earlier close)
     if (ready && query !== undefined) ready.then(function (ui) { if (ui) ui.run(); });
     else load();
   }

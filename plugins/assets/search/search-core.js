@@ -16,6 +16,7 @@
   var CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff\\uac00-\\ud7af\\u{20000}-\\u{2ebef}";
   var TOKEN_SRC = "[" + CJK + "]+|(?:(?![" + CJK + "])[\\p{L}\\p{N}])+(?:['\\u2019][a-z]+)?";
   var CJK_RE = new RegExp("^[" + CJK + "]", "u");
+  var TOKEN_RE = new RegExp(TOKEN_SRC, "gu");
   var K1 = 1.2, B = 0.75;
   // the fields of memory.recall.RecallConfig this file reads (stop_threshold: recall without all_layers only)
   var KNOBS = ["dense_weight", "lexical_weight", "peak_weighting", "depth", "stop_threshold", "min_confidence", "min_coverage"];
@@ -53,12 +54,27 @@
     return token.normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC");
   }
 
+  /* A Latin-script word's token (memory.tokens._latin, cached as there): up to its apostrophe, combining marks
+   * removed (non-ASCII words only), stemmed. */
+  var LATIN = new Map();
+  function latin(run) {
+    var done = LATIN.get(run);
+    if (done === undefined) {
+      var word = run.replace(/\u2019/g, "'").split("'")[0];
+      done = stem(/^[\x00-\x7f]*$/.test(word) ? word : fold(word));
+      if (LATIN.size > 65536) LATIN.clear();
+      LATIN.set(run, done);
+    }
+    return done;
+  }
+
   /* Lexical tokens of `text` in order, as memory.tokens.tokens(text, stop_words=..., unigrams=...) makes
    * them. `stop` is null (keep everything) or {words: Set, chars: Set}: English stop words and CJK grams
    * holding a stop character are dropped. `unigrams` also gives each character of a CJK run (index side). */
   function tokens(text, stop, unigrams) {
     var out = [];
-    var re = new RegExp(TOKEN_SRC, "gu");
+    var re = TOKEN_RE;
+    re.lastIndex = 0;
     var s = String(text).normalize("NFKC").toLowerCase();
     var m;
     while ((m = re.exec(s)) !== null) {
@@ -73,7 +89,7 @@
           out.push(grams[g]);
         }
       } else if (!(stop && stop.words.has(run))) {
-        out.push(stem(fold(run.replace(/\u2019/g, "'").split("'")[0])));
+        out.push(latin(run));
       }
     }
     return out;
@@ -236,11 +252,38 @@
     return s / this.norms[d];
   };
 
-  /* [[doc, cosine], ...] best first over the docs with a vector (`q` normalised); ties by position. */
+  /* The dot products of `q` with each doc's vector over its norm (NaN: no vector), four components a step. */
+  Index.prototype.cosines = function (q) {
+    var n = this.n, dim = this.dim, v = this.vectors, rows = this.rows, norms = this.norms;
+    var scores = new Float64Array(n);
+    for (var i = 0; i < n; i++) {
+      if (!norms[i]) { scores[i] = NaN; continue; }
+      var s0 = 0, s1 = 0, s2 = 0, s3 = 0, base = rows[i] * dim, j = 0;
+      for (; j + 3 < dim; j += 4) {
+        s0 += q[j] * v[base + j];
+        s1 += q[j + 1] * v[base + j + 1];
+        s2 += q[j + 2] * v[base + j + 2];
+        s3 += q[j + 3] * v[base + j + 3];
+      }
+      for (; j < dim; j++) s0 += q[j] * v[base + j];
+      scores[i] = (s0 + s1 + s2 + s3) / norms[i];
+    }
+    return scores;
+  };
+
+  /* [[doc, cosine], ...] best first over the docs with a vector (`q` normalised); ties by position. With `k`,
+   * only the candidates at or above the k-th best score are sorted. */
   Index.prototype.denseRank = function (q, k) {
     if (!this.vectors) return [];
+    var scores = this.cosines(q), n = this.n, floor = -Infinity, i;
+    if (k !== undefined && k < n) {
+      var sorted = scores.slice().sort(); // NaN sorts last
+      var m = 0;
+      while (m < n && sorted[m] === sorted[m]) m++;
+      if (m > k) floor = sorted[m - k];
+    }
     var order = [];
-    for (var i = 0; i < this.n; i++) if (this.norms[i]) order.push([i, this.cosine(q, i)]);
+    for (i = 0; i < n; i++) if (scores[i] >= floor) order.push([i, scores[i]]);
     order.sort(function (a, b) { return b[1] - a[1] || a[0] - b[0]; });
     return k === undefined ? order : order.slice(0, k);
   };
@@ -363,12 +406,7 @@
                    {rowOrder: true, lens: this.turns.map(function (t) { return t[4]; })});
     this.l4start = start.L4;
     this.files = make("files", data.files.map(function (f) { return f[3]; }), positions(data.files.length));
-    // a memory's title: the start of its text (its first passage's, for a long one)
-    this.titles = [];
-    for (var u = 0; u < this.units.length; u++) {
-      var m = this.units[u][1];
-      if (this.titles[m] === undefined && this.units[u][2]) this.titles[m] = title80(this.units[u][2]);
-    }
+    this.titles = []; // a memory's title, made when it is first shown (see title)
   }
 
   /* memory.recall.fuse: z-score fusion of a dense and a lexical ranking ([[key, score]] best first), each
@@ -444,6 +482,17 @@
     });
   };
 
+  /* A memory's title: the start of its text (of its first passage's, for a long one; passages follow its row). */
+  Engine.prototype.title = function (memory, unit) {
+    if (this.titles[memory] === undefined) {
+      var u = unit;
+      while (u > 0 && this.units[u - 1][1] === memory) u--;
+      while (u < this.units.length && this.units[u][1] === memory && !this.units[u][2]) u++;
+      this.titles[memory] = u < this.units.length && this.units[u][1] === memory ? title80(this.units[u][2]) : this.memories[memory][0];
+    }
+    return this.titles[memory];
+  };
+
   /* memory.recall.Recaller.rank_l2: the hybrid top `k` of semantic memory, a long memory by its best passage. */
   Engine.prototype.l2Hits = function (query, q, k) {
     var c = this.config, depth = Math.max(k, c.depth);
@@ -461,7 +510,7 @@
         why += "; passage " + grouped(p[0] + 1) + " of " + grouped(p[1]) + " of memory " + m[0] + " (characters " +
           grouped(p[2]) + "–" + grouped(p[3]) + " of " + grouped(p[4]) + ")";
       }
-      hits.push({layer: "L2", id: m[0], text: u[2], title: this.titles[u[1]] || m[0], url: m[1], score: r.score,
+      hits.push({layer: "L2", id: m[0], text: u[2], title: this.title(u[1], r.doc), url: m[1], score: r.score,
                  confidence: r.cosine || 0, why: why, category: m[2], where: m[3], passage: p ? u[0] : ""});
     }
     return hits;
@@ -515,20 +564,29 @@
   /* memory.recall.Recaller.query_vector with `embed(text) -> Float32Array`: the cut query, embedded whole. */
   Engine.prototype.queryVector = function (query, embed) { return embed(this.cut(query)); };
 
-  /* memory.recall.Recaller.recall(query, k, all_layers=True): up to `k` hits of every layer, layer by layer
-   * (L1, L2, L4, files), each marked `confident` or weak; small-layer hits without evidence are dropped (but the
-   * hot entry both retrievers rank first). `qvec` null: by words only (the model has not loaded). */
+  /* memory.recall.Recaller.recall(query, k, all_layers=True): up to `k` hits of every layer (L1, L2, L4, files),
+   * each marked `confident` or weak. Kept: every L2 hit; a small layer's hits with evidence, its best hit however
+   * weak (the layer's closest guess) and the hot entry both retrievers rank first. The confident hits come
+   * first, in priority order, then the weak ones taken in turn from each layer. `qvec` null: by words only
+   * (the encoder has not loaded). */
   Engine.prototype.recall = function (query, qvec, k) {
     if (!String(query).trim()) return [];
     query = this.cut(query);
-    var q = qvec && this.dense ? normalised(qvec, this.dim) : null, out = [], self = this;
+    var q = qvec && this.dense ? normalised(qvec, this.dim) : null, out = [], weak = [], self = this;
     var layers = {L1: this.hotHits, L2: this.l2Hits, L4: this.turnHits, files: this.fileHits};
     this.data.layers_order.forEach(function (layer) {
-      var hits = layers[layer].call(self, query, q, k);
+      var hits = layers[layer].call(self, query, q, k).slice(0, k);
       hits.forEach(function (h) { self.mark(query, h); });
-      if (layer !== "L2") hits = hits.filter(function (h) { return h.confident || (h.layer === "L1" && h.firstByBoth); });
-      out = out.concat(hits.slice(0, k));
+      var kept = hits.filter(function (h, n) {
+        return h.layer === "L2" || h.confident || n === 0 || (h.layer === "L1" && h.firstByBoth);
+      });
+      out = out.concat(kept.filter(function (h) { return h.confident; }));
+      weak.push(kept.filter(function (h) { return !h.confident; }));
     });
+    for (var i = 0, more = true; more; i++) {
+      more = false;
+      for (var w = 0; w < weak.length; w++) if (i < weak[w].length) { out.push(weak[w][i]); more = true; }
+    }
     return out;
   };
 

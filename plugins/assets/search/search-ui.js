@@ -50,42 +50,57 @@
     var data = window.MemwikiSearchData;
     if (!data || !window.MemwikiSearch) { status.textContent = "The search index did not load."; return null; }
     var engine = new window.MemwikiSearch.Engine(data, window.MemwikiSearchVectors || null);
-    var model = null, modelReady = false, modelFailed = !engine.dense, progress = "", seq = 0, timer = null;
+    var base = opts.use || root + "assets/memwiki/use/";
+    var script = null, modelFailed = !engine.dense, progress = "", seq = 0, timer = null;
     var active = -1, shown = [], last = {query: null, mode: ""};
 
     function say(text) { status.textContent = text; }
 
-    function loadModel() {
-      if (modelFailed || model) return model;
-      var base = opts.use || root + "assets/memwiki/use/";
-      progress = "loading the meaning model…";
-      var script = window.MemwikiUSE ? Promise.resolve() : loadScript(base + "use.js");
-      model = script.then(function () {
-        return window.MemwikiUSE.load(base, {
-          status: function (msg, isError) { if (!isError) { progress = String(msg); refreshStatus(); } },
-          progress: function (done, total) {
-            var share = total ? done / total : done;
-            if (share >= 0 && share <= 1) { progress = "loading the meaning model… " + Math.round(share * 100) + "%"; refreshStatus(); }
-          },
-        });
-      }).then(function () {
-        modelReady = true;
-        progress = "";
-        if (input.value.trim()) run();
-        else refreshStatus();
-        return window.MemwikiUSE;
-      }, function (err) {
-        modelFailed = true;
-        progress = "the meaning model did not load (" + (err && err.message || err) + "); results are by words only";
+    function ready() { return !!(window.MemwikiUSE && window.MemwikiUSE.ready); }
+
+    var loading = {
+      status: function (msg, isError) { if (!isError && !ready()) { progress = String(msg); refreshStatus(); } },
+      progress: function (done, total) {
+        var share = total ? done / total : 0;
+        if (share >= 0 && share < 1) progress = "loading the meaning model… " + Math.round(share * 100) + "%";
+        else progress = "";
         refreshStatus();
-        return null;
+      },
+    };
+
+    /* use.js (loaded when the page has not), and the whole model loading behind the first results. */
+    function loadModel() {
+      if (modelFailed) return Promise.resolve(null);
+      if (!script) {
+        progress = "loading the meaning model…";
+        script = (window.MemwikiUSE ? Promise.resolve() : loadScript(base + "use.js")).then(function () {
+          window.MemwikiUSE.load(base, loading).then(function () { progress = ""; refreshStatus(); }, failed);
+          return window.MemwikiUSE;
+        }, failed);
+      }
+      return script;
+    }
+
+    function failed(err) {
+      modelFailed = true;
+      progress = "the meaning model did not load (" + (err && err.message || err) + "); results are by words only";
+      refreshStatus();
+      return null;
+    }
+
+    /* The query's vector: at once when the model is in, else as soon as the rows its words need are. */
+    function vectorOf(query) {
+      return loadModel().then(function (use) {
+        if (!use) return null;
+        var text = engine.cut(query);
+        if (use.ready || !use.embedAsync) return use.ready ? use.embed(text) : use.load(base, loading).then(function () { return use.embed(text); });
+        return use.embedAsync(text, base, loading);
       });
-      return model;
     }
 
     function refreshStatus() {
       if (last.query === null) { say(progress ? "Search is ready by words; " + progress : ""); return; }
-      say(last.text + (progress && !modelReady ? " · " + progress : ""));
+      say(last.text + (progress && last.mode !== "meaning" ? " · " + progress : ""));
     }
 
     function setActive(n) {
@@ -100,10 +115,11 @@
       } else input.removeAttribute("aria-activedescendant");
     }
 
-    function show(query, hits, mode, ms) {
+    function show(query, hits, meaning, ms) {
+      var mode = meaning ? "meaning + words, as recall ranks" : modelFailed ? "by words" : "by words; meaning-based ranking on its way";
       list.textContent = "";
       list.dataset.query = query; // what the list shows, for tests and benchmarks
-      list.dataset.mode = modelReady ? "meaning" : "words";
+      list.dataset.mode = meaning ? "meaning" : "words";
       shown = hits;
       active = -1;
       var previous = "";
@@ -142,7 +158,7 @@
         text = (confident ? "" : "No confident match for “" + query + "”: every hit below is weak. ") +
           hits.length + " results in " + layers + (layers === 1 ? " layer" : " layers") + " (" + mode + ")";
       }
-      last = {query: query, mode: mode, text: text + (ms !== undefined ? " · " + ms.toFixed(0) + " ms" : "")};
+      last = {query: query, mode: meaning ? "meaning" : "words", text: text + (ms !== undefined ? " · " + ms.toFixed(0) + " ms" : "")};
       refreshStatus();
     }
 
@@ -150,17 +166,18 @@
       var query = input.value.trim(), mine = ++seq;
       if (!query) { list.textContent = ""; shown = []; last = {query: null}; refreshStatus(); return; }
       var t0 = Date.now();
-      if (!modelReady) {
-        show(query, engine.recall(query, null, K), modelFailed ? "by words" : "by words; meaning-based ranking once the model has loaded", Date.now() - t0);
-        if (!modelFailed) loadModel();
+      if (ready()) {
+        var qvec = engine.queryVector(query, function (t) { return window.MemwikiUSE.embed(t); });
+        show(query, engine.recall(query, qvec, K), true, Date.now() - t0);
         return;
       }
-      try {
-        var qvec = engine.queryVector(query, function (t) { return window.MemwikiUSE.embed(t); });
-        if (mine === seq) show(query, engine.recall(query, qvec, K), "meaning + words, as recall ranks", Date.now() - t0);
-      } catch (err) {
-        say("Search failed: " + (err && err.message || err));
-      }
+      show(query, engine.recall(query, null, K), false, Date.now() - t0); // by words, at once
+      if (modelFailed) return;
+      vectorOf(query).then(function (qvec) {
+        if (!qvec || mine !== seq) return;
+        var t1 = Date.now();
+        show(query, engine.recall(query, qvec, K), true, Date.now() - t1);
+      }).catch(function (err) { if (mine === seq) say("Search failed: " + (err && err.message || err)); });
     }
 
     function open(n) {
@@ -170,6 +187,7 @@
     }
 
     input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 60); });
+    input.addEventListener("focus", function () { setActive(-1); });
     input.addEventListener("keydown", function (e) {
       var n = list.children.length;
       if (e.key === "ArrowDown" && n) { e.preventDefault(); setActive(active < n - 1 ? active + 1 : 0); }
