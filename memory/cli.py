@@ -16,6 +16,7 @@ from memory.config import resolve_store_path
 from memory.errors import DamagedStoreError, InputFormatError, MemwikiError
 from memory.jsonl import iter_jsonl
 from memory.limits import check_line_sizes
+from memory.source_stats import source_stats
 
 
 def _positive(text: str) -> int:
@@ -85,6 +86,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("predicate")
     r.add_argument("object")
     r.add_argument("--to", dest="valid_to", help="ended on (YYYY-MM-DD, default today)")
+    r = kg.add_parser("supersede", help="end (S, P, OLD) and add (S, P, NEW) from the same date, in one step")
+    r.add_argument("subject")
+    r.add_argument("predicate")
+    r.add_argument("old")
+    r.add_argument("new")
+    r.add_argument("--from", dest="valid_from", help="the change's date (YYYY-MM-DD, default today)")
+    r = kg.add_parser("timeline", help="every fact about an entity, current and ended, in time order")
+    r.add_argument("entity")
+    r.add_argument("--json", action="store_true")
 
     s = sub.add_parser("session", help="session history (L4)").add_subparsers(dest="session_command", required=True)
     r = s.add_parser("search", help="full-text search, Chinese included")
@@ -94,6 +104,8 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("stats", help="what each layer holds")
     r.add_argument("--json", action="store_true")
+
+    sub.add_parser("mcp", help="serve the store (or read-only sources) to MCP clients over stdio")
     return p
 
 
@@ -254,6 +266,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"store ready at {store.root} (embedder {store.config.embedder.name}/{store.config.embedder.dim})")
         return 0
 
+    if args.command == "mcp":
+        return _mcp(args)
     if _uses_sources(args):
         return _run_on_sources(args)
 
@@ -353,9 +367,18 @@ def _kg(args: argparse.Namespace, graph) -> None:  # noqa: ANN001
         print(f"added {triple_id}")
     elif args.kg_command == "invalidate":
         n = graph.invalidate(args.subject, args.predicate, args.object, ended=args.valid_to)
-        print(f"ended {n} fact(s)")
+        print(f"ended {plural(n, 'fact')}")
+    elif args.kg_command == "supersede":
+        triple_id = graph.supersede(args.subject, args.predicate, args.new, date=args.valid_from, old_object=args.old)
+        print(f"superseded: {args.subject} —{args.predicate}→ {args.new} is {triple_id}")
+    elif args.kg_command == "timeline":
+        _print_facts(args, graph.timeline(args.entity))
     else:
         _print_facts(args, graph.query_entity(args.entity, as_of=args.as_of, include_ended=args.history))
+
+
+def _began(triple: Any) -> str:  # noqa: ANN401 - a Triple
+    return triple.valid_from
 
 
 def _print_facts(args: argparse.Namespace, triples: Sequence[Any]) -> None:
@@ -382,6 +405,25 @@ def _session_search(args: argparse.Namespace, search) -> None:  # noqa: ANN001
             print(f"    {snip}")
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    """`memwiki mcp`: the store, or read-only sources, served over stdio until the client closes it."""
+    from memory.mcp_server import Served, serve
+
+    def served() -> Served:
+        if _uses_sources(args):
+            from memory.readers.locate import open_sources
+            from memory.source_recall import recaller_for
+
+            source = open_sources(args.store, args.hermes_home, args.palace, None)
+            return Served(source, recaller_for(source))
+        store = _open_store(args)
+        store.embedder.warm()  # the first call does not pay the model's load
+        return Served(store.reader(), store.recaller, store)
+
+    serve(served)
+    return 0
+
+
 def _run_on_sources(args: argparse.Namespace) -> int:
     """Read-only commands over a hermes home and/or a MemPalace palace, read in place."""
     from memory.graph import select_facts
@@ -389,7 +431,7 @@ def _run_on_sources(args: argparse.Namespace) -> int:
     from memory.source_recall import recaller_for
 
     read_only = {"context", "recall", "session", "stats", "kg"}
-    if args.command not in read_only or (args.command == "kg" and args.kg_command != "query"):
+    if args.command not in read_only or (args.command == "kg" and args.kg_command not in ("query", "timeline")):
         raise MemwikiError(f"`{args.command}` writes; external sources are read-only (use --store)")
     source = open_sources(args.store, args.hermes_home, args.palace, None)
     if args.command == "context":
@@ -400,17 +442,12 @@ def _run_on_sources(args: argparse.Namespace) -> int:
         _recall(args, recaller_for(source).recall)
     elif args.command == "session":
         _session_search(args, source.search_sessions)
+    elif args.command == "kg" and args.kg_command == "timeline":
+        _print_facts(args, sorted(select_facts(source.triples(), args.entity, include_ended=True), key=_began))
     elif args.command == "kg":
         _print_facts(args, select_facts(source.triples(), args.entity, args.as_of, args.history))
     elif args.command == "stats":
-        info = source.info()
-        stats = {
-            "source": _jsonable(info),
-            "L1": {f.target: {"entries": len(f.entries), "chars": f.chars, "cap": f.cap} for f in source.hot_files()},
-            "L2": {"memories": source.memory_count()},
-            "L3": {"entities": len(source.entities()), "triples": len(source.triples())},
-            "L4": {"sessions": len(source.sessions())},
-        }
+        stats = source_stats(source)
         if args.json:
             _print_json(stats)
         else:  # the summary also says how many facts are current (the JSON keeps the shape it had)

@@ -115,6 +115,25 @@ def test_empty_query_is_a_clear_error(store_dir: str, capsys: pytest.CaptureFixt
     assert code == 2 and "empty query" in err
 
 
+def test_kg_supersede_and_timeline(store_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    s = ("--store", store_dir)
+    assert run(capsys, *s, "kg", "add", "embed-01", "located_in", "机房A", "--from", "2026-01-01")[0] == 0
+    move = ("kg", "supersede", "embed-01", "located_in", "机房A", "机房B", "--from", "2026-02-01")
+    code, out, _ = run(capsys, *s, *move)
+    assert code == 0 and out.startswith("superseded: embed-01 —located_in→ 机房B is ")
+    before = json.loads(run(capsys, *s, "kg", "query", "embed-01", "--as-of", "2026-01-31", "--json")[1])
+    on_the_day = json.loads(run(capsys, *s, "kg", "query", "embed-01", "--as-of", "2026-02-01", "--json")[1])
+    assert [f["object_name"] for f in before] == ["机房A"] and [f["object_name"] for f in on_the_day] == ["机房B"]
+    code, out, _ = run(capsys, *s, "kg", "timeline", "embed-01")
+    assert code == 0 and out.splitlines() == [
+        "embed-01 —located_in→ 机房A  [2026-01-01 → 2026-02-01]",
+        "embed-01 —located_in→ 机房B  [2026-02-01 → now]",
+    ]
+    code, _, err = run(capsys, *s, "kg", "supersede", "embed-01", "located_in", "机房C", "机房D")
+    assert code == 2 and "no current fact (embed-01, located_in, 机房C) to supersede" in err
+    assert len(json.loads(run(capsys, *s, "kg", "timeline", "embed-01", "--json")[1])) == 2  # nothing half-done
+
+
 def test_kg_and_session_search(store_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     s = ("--store", store_dir)
     assert run(capsys, *s, "kg", "add", "memwiki", "uses", "Chroma", "--from", "2026-01-01")[0] == 0
