@@ -517,20 +517,22 @@ def summary(m: dict) -> dict[str, float | None]:
         "JS heap MB (end)": _med([v.js_heap_mb for v in f]),
         "embedAsync(q) at load: vector s": _med(m["model_only"]),
         "2nd visit: wire MB": s.bytes_total / 1e6 if s else None,
+        "2nd visit: model wire MB": s.bytes_model / 1e6 if s else None,
         "2nd visit: first meaning-ranked s": s.first_meaning_s if s else None,
     }
 
 
 def model_sizes(site: Path) -> dict[str, int]:
-    """Bytes a browser downloads for the model over http, raw, gzip -9 and brotli (q 11), and on disk."""
+    """Bytes a browser downloads for the model over http (each file as a host compresses it: raw, gzip -9,
+    brotli 11), and the model's files on disk."""
     folder = site / "assets" / "memwiki" / "use"
     over_http = sorted(folder.glob("use-model-*.bin")) or sorted(folder.glob("use-model.js"))
-    data = b"".join(p.read_bytes() for p in over_http)
-    sizes = {"raw": len(data), "gzip -9": len(gzip.compress(data, 9, mtime=0))}
+    files = [p.read_bytes() for p in over_http]
+    sizes = {"raw": sum(map(len, files)), "gzip -9": sum(len(gzip.compress(f, 9, mtime=0)) for f in files)}
     with contextlib.suppress(ImportError):
         import brotli
 
-        sizes["brotli 11"] = len(brotli.compress(data, quality=11))
+        sizes["brotli 11"] = sum(len(brotli.compress(f, quality=11)) for f in files)
     sizes["disk, all model files"] = sum(p.stat().st_size for p in folder.glob("use-model*"))
     return sizes
 
