@@ -408,17 +408,18 @@ def _session_search(args: argparse.Namespace, search) -> None:  # noqa: ANN001
 def _mcp(args: argparse.Namespace) -> int:
     """`memwiki mcp`: the store, or read-only sources, served over stdio until the client closes it."""
     from memory.mcp_server import Served, serve
+    from memory.store_thread import StoreThread
 
-    def served() -> Served:
+    def served(thread: StoreThread) -> Served:
         if _uses_sources(args):
             from memory.readers.locate import open_sources
             from memory.source_recall import recaller_for
 
             source = open_sources(args.store, args.hermes_home, args.palace, None)
-            return Served(source, recaller_for(source))
+            return Served(source, recaller_for(source), thread=thread)
         store = _open_store(args)
         store.embedder.warm()  # the first call does not pay the model's load
-        return Served(store.reader(), store.recaller, store)
+        return Served(store.reader(), store.recaller, store, thread)
 
     serve(served)
     return 0

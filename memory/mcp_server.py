@@ -12,12 +12,10 @@ store's SQLite connections stay on the thread that made them, and two calls neve
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Annotated, Any, Literal
 
@@ -33,6 +31,7 @@ from memory.graph import entity_id, select_facts
 from memory.recall import Hit, Recaller
 from memory.snapshot import CATEGORIES, Memory, MemorySource
 from memory.source_stats import source_stats
+from memory.store_thread import StoreThread
 from memory.times import utc_now
 
 SERVER_NAME = "memwiki"
@@ -49,10 +48,10 @@ class Served:
     source: MemorySource
     recaller: Recaller
     store: Any = None  # memory.store.Store when writable
-    worker: ThreadPoolExecutor | None = field(default=None, repr=False)  # the thread that opened them (`serve`)
+    thread: StoreThread = field(default_factory=StoreThread, repr=False)  # the thread that opened them
 
     async def run(self, work: Callable[[], Any]) -> Any:  # noqa: ANN401
-        """`work()` on the worker thread; a memwiki error becomes the tool's error text (the model reads it)."""
+        """`work()` on the store's thread; a memwiki error becomes the tool's error text (the model reads it)."""
 
         def guarded() -> Any:  # noqa: ANN401
             try:
@@ -60,7 +59,7 @@ class Served:
             except MemwikiError as exc:
                 raise ToolError(str(exc)) from None
 
-        return await asyncio.get_running_loop().run_in_executor(self.worker, guarded)
+        return await self.thread.acall(guarded)
 
 
 def _plain(value: Any) -> Any:
@@ -304,20 +303,19 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
         return {"id": await served.run(supersede)}
 
 
-def serve(served_factory: Callable[[], Served]) -> None:
-    """Open what is served on the worker thread (stdout pointed at stderr meanwhile: chromadb prints banners),
-    then speak MCP on stdio until the client closes it."""
-    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-store")
+def serve(opener: Callable[[StoreThread], Served]) -> None:
+    """Open what is served on its thread (stdout pointed at stderr meanwhile: chromadb prints banners), then
+    speak MCP on stdio until the client closes it."""
+    thread = StoreThread()
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
     try:
-        served = worker.submit(served_factory).result()
+        served = thread.call(lambda: opener(thread))
     finally:
         sys.stdout = real_stdout
-    served.worker = worker
     try:
         build_server(served).run()
     finally:
         if served.store is not None:
-            worker.submit(served.store.close).result()
-        worker.shutdown()
+            thread.call(served.store.close)
+        thread.close()
