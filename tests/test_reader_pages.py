@@ -43,7 +43,7 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         sessions = st.sessions
         sessions.add_session("s-1", "GPU planning", started="2026-11-01T10:00:00Z")
-        sessions.add_message("s-1", "user", "What do we run on the GPU box?", time="2026-11-01T10:00:00Z")
+        sessions.add_message("s-1", "user", "What do we run on embed-01?", time="2026-11-01T10:00:00Z")
         sessions.add_message("s-1", "assistant", "Ollama serves qwen3 on embed-01.", time="2026-11-01T10:01:00Z")
         sessions.add_session("s-secret", "[private] salaries", started="2026-11-02T10:00:00Z")
         sessions.add_message("s-secret", "user", "embed-01 costs too much", time="2026-11-02T10:00:00Z")

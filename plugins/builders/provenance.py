@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory.snapshot import Message, Triple
+from memory.snapshot import Triple
 from plugins.builders import PERSONA, Site, message_anchor
 from plugins.render import esc
 
@@ -31,20 +31,26 @@ class Origin:
     ref: str = ""  # the memory's or the session's id
 
 
-def _turn(messages: list[Message], ref: str, names: tuple[str, ...]) -> int:
+def _turn(s: Site, session_id: str, ref: str, t: Triple) -> int:
     """The 1-based turn a session source means: the one it names (`#3`, `msg-3` or a message id), else the
-    first turn that names both ends of the fact, else one that names either; 0 when none does."""
+    first turn that names both ends of the fact (see plugins.mentions), else one that names either; 0 when
+    none does."""
+    messages = s.messages.get(session_id, [])
     if ref:
         number = ref.removeprefix("msg-")
         if number.isdigit() and 1 <= int(number) <= len(messages):
             return int(number)
         return next((n for n, m in enumerate(messages, 1) if m.id == ref), 0)
-    folded = [m.content.casefold() for m in messages]
-    wanted = [n.casefold() for n in names if n]
-    for need in (len(wanted), 1):
-        for n, text in enumerate(folded, 1):
-            if wanted and sum(name in text for name in wanted) >= need:
-                return n
+    ends = [c for c in (s.index.for_entity(t.subject), s.index.for_entity(t.object)) if c is not None]
+    mentions, uri = s.mentions(), s.session_uri(session_id)
+    named = [
+        sum(any(c is end for c in mentions.named_in(uri, message_anchor(n))) for end in ends)
+        for n in range(1, len(messages) + 1)
+    ]
+    for need in (len(ends), 1):
+        found = next((n for n, count in enumerate(named, 1) if need and count >= need), 0)
+        if found:
+            return found
     return 0
 
 
@@ -62,10 +68,8 @@ def origin(s: Site, t: Triple) -> Origin | None:
     match = _SESSION.fullmatch(source)
     session_id, ref = (match.group(1), match.group(2) or "") if match else (source, "")
     if session_id in s.session_uris:
-        messages = s.messages.get(session_id, [])
-        names = (t.subject_name or t.subject, t.object_name or t.object)
-        n = _turn(messages, ref, names)
-        text = messages[n - 1].content if n else ""
+        n = _turn(s, session_id, ref, t)
+        text = s.messages[session_id][n - 1].content if n else ""
         return Origin(s.session_uri(session_id), message_anchor(n) if n else "", "session", text, session_id)
     if source.casefold() in _PERSONA_FILES and s.persona is not None:
         return Origin(PERSONA, _PERSONA_FILES[source.casefold()], "persona")
