@@ -198,7 +198,7 @@ def test_header_box_is_this_search(browser: Browser, demo_served: str) -> None: 
     )
     items = "document.querySelectorAll('.md-search-result__list > li')"
     layers = page.evaluate(f"Array.from({items}).map(li => li.dataset.layer)")
-    assert layers[0] == "L1" and "L2" in layers  # every layer's hits, in recall's priority order
+    assert {"L1", "L2", "L4", "files"} <= set(layers)  # every layer's hits (confident first, as recall orders them)
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")
     second = page.evaluate("document.querySelector('.md-search-result__list > li.memwiki-search-active a').href")

