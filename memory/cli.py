@@ -106,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
 
     sub.add_parser("mcp", help="serve the store (or read-only sources) to MCP clients over stdio")
+    sub.add_parser("hermes-install", help="make the store hermes-agent's memory provider (in --hermes-home)")
     return p
 
 
@@ -268,6 +269,11 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "mcp":
         return _mcp(args)
+    if args.command == "hermes-install":
+        from memory.hermes_install import install
+
+        print(install(Path(args.hermes_home or "~/.hermes").expanduser(), resolve_store_path(args.store)))
+        return 0
     if _uses_sources(args):
         return _run_on_sources(args)
 

@@ -12,10 +12,11 @@ store's SQLite connections stay on the thread that made them, and two calls neve
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Annotated, Any, Literal
 
@@ -95,8 +96,8 @@ def _usage(store: Any, target: str) -> dict[str, Any]:
     return {"usage": f"{pct}% — {view.chars:,}/{view.cap:,} chars", "entry_count": len(view.entries)}
 
 
-def build_server(served: Served) -> MCPServer:
-    """The MCP server over `served`: reading tools always, writing tools when it holds a store."""
+def build_server(served: Served, writable: bool | None = None) -> MCPServer:
+    """The MCP server over `served`: reading tools always, writing tools when it holds a store (or `writable`)."""
     server = MCPServer(
         SERVER_NAME,
         instructions=(
@@ -159,9 +160,17 @@ def build_server(served: Served) -> MCPServer:
         stats = served.store.stats if served.store is not None else lambda: source_stats(served.source)
         return _plain(await served.run(stats))
 
-    if served.store is not None:
+    if served.store is not None if writable is None else writable:
         _writing_tools(server, served)
     return server
+
+
+def tool_schemas(names: Sequence[str]) -> list[dict[str, Any]]:
+    """The named tools' OpenAI-style function schemas (name, description, parameters), as the MCP server
+    declares them: one definition of each tool for every agent host."""
+    tools = asyncio.run(build_server(Served(None, None), writable=True).list_tools())  # type: ignore[arg-type]
+    by_name = {t.name: t for t in tools}
+    return [{"name": n, "description": by_name[n].description, "parameters": by_name[n].input_schema} for n in names]
 
 
 def _graph(served: Served) -> Any:
