@@ -157,15 +157,15 @@ def main() -> int:
     print(f"  over http ({len(files.slices)} slices): " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
     print(f"  file:// script parts ({len(files.parts)}): {parts:,} bytes; on disk in all {disk:,} bytes")
     print(f"JS load (parse, from bytes): {js['load_ms']:.0f} ms")
-    print(f"{'tokens':>6s} {'js ms':>8s} {'py ms':>8s} {'cosine':>8s}  query")
+    print(f"{'tokens':>6s} {'js ms':>8s} {'py ms':>8s} {'cosine':>10s}  query")
     for q, ids, jm, pm, c in zip(QUERIES, js["tokens"], js["embed_ms"], py_ms, cos, strict=True):
         label = q if len(q) <= 50 else q[:47] + "..."
-        print(f"{len(ids):6d} {jm:8.2f} {pm:8.2f} {c:8.5f}  {label}")
+        print(f"{len(ids):6d} {jm:8.2f} {pm:8.2f} {c:10.7f}  {label}")
     print(f"median per query: js {statistics.median(js['embed_ms']):.2f} ms, python {statistics.median(py_ms):.2f} ms")
     worst = int(np.argmin(cos_all))
     print(
-        f"cosine js vs python over {len(texts)} texts: min {cos_all.min():.5f} p1 {np.percentile(cos_all, 1):.5f} "
-        f"median {np.median(cos_all):.6f} (worst: {texts[worst][:40]!r})"
+        f"cosine js vs python over {len(texts)} texts: min {cos_all.min():.8f} p1 {np.percentile(cos_all, 1):.8f} "
+        f"median {np.median(cos_all):.8f} (worst: {texts[worst][:40]!r})"
     )
     if agreement:
         pos, whole, n = agreement
