@@ -200,7 +200,7 @@ def _finding(audit: str, kind: str) -> list[str]:
 
 
 def _sides(item: str) -> list[str]:
-    return re.findall(r'<div class="mw-side-text">(.*?)</div>', item, re.S)
+    return re.findall(r'<span class="mw-side-text">(.*?)</span>', item, re.S)
 
 
 def test_near_duplicates_side_by_side_with_the_difference_marked(site: Path) -> None:
@@ -237,3 +237,11 @@ def test_cards_and_entity_pages_carry_a_flag_to_their_finding(site: Path) -> Non
     (href,) = re.findall(r'<a class="mw-flag mw-flag-conflicts" href="([^"]+)"', flags)
     assert resolve(site, "concepts/kb.html", href)[1] == conflict and "api_endpoint → kb-a | kb-b" in flags
     assert 'class="mw-flags"' not in read(site, "concepts/embed-01.html")
+
+
+def test_side_by_side_texts_are_not_indexed_again_with_the_audit(site: Path) -> None:
+    import json
+
+    docs = json.loads(read(site, "search/search_index.json"))["docs"]
+    assert not [d["location"] for d in docs if d["location"].startswith("audit") and "Backups run nightly" in d["text"]]
+    assert any("m-10" in d["text"] for d in docs if d["location"].startswith("audit"))  # the finding itself is

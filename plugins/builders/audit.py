@@ -279,13 +279,13 @@ def _side_text(text: str, against: str | None = None) -> str:
     `against`, what it does not share with that text is marked."""
     text = _cut(text)
     if against is None or against == text:
-        return f'<div class="mw-side-text">{esc(text)}</div>'
+        return f'<span class="mw-side-text">{esc(text)}</span>'
     mine, theirs = _TOKEN.findall(text), _TOKEN.findall(_cut(against))
     out = []
     for op, i1, i2, _, _ in SequenceMatcher(None, mine, theirs, autojunk=False).get_opcodes():
         part = esc("".join(mine[i1:i2]))
         out.append(f"<mark>{part}</mark>" if op != "equal" and part.strip() else part)
-    return f'<div class="mw-side-text">{"".join(out)}</div>'
+    return f'<span class="mw-side-text">{"".join(out)}</span>'
 
 
 def _side(columns: list[tuple[str, str]], marked: bool = False) -> str:
@@ -293,8 +293,13 @@ def _side(columns: list[tuple[str, str]], marked: bool = False) -> str:
     cells = []
     for n, (head, text) in enumerate(columns):
         against = columns[1 if n == 0 else 0][1] if marked and len(columns) > 1 else None
-        cells.append(f'<div class="mw-side-item"><p class="mw-side-head">{head}</p>{_side_text(text, against)}</div>')
-    return f'<div class="mw-side">{"".join(cells)}</div>'
+        cells.append(
+            f'<section class="mw-side-item"><header class="mw-side-head">{head}</header>'
+            f"{_side_text(text, against)}</section>"
+        )
+    # the texts are indexed on their own pages (cards, digests), not again with the audit; no div inside it (the
+    # search parsers end an excluded element at the first closing tag of its name)
+    return f'<div class="mw-side" data-search-exclude="texts">{"".join(cells)}</div>'
 
 
 def _conflict_table(s: Site, groups: list[list[Triple]], page: str) -> str:
