@@ -162,7 +162,13 @@ def _mentions(site: Path, page: str) -> dict[str, str]:
 
 def test_entity_pages_list_where_their_names_are_mentioned(site: Path) -> None:
     found = _mentions(site, "concepts/embed-01.html")
-    assert "L2 memory m-1" in found and "GPU planning · turn 2" in found and "MEMORY.md" in found  # L2, L4, hot
+    assert "L2 memory m-1" in found and "GPU planning · turn 2" in found  # L2, L4
+    (hot,) = [title for title in found if title.startswith("MEMORY.md · entry ")]  # and the hot entry, numbered
+    assert "reach embed-01 through jump-01." in found[
+        hot
+    ] and f'<span class="mw-entry-n">{hot.rsplit(" ", 1)[1]}</span>' in _entry(
+        read(site, "persona.html"), "Office Wi-Fi"
+    )
     assert "嵌入服务器 hums" in found["L2 memory m-8"]  # an alias (from the wiki page) names it too
     assert "L2 memory m-7" not in found  # it links: a backlink, not listed again here
     assert "L2 memory m-7" in read(site, "concepts/embed-01.html").split('<div class="mw-backlinks"')[1]

@@ -126,8 +126,8 @@ class Site:
             yield "persona", TextSource(PERSONA, "soul", "SOUL.md", self.persona.text)
         for hot in self.hot:
             name = "MEMORY.md" if hot.target == "memory" else "USER.md"
-            for entry in hot.entries:
-                yield "hot", TextSource(PERSONA, hot_anchor(hot.target, entry.index), name, entry.text)
+            for n, entry in enumerate(hot.entries, 1):  # numbered as the persona page numbers them
+                yield "hot", TextSource(PERSONA, hot_anchor(hot.target, entry.index), f"{name} · entry {n}", entry.text)
         for memory in self.memories:
             page, anchor = self.memory_home[memory.id]
             yield "L2", TextSource(page, anchor, f"L2 memory {memory.id}", memory.text)
