@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -94,7 +95,7 @@ async def through_mcp(root: Path, queries: list[str], rounds: int) -> dict:
 
 def _children() -> list[int]:
     """Pids of this process's children (the server; from /proc, Linux)."""
-    me, out = str(__import__("os").getpid()), []
+    me, out = str(os.getpid()), []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
