@@ -274,7 +274,14 @@ def test_graph_tooltips_stay_text(watch: Watch, hostile_site: Path) -> None:
 
 def test_searches_show_payload_memories_as_text(watch: Watch) -> None:
     watch.open(f"search/index.html?query={WORD}")
-    watch.page.wait_for_function("document.querySelectorAll('#memwiki-search-results li').length >= 20", timeout=30_000)
+    # every layer's hits (up to 5 each, as `memwiki recall --all-layers`), ranked by meaning once the encoder loaded
+    watch.page.wait_for_function(
+        "document.getElementById('memwiki-search-results').dataset.mode === 'meaning'"
+        " && document.querySelectorAll('#memwiki-search-results li').length >= 8",
+        timeout=60_000,
+    )
+    layers = watch.page.eval_on_selector_all("#memwiki-search-results li", "els => els.map(e => e.dataset.layer)")
+    assert {"L1", "L2", "L4", "files"} <= set(layers), layers
     titles = watch.page.locator("#memwiki-search-results a.memwiki-search-title")
     assert any("xss(4" in t for t in titles.all_text_contents())
     hrefs = [titles.nth(i).get_attribute("href") or "" for i in range(titles.count())]
