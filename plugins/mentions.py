@@ -24,6 +24,7 @@ CONTEXT = 90  # characters shown on each side of a name, at most (less when a se
 _JOIN = "\n\0\n"  # between texts: no name holds it, and it ends a sentence
 _SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
 _ASCII_WORD = re.compile(r"[0-9A-Za-z_]")
+_GLOSS = re.compile(r"([^()（）]+?)\s*[(（]([^()（）]+)[)）]")
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class Mention:
 
 
 def concept_names(concept: Concept) -> list[str]:
-    """The names a concept is known by in text: title, aliases, its entity's name and `aliases` property."""
+    """The names a concept is known by in text: title, aliases, its entity's name and `aliases` property, and
+    both halves of a name that glosses itself (`宁波海洋实验室 (Ningbo marine lab)`, as MemPalace names them)."""
     names = [concept.title, *concept.aliases]
     entity = concept.entity
     if entity is not None:
@@ -57,6 +59,7 @@ def concept_names(concept: Concept) -> list[str]:
         extra = entity.properties.get("aliases") if isinstance(entity.properties, dict) else None
         if isinstance(extra, list | tuple):
             names += [a for a in extra if isinstance(a, str)]
+    names += [half for n in names if n and (gloss := _GLOSS.fullmatch(n.strip())) for half in gloss.groups()]
     return [n for n in dict.fromkeys(" ".join(n.split()) for n in names if n) if len(n) >= MIN_NAME]
 
 

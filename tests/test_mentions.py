@@ -45,6 +45,14 @@ def test_chinese_names_inside_sentences_longest_first() -> None:
     assert _named(index, "去云知识库里查", "知识库很大", "在机房a里") == [["云知识库"], ["知识库"], ["机房A"]]
 
 
+def test_a_name_that_glosses_itself_is_named_by_either_half() -> None:
+    index = _index("宁波海洋实验室 (Ningbo marine lab)", "象山港（Xiangshan Bay）", "f(x)")
+    found = _named(
+        index, "他在宁波海洋实验室工作", "the Ningbo Marine Lab team", "象山港外侧", "xiangshan bay", "f and x"
+    )
+    assert [len(f) for f in found] == [1, 1, 1, 1, 0]
+
+
 def test_aliases_of_a_wiki_page_and_one_mention_per_place() -> None:
     index = ConceptIndex()
     index.add_wiki(WikiPage("embed-01.md", "embed-01", ("嵌入服务器", "embedding server"), (), "body"))

@@ -173,10 +173,12 @@ def test_entity_pages_list_where_their_names_are_mentioned(site: Path) -> None:
     assert "L2 memory m-7" not in found  # it links: a backlink, not listed again here
     assert "L2 memory m-7" in read(site, "concepts/embed-01.html").split('<div class="mw-backlinks"')[1]
     assert "Ollama serves qwen3 on embed-01." in found["GPU planning · turn 2"]
+    assert "places name it or an alias" in read(site, "concepts/embed-01.html")
     zh = _mentions(site, "concepts/云知识库.html")
     assert "L2 memory m-5" in zh  # Chinese, inside a sentence without spaces
     qwen = _mentions(site, "concepts/qwen3.html")
     assert "L2 memory m-5" in qwen and "L2 memory m-6" not in qwen  # QWEN3 counts, qwen3x does not
+    assert "1 place names it" in read(site, "concepts/云知识库.html")
     assert "L2 memory m-6" not in _mentions(site, "concepts/kb.html")  # nor does KBase
 
 

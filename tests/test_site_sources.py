@@ -126,3 +126,18 @@ def test_drawers_and_mined_chunks_are_quoted_in_their_cards(fixture_site: tuple[
     )
     code = next(c for c in cards if "def is_duplicate" in c)
     assert '<pre class="mw-verbatim"><code>' in code and "def __init__(self, dsn: str):" in code  # code stays code
+
+
+def test_palace_provenance_and_mentions(fixture_site: tuple[Path, Path, dict[str, str]]) -> None:
+    site, _, _ = fixture_site
+    frames = (site / "concepts" / "frames.html").read_text(encoding="utf-8")
+    href = re.search(
+        r'<a class="mw-provenance mw-provenance-memory" href="\.\./([^"#]+)#([^"]+)"><code>drawer_', frames
+    )
+    assert href and f'id="{href.group(2)}"' in (site / href.group(1)).read_text(encoding="utf-8")  # the drawer's card
+    audit = (site / "audit.html").read_text(encoding="utf-8")
+    orphans = audit[audit.index('id="orphan-concepts"') : audit.index('id="near-duplicate-memories"')]
+    assert "NB-009" in orphans  # named by no drawer, entry or turn
+    assert "宁波海洋实验室" not in orphans and "象山港" not in orphans  # named by half of their glossed names
+    lab = next((site / "concepts").glob("宁波海洋实验室*.html")).read_text(encoding="utf-8")
+    assert "1 place names it" in lab and "by the <mark>Ningbo marine lab</mark>." in lab

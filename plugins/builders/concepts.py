@@ -116,7 +116,8 @@ def mentioned_in(s: Site, concept: Concept) -> str:
         )
     more = len(found) - MENTIONS_SHOWN
     tail = f'<p class="mw-muted">{more:,} more not listed.</p>' if more > 0 else ""
-    intro = f"{len(found):,} places name it or an alias without a <code>[[link]]</code>.\n"
+    places = f"{len(found):,} place" + ("s name" if len(found) != 1 else " names")
+    intro = f"{places} it or an alias without a <code>[[link]]</code>.\n"
     # other pages' sentences: indexed where they are written, not again here
     listing = block(f"<ul>{''.join(items)}</ul>{tail}", cls="mw-mentions", attrs=' data-search-exclude="mentions"')
     return head + intro + listing
