@@ -68,7 +68,7 @@
         .then(function () {
           return window.MemwikiSearchUI.mount({
             input: input, status: meta, list: list, root: root, use: root + "assets/memwiki/use/", header: true,
-            onEscape: close,
+            onEscape: close, loadScript: script,
           });
         })
         .then(function (ui) { if (ui && input.value.trim()) ui.run(); return ui; })

@@ -33,18 +33,9 @@
     return chars.length > SNIPPET ? chars.slice(0, SNIPPET - 1).join("") + "…" : text;
   }
 
-  function loadScript(src) {
-    return new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
-      s.src = src;
-      s.onload = resolve;
-      s.onerror = function () { reject(new Error("could not load " + src)); };
-      document.head.appendChild(s);
-    });
-  }
-
   /* opts: input, status, list (an <ol>), root (site root, ending in "/"), use (folder of use.js), header
-   * (true in the theme's header box: its items also get the theme's classes), onEscape. */
+   * (true in the theme's header box: its items also get the theme's classes), onEscape, loadScript (src ->
+   * Promise: how to load use.js when the page has not; without it the page's own <script> must have). */
   function mount(opts) {
     var input = opts.input, status = opts.status, list = opts.list, root = opts.root || "";
     var data = window.MemwikiSearchData;
@@ -73,10 +64,12 @@
       if (modelFailed) return Promise.resolve(null);
       if (!script) {
         progress = "loading the meaning model…";
-        script = (window.MemwikiUSE ? Promise.resolve() : loadScript(base + "use.js")).then(function () {
+        var own = window.MemwikiUSE || !opts.loadScript ? Promise.resolve() : opts.loadScript(base + "use.js");
+        script = own.then(function () {
+          if (!window.MemwikiUSE) throw new Error("use.js did not load");
           window.MemwikiUSE.load(base, loading).then(function () { progress = ""; refreshStatus(); }, failed);
           return window.MemwikiUSE;
-        }, failed);
+        }).catch(failed);
       }
       return script;
     }
@@ -209,7 +202,7 @@
     return {engine: engine, run: run, loadModel: loadModel, hits: function () { return shown; }};
   }
 
-  window.MemwikiSearchUI = {mount: mount, loadScript: loadScript};
+  window.MemwikiSearchUI = {mount: mount};
 
   function initPage() {
     var box = document.getElementById("memwiki-search");
