@@ -376,3 +376,25 @@ def test_lexical_only_when_the_browser_cannot_embed(tmp_path: Path) -> None:
     md = pages[0].markdown
     assert "Lexical search only" in md and "ollama:qwen3-embedding:0.6b" in md and "cannot run in a browser" in md
     assert "use.js" not in md
+
+
+def test_search_data_holds_no_planted_secret(tmp_path: Path) -> None:
+    """Everything the search ships comes through the privacy gate: secrets planted in every field of every layer
+    (tests/canaries.py) are in none of its files, though the layers they sit in are (the control: the private
+    profile ships them)."""
+    from plugins.privacy import PrivacyFilter, PrivacyRules
+    from tests.canaries import found_in, plant
+
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "use").symlink_to(CACHE / "use", target_is_directory=True)
+    with Store.init(tmp_path / "store", embedder=USEEmbedder()) as store:
+        canaries = plant(store)
+        for profile in ("public", "private"):
+            gate = PrivacyFilter(store.reader(), PrivacyRules.from_options({}, profile))
+            _, assets = search.build(BuildContext(gate, options={"cache_dir": str(tmp_path / "cache")}))
+            _write_site(tmp_path / profile, [a for a in assets if "/search/" in a.dest_uri])
+    data_js = (tmp_path / "public" / search.DATA_JS).read_text(encoding="utf-8")
+    data = json.loads(data_js[len("window.MemwikiSearchData = ") : -2])
+    assert all(data["rows"][layer] > 0 for layer in ("L1", "L2", "L4", "files"))
+    assert found_in(tmp_path / "public", canaries) == []
+    assert len(found_in(tmp_path / "private", canaries)) >= len(canaries) // 2
