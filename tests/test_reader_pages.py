@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import posixpath
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,25 @@ def test_side_by_side_texts_are_not_indexed_again_with_the_audit(site: Path) -> 
     docs = json.loads(read(site, "search/search_index.json"))["docs"]
     assert not [d["location"] for d in docs if d["location"].startswith("audit") and "Backups run nightly" in d["text"]]
     assert any("m-10" in d["text"] for d in docs if d["location"].startswith("audit"))  # the finding itself is
+
+
+def test_a_rebuild_follows_a_new_mention_and_a_new_duplicate(store_path: Path, tmp_path: Path) -> None:
+    """Pages kept by the page cache are made again when what they show from other layers changes."""
+    store = tmp_path / "store"
+    shutil.copytree(store_path, store)
+    first, error = build_site(tmp_path / "site", tmp_path / "cache", store=str(store), demo_src=None)
+    assert error is None and "L2 memory m-20" not in _mentions(tmp_path / "site", "concepts/finance.html")
+    with Store.open(store) as st:
+        st.semantic.add(
+            [
+                Memory("m-20", "Finance signs off every GPU purchase.", "rule"),
+                Memory("m-21", f"Unrelated: the coffee machine is on floor 3! {HOSTILE}", "rule"),  # m-3's twin
+            ]
+        )
+    second, error = build_site(tmp_path / "site", tmp_path / "cache", store=str(store), demo_src=None)
+    site = tmp_path / "site"
+    assert error is None and second.hits, "the second build reused pages"
+    assert "L2 memory m-20" in _mentions(site, "concepts/finance.html")
+    orphans = read(site, "audit.html").split('<div class="mw-audit mw-audit-orphans">', 1)[1].split("</div>", 1)[0]
+    assert "Finance" not in orphans
+    assert [kind for kind, _ in _flags(site, "memory/category/other.html", 'id="mem-m-3"')] == ["duplicates"]

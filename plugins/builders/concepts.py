@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import astuple
 
 from memory.snapshot import Triple
 from plugins import cachefile
@@ -265,7 +266,7 @@ def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]], audit: Flags) -
         len(found),
         [(m.src_uri, m.anchor, m.title, m.layer, m.name, *m.context()) for m in found[:MENTIONS_SHOWN]],
     )
-    flagged = audit.entities.get(entity, []) if entity is not None else []
+    flagged = [astuple(f) for f in audit.entities.get(entity, [])] if entity is not None else []
     return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks, origins, mentions, flagged)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from pathlib import PurePosixPath
 
 from memory.passages import is_long
@@ -131,7 +132,7 @@ def _listing(
 
         # a card's anchor and room link are claimed among all memories (see plugins.builders._paths)
         claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]
-        found = [flagged(m) for m in chunk]  # the audit's findings about them
+        found = [[astuple(f) for f in flagged(m)] for m in chunk]  # the audit's findings about them
         out.append(memo.page(uri, key_of(world, head, len(memories), pages, n, with_room, chunk, claimed, found), make))
     return out
 
