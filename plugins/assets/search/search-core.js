@@ -17,6 +17,7 @@
   var TOKEN_SRC = "[" + CJK + "]+|(?:(?![" + CJK + "])[\\p{L}\\p{N}])+(?:['\\u2019][a-z]+)?";
   var CJK_RE = new RegExp("^[" + CJK + "]", "u");
   var TOKEN_RE = new RegExp(TOKEN_SRC, "gu");
+  var ASCII = /^[\x00-\x7f]*$/;
   var K1 = 1.2, B = 0.75;
   // the fields of memory.recall.RecallConfig this file reads (stop_threshold: recall without all_layers only)
   var KNOBS = ["dense_weight", "lexical_weight", "peak_weighting", "depth", "stop_threshold", "min_confidence", "min_coverage"];
@@ -61,7 +62,7 @@
     var done = LATIN.get(run);
     if (done === undefined) {
       var word = run.replace(/\u2019/g, "'").split("'")[0];
-      done = stem(/^[\x00-\x7f]*$/.test(word) ? word : fold(word));
+      done = stem(ASCII.test(word) ? word : fold(word));
       if (LATIN.size > 65536) LATIN.clear();
       LATIN.set(run, done);
     }
@@ -75,7 +76,8 @@
     var out = [];
     var re = TOKEN_RE;
     re.lastIndex = 0;
-    var s = String(text).normalize("NFKC").toLowerCase();
+    var s = String(text);
+    s = (ASCII.test(s) ? s : s.normalize("NFKC")).toLowerCase(); // NFKC leaves ASCII as it is
     var m;
     while ((m = re.exec(s)) !== null) {
       var run = m[0];
@@ -197,8 +199,8 @@
 
   /* `texts[i]` is indexed as memory.tokens.fts_text indexes it; opts: ids (strings: bm25 ties break by them,
    * as ORDER BY id does, unless `rowOrder`: by position, as ORDER BY rowid does), lens (a doc's length in
-   * tokens when its text was cut: 0 = its own), vectors (Int8Array), rows (each doc's row, -1: none), dim,
-   * stop, budget. */
+   * tokens when its text was cut: 0 = its own), vectors (a function giving the Int8Array of rows, called on the
+   * first dense ranking: the words-only results need none), rows (each doc's row, -1: none), dim, stop, budget. */
   function Index(texts, opts) {
     this.n = texts.length;
     this.ids = opts.ids;
@@ -208,11 +210,12 @@
     this.postings = new Map();
     this.docLen = new Float64Array(this.n);
     var total = 0, self = this;
+    var tf = new Map();
     for (var d = 0; d < this.n; d++) {
       var toks = tokens(texts[d], null, true);
       this.docLen[d] = opts.lens && opts.lens[d] ? opts.lens[d] : toks.length;
       total += this.docLen[d];
-      var tf = new Map();
+      tf.clear();
       for (var t = 0; t < toks.length; t++) tf.set(toks[t], (tf.get(toks[t]) || 0) + 1);
       tf.forEach(add);
     }
@@ -222,20 +225,28 @@
       list.push(d, count);
     }
     this.avgdl = this.n ? total / this.n : 0;
-    this.vectors = opts.vectors || null;
+    this.source = opts.vectors || null;
+    this.vectors = null;
     this.dim = opts.dim || 0;
     this.rows = opts.rows || null;
-    this.norms = new Float32Array(this.n);
-    if (this.vectors) {
-      for (var r = 0; r < this.n; r++) {
-        var row = this.rows[r];
-        if (row < 0) continue;
-        var s2 = 0, base = row * this.dim;
-        for (var j = 0; j < this.dim; j++) s2 += this.vectors[base + j] * this.vectors[base + j];
-        this.norms[r] = Math.sqrt(s2);  // 0: no vector (a long memory's own row)
-      }
-    }
+    this.norms = null;
   }
+
+  /* The vectors and their norms, on first use (decoding 10k rows and their norms is ~0.1 s of a page's start). */
+  Index.prototype.prepare = function () {
+    if (this.norms) return !!this.vectors;
+    this.vectors = this.source ? this.source() : null;
+    this.norms = new Float32Array(this.n);
+    if (!this.vectors) return false;
+    for (var r = 0; r < this.n; r++) {
+      var row = this.rows[r];
+      if (row < 0) continue;
+      var s2 = 0, base = row * this.dim;
+      for (var j = 0; j < this.dim; j++) s2 += this.vectors[base + j] * this.vectors[base + j];
+      this.norms[r] = Math.sqrt(s2);  // 0: no vector (a long memory's own row)
+    }
+    return true;
+  };
 
   function normalised(qvec, dim) {
     var q = new Float32Array(dim), qn = 0, i;
@@ -246,7 +257,7 @@
   }
 
   Index.prototype.cosine = function (q, d) {
-    if (!this.vectors || !this.norms[d]) return undefined;
+    if (!this.prepare() || !this.norms[d]) return undefined;
     var s = 0, base = this.rows[d] * this.dim;
     for (var j = 0; j < this.dim; j++) s += q[j] * this.vectors[base + j];
     return s / this.norms[d];
@@ -254,6 +265,7 @@
 
   /* The dot products of `q` with each doc's vector over its norm (NaN: no vector), four components a step. */
   Index.prototype.cosines = function (q) {
+    this.prepare();
     var n = this.n, dim = this.dim, v = this.vectors, rows = this.rows, norms = this.norms;
     var scores = new Float64Array(n);
     for (var i = 0; i < n; i++) {
@@ -274,7 +286,7 @@
   /* [[doc, cosine], ...] best first over the docs with a vector (`q` normalised); ties by position. With `k`,
    * only the candidates at or above the k-th best score are sorted. */
   Index.prototype.denseRank = function (q, k) {
-    if (!this.vectors) return [];
+    if (!this.prepare()) return [];
     var scores = this.cosines(q), n = this.n, floor = -Infinity, i;
     if (k !== undefined && k < n) {
       var sorted = scores.slice().sort(); // NaN sorts last
@@ -379,10 +391,15 @@
     this.limits = data.limits;
     this.dim = data.dim;
     this.dense = !!(data.dense && vectorsB64);
-    this.vectors = this.dense ? decodeInt8(vectorsB64) : null;
-    var counts = data.rows, start = {}, at = 0;
+    var counts = data.rows, start = {}, at = 0, decoded = null, dim = this.dim;
     data.layers_order.forEach(function (layer) { start[layer] = at; at += counts[layer]; });
-    if (this.vectors && this.vectors.length !== at * this.dim) throw new Error("search vectors do not match the data");
+    this.vectors = !this.dense ? null : function () {
+      if (!decoded) {
+        decoded = decodeInt8(vectorsB64);
+        if (decoded.length !== at * dim) throw new Error("search vectors do not match the data");
+      }
+      return decoded;
+    };
     var self = this;
     function rows(layer, n) {
       var out = new Int32Array(n);
