@@ -139,41 +139,55 @@ def _message_order(message_id: str) -> tuple[int, int, str]:
 
 
 class _Layers:
-    """The four layers' records as the page ships them, with the texts each row's vector is made from."""
+    """The four layers' records as the page ships them (rows of plain values, see each method), in the order
+    recall reads them, with the texts each row's vector is made from."""
 
     def __init__(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl) -> None:
-        du = s.directory_urls
-        persona = page_url(PERSONA, du)
-        # L1: hot entries in the order recall reads them
-        self.l1 = [
-            [f"{f.target}:{e.index}", f"{persona}#{hot_anchor(f.target, e.index)}", e.text, e.category,
-             "MEMORY.md" if f.target == "memory" else "USER.md"]
-            for f in s.hot for e in f.entries
-        ]  # fmt: skip
-        # L2: memories, and the units the store indexes (a memory, or a long memory's passages after its blank row)
-        self.memories: list[list[Any]] = []
-        self.units: list[list[Any]] = []
+        self.du = s.directory_urls
+        self.l1 = self._hot(s)
+        self.memories: list[list[Any]] = []  # [id, url, category, "wing / room"]
+        self.units: list[list[Any]] = []  # see _memories
         self.short: list[tuple[int, str]] = []  # (unit row, memory id): vectors from memory_vectors
         self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
+        self._memories(s, memory_url)
+        self.sessions = [[x.id, x.title, page_url(s.session_uri(x.id), self.du), x.started] for x in s.sessions]
+        self.turns = self._turns(s)
+        self.files = self._files(ctx, s)
+
+    def _hot(self, s: Site) -> list[list[Any]]:
+        """L1: [id, url, text, category, file] per hot entry."""
+        persona = page_url(PERSONA, self.du)
+        rows = []
+        for f in s.hot:
+            name = "MEMORY.md" if f.target == "memory" else "USER.md"
+            for e in f.entries:
+                url = f"{persona}#{hot_anchor(f.target, e.index)}"
+                rows.append([f"{f.target}:{e.index}", url, e.text, e.category, name])
+        return rows
+
+    def _memories(self, s: Site, memory_url: MemoryUrl) -> None:
+        """L2 as the store indexes it: units [id, memory row, text, indexed text (0: the text), passage (0, or
+        [index, count, start, end, chars])]; a long memory is a blank row (its lexical row holds no text, and it
+        has no vector of its own in the search) followed by its passages."""
         for n, m in enumerate(s.memories):
-            where = " / ".join(x for x in (m.wing, m.room) if x)
-            self.memories.append([m.id, memory_url(m), m.category, where])
+            self.memories.append([m.id, memory_url(m), m.category, " / ".join(x for x in (m.wing, m.room) if x)])
             if not is_long(m.text):
                 lex = index_text(m)
                 self.short.append((len(self.units), m.id))
                 self.units.append([m.id, n, m.text, 0 if lex == m.text else lex, 0])
                 continue
-            self.units.append([m.id, n, "", 0, 0])  # the memory's own lexical row holds no text (and no vector)
+            self.units.append([m.id, n, "", 0, 0])
             spans = split(m.text)
             for span in spans:
                 text = m.text[span.start : span.end]
                 self.embedded.append((len(self.units), text))
-                where_in = [span.index, len(spans), span.start, span.end, len(m.text)]
-                self.units.append([passage_id(m.id, span.index), n, text, 0, where_in])
-        # L4: every turn, in rowid order (the session search's tie-break), with its place in its digest
-        self.sessions = [
-            [x.id, x.title, f"{page_url(s.session_uri(x.id), du)}", x.started] for x in s.sessions
-        ]  # fmt: skip
+                where = [span.index, len(spans), span.start, span.end, len(m.text)]
+                self.units.append([passage_id(m.id, span.index), n, text, 0, where])
+
+    @staticmethod
+    def _turns(s: Site) -> list[list[Any]]:
+        """L4: [session row, message id, anchor in its digest, text as recall ranks it, its indexed length in
+        tokens when the text is cut (0: its own)] per turn, in rowid order (the session search's tie-break)."""
         turns = []
         for i, x in enumerate(s.sessions):
             for n, msg in enumerate(s.messages.get(x.id, ()), 1):
@@ -181,19 +195,20 @@ class _Layers:
                 full = len(fts_text(msg.content).split()) if len(msg.content) > len(text) else 0
                 turns.append((_message_order(msg.id), [i, msg.id, message_anchor(n), text, full]))
         turns.sort(key=lambda t: t[0])
-        self.turns = [t for _, t in turns]
-        # files: wiki pages, then entity pages, as recall reads them
+        return [t for _, t in turns]
+
+    def _files(self, ctx: BuildContext, s: Site) -> list[list[Any]]:
+        """files: [path, title, url, text as recall ranks it, "wiki" | "entity"]: the wiki pages (with the facts
+        of the entities they name), then the other entities' pages (memory.graph_pages.recall_pages)."""
         wiki_uri = {c.wiki.path: c.src_uri for c in s.index.concepts if c.wiki is not None}
-        self.files = []
+        rows = []
         for page in recall_pages(ctx.source):
-            if page.path.startswith(ENTITY_PREFIX):
-                concept = s.index.for_entity(page.path[len(ENTITY_PREFIX) :])
-                kind = "entity"
-            else:
-                concept = None
-                kind = "wiki"
+            entity = page.path.startswith(ENTITY_PREFIX)
+            concept = s.index.for_entity(page.path[len(ENTITY_PREFIX) :]) if entity else None
             uri = concept.src_uri if concept is not None else wiki_uri.get(page.path, "")
-            self.files.append([page.path, page.title, page_url(uri, du) if uri else "", _page_text(page), kind])
+            url = page_url(uri, self.du) if uri else ""
+            rows.append([page.path, page.title, url, _page_text(page), "entity" if entity else "wiki"])
+        return rows
 
     def vectors(self, ctx: BuildContext, dim: int, embedder: str) -> np.ndarray | None:
         """int8 rows: L1 entries, L2 units (zero for a long memory's own row), L4 turns, files."""
