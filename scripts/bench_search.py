@@ -15,7 +15,8 @@ changes and when `MemwikiUSE.embed` runs, so:
 
 * first result: the first change of the results list after the page's load event, the first query typed
   at that moment (lexical: the model is not loaded yet);
-* first meaning-ranked result: the first change of the list after `embed(query)` returned;
+* first meaning-ranked result: the first change of the list after `embed(query)` returned (or the promise
+  of `embedAsync(query)` resolved);
 * per query: for each further query, from its input event to the change of the list after its embed;
 * bytes: CDP's encodedDataLength summed over the page's requests (what came over the wire), the model's
   part apart; failed requests (status >= 400 or network errors) are counted and listed;
@@ -37,6 +38,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -289,6 +291,14 @@ INSTRUMENT = r"""
       b.embeds.push([String(text), t, performance.now()]);
       return out;
     };
+    if (typeof v.embedAsync === "function") {
+      const embedAsync = v.embedAsync;
+      v.embedAsync = function (text) {
+        const t = performance.now(), p = embedAsync.apply(this, arguments);
+        Promise.resolve(p).then(() => { b.embeds.push([String(text), t, performance.now()]); }, () => {});
+        return p;
+      };
+    }
     v.load = function () {
       const p = load.apply(this, arguments);
       Promise.resolve(p).then(() => { if (b.ready === null) b.ready = performance.now(); }, () => {});
@@ -526,14 +536,20 @@ def model_sizes(site: Path) -> dict[str, int]:
     """Bytes a browser downloads for the model over http (each file as a host compresses it: raw, gzip -9,
     brotli 11), and the model's files on disk."""
     folder = site / "assets" / "memwiki" / "use"
-    over_http = sorted(folder.glob("use-model-*.bin")) or sorted(folder.glob("use-model.js"))
+    manifest = re.search(r"var MODEL = (\{.*?\});", (folder / "use.js").read_text(encoding="utf-8"))
+    if manifest:  # the files use.js fetches (a kept site may still hold an older model's)
+        names = [name for name, _, _ in json.loads(manifest.group(1))["http"]]
+        over_http = [folder / name for name in names]
+        on_disk = over_http + [folder / name for name, _, _ in json.loads(manifest.group(1))["file"]]
+    else:  # before the slices: one base64 script, after a 404 for use-model.bin
+        over_http = on_disk = [folder / "use-model.js"]
     files = [p.read_bytes() for p in over_http]
     sizes = {"raw": sum(map(len, files)), "gzip -9": sum(len(gzip.compress(f, 9, mtime=0)) for f in files)}
     with contextlib.suppress(ImportError):
         import brotli
 
         sizes["brotli 11"] = sum(len(brotli.compress(f, quality=11)) for f in files)
-    sizes["disk, all model files"] = sum(p.stat().st_size for p in folder.glob("use-model*"))
+    sizes["disk, the model's files"] = sum(p.stat().st_size for p in on_disk)
     return sizes
 
 
