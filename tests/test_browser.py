@@ -72,7 +72,8 @@ def browser_top(browser: Browser, base: str, query: str) -> tuple[str, list[str]
     page.wait_for_function(
         "document.getElementById('memwiki-search-status').textContent.includes('as recall ranks')", timeout=60_000
     )
-    href = page.locator("#memwiki-search-results li[data-layer=L2] a.memwiki-search-title").first.get_attribute("href") or ""
+    first_l2 = page.locator("#memwiki-search-results li[data-layer=L2] a.memwiki-search-title").first
+    href = first_l2.get_attribute("href") or ""
     page.close()
     return href, external
 
