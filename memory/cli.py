@@ -38,9 +38,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("init", help="create a store")
-    r.add_argument("--embedder", choices=("use", "ollama"), default="use", help="fixed for the store's life")
-    r.add_argument("--ollama-model", default="", help="default qwen3-embedding:0.6b")
+    r.add_argument(
+        "--embedder",
+        help="use (the default: offline, 512-d), ollama or ollama:MODEL; default $MEMWIKI_EMBEDDER; "
+        "fixed for the store's life",
+    )
+    r.add_argument("--ollama-model", default="", help="with --embedder ollama; default qwen3-embedding:0.6b")
     r.add_argument("--ollama-host", default="", help="default $OLLAMA_HOST or http://127.0.0.1:11434")
+    r.add_argument(
+        "--chroma-url",
+        help="keep L2 on this Chroma server (http://HOST:PORT of `chroma run`) in a collection of the store's own, "
+        "not in the store folder; default $MEMWIKI_CHROMA_URL; kept in store.json (chroma.url)",
+    )
     sub.add_parser("context", help="print the per-turn context block (persona + hot memory)")
 
     r = sub.add_parser("remember", help="add a hot-memory entry")
@@ -252,19 +261,35 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _apply_config_file(args)
     if args.command == "init":
-        from memory.config import EmbedderConfig, StoreConfig
-        from memory.embedders import OLLAMA_DEFAULT_MODEL
+        import os
+
+        from memory.config import CHROMA_URL_ENV, EMBEDDER_ENV, ChromaConfig, StoreConfig
+        from memory.embedders import embedder_label, parse_embedder
         from memory.store import Store
 
-        config = StoreConfig()
-        if args.embedder == "ollama":
-            config.embedder = EmbedderConfig("ollama", 0, args.ollama_model or OLLAMA_DEFAULT_MODEL, args.ollama_host)
-        store = Store.init(resolve_store_path(args.store), config)
-        if store.repaired:
-            print(f"recreated missing parts, empty: {', '.join(store.repaired)}", file=sys.stderr)
-        if args.embedder == "ollama" and store.config.embedder.name != "ollama":
-            raise MemwikiError(f"{store.root}: already a store made with {store.config.embedder.name}")
-        print(f"store ready at {store.root} (embedder {store.config.embedder.name}/{store.config.embedder.dim})")
+        # flags, else the environment; an existing store keeps its own settings, and asking for others is an error
+        spec = args.embedder or os.environ.get(EMBEDDER_ENV, "")
+        url = args.chroma_url if args.chroma_url is not None else os.environ.get(CHROMA_URL_ENV, "")
+        embedder = parse_embedder(spec or "use", args.ollama_model, args.ollama_host)
+        try:
+            chroma = ChromaConfig(url=url)
+        except ValueError as exc:
+            raise MemwikiError(f"--chroma-url / ${CHROMA_URL_ENV}: {exc}") from None
+        with Store.init(resolve_store_path(args.store), StoreConfig(embedder=embedder, chroma=chroma)) as store:
+            kept = store.config
+            if store.repaired:
+                print(f"recreated missing parts, empty: {', '.join(store.repaired)}", file=sys.stderr)
+            label = embedder_label(kept.embedder.name, kept.embedder.model)
+            asked = (embedder.name, embedder.model)
+            if (spec or args.ollama_model) and asked != (kept.embedder.name, kept.embedder.model):
+                raise MemwikiError(f"{store.root}: already a store made with {label}")
+            if url and chroma.url != kept.chroma.url:
+                where = f"on the Chroma server at {kept.chroma.url}" if kept.chroma.url else "in its own folder"
+                raise MemwikiError(f"{store.root}: already a store whose L2 is {where} (chroma.url in store.json)")
+            where = f"{store.root / 'l2'}"
+            if kept.chroma.url:
+                where = f"collection {kept.chroma.collection} on the Chroma server at {kept.chroma.url}"
+            print(f"store ready at {store.root} (embedder {label}/{kept.embedder.dim}; L2 in {where})")
         return 0
 
     if args.command == "mcp":

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from memory.errors import InputFormatError, NotAStoreError
 from memory.textio import atomic_write_text, read_text
@@ -13,6 +16,12 @@ from memory.textio import atomic_write_text, read_text
 STORE_FILE = "store.json"
 FORMAT_VERSION = 1
 DEFAULT_STORE = "memory-store"
+# Read by `memwiki init` when its flags are not given (then kept in store.json; later commands read only that):
+CHROMA_URL_ENV = "MEMWIKI_CHROMA_URL"  # put L2 on this Chroma server
+EMBEDDER_ENV = "MEMWIKI_EMBEDDER"  # `use`, `ollama` or `ollama:MODEL`
+EMBEDDED_COLLECTION = "memories"  # the collection of a store whose L2 is in its own folder
+CHROMA_DEFAULT_PORT = 8000  # `chroma run`'s
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,498}[A-Za-z0-9]$")  # Chroma's rule, room for "-passages"
 
 
 @dataclass
@@ -23,6 +32,43 @@ class EmbedderConfig:
     dim: int = 512
     model: str = ""  # ollama model name, e.g. qwen3-embedding:0.6b
     host: str = ""  # ollama host; empty means OLLAMA_HOST or the client's default
+
+
+def chroma_address(url: str) -> tuple[str, int, bool]:
+    """(host, port, ssl) of a Chroma server URL `http[s]://HOST[:PORT]`; anything else is a ValueError saying
+    what is expected."""
+    parts = urlsplit(url.strip())
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or parts.path not in ("", "/"):
+        raise ValueError(f"{url!r} is not a Chroma server address (expected http://HOST:PORT)")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"{url!r}: a Chroma server address is http://HOST:PORT, nothing more")
+    return parts.hostname, port or CHROMA_DEFAULT_PORT, parts.scheme == "https"
+
+
+def new_collection_name(root: Path) -> str:
+    """A collection name no other store on a shared server has: `memwiki-<folder name>-<8 random hex digits>`."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(root).resolve().name).strip("._-")[:40]
+    return f"memwiki-{slug + '-' if slug else ''}{secrets.token_hex(4)}"
+
+
+@dataclass
+class ChromaConfig:
+    """Where L2's Chroma collection lives: the store's own `l2/` folder (`url` empty, the embedded default) or
+    a Chroma server (`chroma run`), whose collection is this store's alone: two stores can share a server."""
+
+    url: str = ""  # http://HOST:PORT of a Chroma server; empty: chromadb.PersistentClient in l2/
+    collection: str = EMBEDDED_COLLECTION
+
+    def __post_init__(self) -> None:
+        if self.url:
+            chroma_address(self.url)
+            self.url = self.url.strip().rstrip("/")
+        if not _COLLECTION_NAME.match(self.collection):
+            raise ValueError(f"chroma.collection {self.collection!r}: 3 to 500 characters of A-Z a-z 0-9 . _ -")
 
 
 @dataclass
@@ -58,6 +104,7 @@ class StoreConfig:
 
     version: int = FORMAT_VERSION
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    chroma: ChromaConfig = field(default_factory=ChromaConfig)  # absent from store.json before scale-out: embedded
     caps: Caps = field(default_factory=Caps)
     limits: Limits = field(default_factory=Limits)
     overflow_threshold: float = 0.70
@@ -73,6 +120,7 @@ class StoreConfig:
             return cls(
                 version=int(raw.get("version", FORMAT_VERSION)),
                 embedder=EmbedderConfig(**raw.get("embedder", {})),
+                chroma=ChromaConfig(**raw.get("chroma", {})),
                 caps=Caps(**raw.get("caps", {})),
                 limits=Limits(**raw.get("limits", {})),
                 overflow_threshold=float(raw.get("overflow_threshold", 0.70)),

@@ -2,7 +2,8 @@
 
 Opening a layer checks what is cheap (the SQLite header and schema); a file damaged deeper (a torn page
 found by a later read) is named after the fact by `find_damage`, which runs SQLite's `quick_check` on
-each of the store's SQLite files.
+each of the store's SQLite files. A store whose L2 is on a Chroma server has no `l2/chroma.sqlite3` of its
+own (the server's files are the server's to check); its lexical index is still checked here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,15 @@ SQLITE_PARTS = {
 def damaged_message(part: str, path: Path, reason: str) -> str:
     """The one wording for a store part that cannot be read."""
     return f"{part} at {path} is damaged ({reason}): restore it from a backup or move it aside"
+
+
+def unreachable_message(url: str, reason: str) -> str:
+    """The one wording for a store whose L2 is on a Chroma server that does not answer (nothing is damaged: the
+    store's L2 is there when the server is)."""
+    return (
+        f"L2 semantic memory: the Chroma server at {url} is not reachable ({reason}): start it, "
+        "or correct chroma.url in the store's store.json"
+    )
 
 
 def damaged(part: str, path: Path, exc: BaseException) -> DamagedStoreError:

@@ -120,6 +120,21 @@ def label_of(embedder: Embedder) -> str:
     return embedder_label(embedder.name, getattr(embedder, "model", ""))
 
 
+def parse_embedder(spec: str, model: str = "", host: str = "") -> EmbedderConfig:
+    """The embedder `memwiki init --embedder SPEC` names: `use` (the default), `ollama` (with `model`, default
+    qwen3-embedding:0.6b) or `ollama:MODEL`; a model named twice must be the same."""
+    name, _, named = spec.strip().partition(":")
+    if name in ("use", USE_NAME):
+        if named or model:
+            raise MemwikiError(f"the embedder {USE_NAME} has one model; --embedder {spec} names another")
+        return EmbedderConfig()
+    if name != OLLAMA_NAME:
+        raise MemwikiError(f"unknown embedder {spec!r} (known: use, ollama, ollama:MODEL)")
+    if named and model and named != model:
+        raise MemwikiError(f"--embedder {spec} and --ollama-model {model} name two models")
+    return EmbedderConfig(OLLAMA_NAME, 0, named or model or OLLAMA_DEFAULT_MODEL, host)
+
+
 def make_embedder(config: EmbedderConfig) -> Embedder:
     """The embedder a store's configuration names."""
     if config.name == USE_NAME:

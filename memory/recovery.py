@@ -14,6 +14,9 @@ vector from the log when it is still there and re-embeds its text otherwise (the
 the same vectors), writes a new Chroma folder beside the old one, checks it, and swaps the two. The
 damaged folder is kept as `l2.damaged-<UTC time>`.
 
+Only a local folder is ever rebuilt: a store whose L2 is on a Chroma server (store.json `chroma.url`) has
+no `chroma.sqlite3` of its own, and a collection its server cannot load is an error naming the server.
+
 The swap survives a crash too: the new folder is `l2.rebuild` and is marked complete (`.rebuilt`) before
 `l2` is renamed aside; `finish_interrupted` completes a swap cut between the two renames, or removes a
 rebuild that was never completed.
@@ -27,7 +30,7 @@ import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -313,9 +316,16 @@ def recovery_lock(path: Path) -> Any:
 
 
 def probe(client: Any, dim: int) -> None:
-    """Make Chroma load every collection's segments now (count replays the log; a 1-NN query loads the vector
-    index), so that a damaged one shows on open rather than in the middle of a command."""
-    for col in client.list_collections():
+    """`probe_collections` over every collection of a local Chroma folder's client."""
+    probe_collections(client.list_collections(), dim)
+
+
+def probe_collections(collections: Iterable[Any], dim: int) -> None:
+    """Make Chroma load these collections' segments now (count replays the log; a 1-NN query loads the vector
+    index), so that a damaged one shows on open rather than in the middle of a command. On a Chroma server only
+    the store's own collections are probed (others may share the server), and a failure is the server's
+    error (memory.chroma_server): its files are its own, nothing is rebuilt from here."""
+    for col in collections:
         # the dimension the collection was made with (another embedder's mismatch is memory.semantic's error)
         made = int((col.metadata or {}).get("dim", 0) or 0) or dim
         if col.count() and made:

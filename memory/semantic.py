@@ -25,7 +25,7 @@ from memory.errors import DuplicateEntryError, EmbedderMismatchError, InputForma
 from memory.lexical import POSTINGS_BUDGET, LexicalIndex
 from memory.limits import check_line_sizes, check_text_size
 from memory.passages import MAX_EMBED_BYTES, PASSAGE_KEY, Span, cut_to_bytes, is_long, passage_id, split, utf8_size
-from memory.recovery import open_local
+from memory.recovery import open_local, probe_collections
 from memory.snapshot import CATEGORIES, Memory, ScoredMemory
 
 COLLECTION = "memories"
@@ -79,19 +79,33 @@ def index_text(memory: Memory) -> str:
 
 
 class SemanticMemory:
-    """L2 over a Chroma collection (`PersistentClient(path)` unless a client, e.g. an HttpClient, is given).
+    """L2 over a Chroma collection: `PersistentClient(path)`, or the Chroma server at `url` (memory.chroma_server),
+    or a chromadb client given as `client`.
 
-    The lexical side index lives in `path/lexical.sqlite3` in both cases.
+    The lexical side index lives in `path/lexical.sqlite3` in every case. On a server, `create=False` refuses a
+    collection the server does not have (rather than making it empty: that would hide the loss of every memory).
     """
 
     max_input_bytes = DEFAULT_MAX_INPUT_BYTES  # a memory's text over this is refused (store.json limits)
 
-    def __init__(self, path: Path, embedder: Embedder, client: Any = None, collection: str = COLLECTION) -> None:
+    def __init__(
+        self,
+        path: Path,
+        embedder: Embedder,
+        client: Any = None,
+        collection: str = COLLECTION,
+        url: str = "",
+        create: bool = True,
+    ) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder
+        self.url = url
+        self.created = False  # whether this opening made the collection (on a server)
         self._own_client = client is None  # close() releases only a client made here
-        if client is None:  # a local folder: a vector index a crash damaged is rebuilt here (memory.recovery)
+        if url:
+            self.client, self._col = self._connect_server(url, collection, create)
+        elif client is None:  # a local folder: a vector index a crash damaged is rebuilt here (memory.recovery)
             self.client, self._col = open_local(
                 self.path, lambda: self._connect(None, collection), _record_text, embedder.embed, int(embedder.dim or 0)
             )
@@ -101,6 +115,34 @@ class SemanticMemory:
         self.lexical = LexicalIndex(self.path / LEXICAL_FILE)
         if self.lexical.count() != self.count() + self._passages.count() or not self.lexical.current():
             self.rebuild_lexical()
+
+    def _connect_server(self, url: str, collection: str, create: bool) -> tuple[Any, Any]:
+        """(client, collection) on the Chroma server at `url`, checked and probed (nothing is ever rebuilt here:
+        the server's files are its own)."""
+        from memory.chroma_server import ChromaServerError, connect
+
+        client = connect(url)
+        try:
+            col = client.get_collection(collection)
+            if col is None and not create:
+                raise ChromaServerError(
+                    f"the Chroma server at {url} has no collection {collection!r}: it lost this store's L2, or it "
+                    "is not the store's server (chroma.url in store.json); `memwiki init` makes it again, empty"
+                )
+            if col is None:
+                col, self.created = self._connect(client, collection)[1], True
+            self._col = col
+            self._check_embedder()
+            if col.dimension and self.embedder.dim and col.dimension != self.embedder.dim:
+                raise EmbedderMismatchError(
+                    f"collection {collection!r} on {url} holds {col.dimension}-d vectors, "
+                    f"not {self.embedder.identity()}'s: vectors from two embedders cannot be compared"
+                )
+            probe_collections([col], int(self.embedder.dim or 0))
+        except BaseException:
+            client.close()
+            raise
+        return client, col
 
     def _connect(self, client: Any, collection: str) -> tuple[Any, Any]:
         import chromadb
@@ -131,9 +173,15 @@ class SemanticMemory:
         made = self._col.metadata or {}
         name, model, dim = made.get("embedder", ""), made.get("model", ""), int(made.get("dim", 0) or 0)
         mine = _model_name(self.embedder)
+        where = f"collection {self._col.name!r} on the Chroma server at {self.url}" if self.url else str(self.path)
+        if not name:
+            raise EmbedderMismatchError(
+                f"{where}: no embedder recorded (not made by memwiki): its vectors cannot be compared with "
+                f"{self.embedder.identity()}'s"
+            )
         if name != self.embedder.name or model != mine or (dim and self.embedder.dim and dim != self.embedder.dim):
             raise EmbedderMismatchError(
-                f"{self.path}: semantic memory was made with {name}{':' + model if model else ''}/{dim}, "
+                f"{where}: semantic memory was made with {name}{':' + model if model else ''}/{dim}, "
                 f"not {self.embedder.identity()}: vectors from two embedders cannot be compared"
             )
 

@@ -2,11 +2,12 @@
 
 Layout of a store folder::
 
-    store.json              settings: caps, overflow threshold, embedder (name + dimension)
+    store.json              settings: caps, overflow threshold, embedder (name + dimension), where L2 lives
     SOUL.md                 L0 persona
     MEMORY.md, USER.md      L1 hot memory, hermes-agent format (+ .lock files)
     sinks.jsonl             what sank from L1 into L2, when and why
-    l2/                     L2 semantic memory (Chroma) and its lexical side index
+    l2/                     L2 semantic memory (Chroma) and its lexical side index; with `chroma.url` set the
+                            Chroma collection is on that server, and l2/ holds the lexical index only
     knowledge_graph.sqlite3 L3 knowledge graph, MemPalace's schema
     sessions.sqlite3        L4 session history with FTS5
     wiki/                   hand-written Markdown concept pages
@@ -23,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 
-from memory.config import STORE_FILE, StoreConfig, load_config, save_config
+from memory.config import EMBEDDED_COLLECTION, STORE_FILE, StoreConfig, load_config, new_collection_name, save_config
 from memory.context import FrozenContext
 from memory.core_guard import CoreGuard
 from memory.damage import damaged
@@ -83,6 +84,7 @@ class Store:
         self._embedder = embedder
         self._frozen: FrozenContext | None = None
         self.repaired: list[str] = []  # parts `init` had to recreate empty
+        self._may_create_l2 = False  # only `init` makes a server's collection: opening never hides its loss
 
     # ---- opening -------------------------------------------------------------------------------
 
@@ -99,6 +101,8 @@ class Store:
         else:
             config = config or StoreConfig()
             config.created_at = config.created_at or utc_now()
+            if config.chroma.url and config.chroma.collection == EMBEDDED_COLLECTION:
+                config.chroma.collection = new_collection_name(root)  # its own, on a server others may share
             if embedder is None:
                 embedder = make_embedder(config.embedder)
             if config.embedder.name != USE_NAME:
@@ -106,10 +110,13 @@ class Store:
         root.mkdir(parents=True, exist_ok=True)
         store = cls(root, config, embedder)
         store.repaired = missing_parts(root) if existing else []
+        store._may_create_l2 = True
         for name in ("SOUL.md", "MEMORY.md", "USER.md"):
             (root / name).touch(exist_ok=True)
         store.wiki_dir.mkdir(exist_ok=True)
-        store.semantic.count()
+        if store.semantic.created and existing:
+            store.repaired.append(f"L2 collection {config.chroma.collection} on {config.chroma.url}")
+        store._may_create_l2 = False
         store.graph.stats()
         store.sessions.stats()
         if not existing:
@@ -159,7 +166,17 @@ class Store:
 
     @cached_property
     def semantic(self) -> SemanticMemory:
-        return SemanticMemory(self.root / LAYER_PATHS["l2"], self.embedder)
+        """L2, where store.json puts it: `l2/` (embedded Chroma), or its own collection on a Chroma server."""
+        chroma = self.config.chroma
+        if not chroma.url:
+            return SemanticMemory(self.root / LAYER_PATHS["l2"], self.embedder, collection=chroma.collection)
+        return SemanticMemory(
+            self.root / LAYER_PATHS["l2"],
+            self.embedder,
+            collection=chroma.collection,
+            url=chroma.url,
+            create=self._may_create_l2,
+        )
 
     @cached_property
     def graph(self) -> KnowledgeGraph:

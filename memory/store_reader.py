@@ -13,7 +13,7 @@ import numpy as np
 from memory.embedders import embedder_label
 from memory.passages import cut_to_bytes
 from memory.readers.chroma_file import DOCUMENT_KEY, read_collection, read_queued_vectors
-from memory.semantic import COLLECTION, memory_from_record
+from memory.semantic import memory_from_record
 from memory.snapshot import (
     Entity,
     HotFile,
@@ -87,31 +87,45 @@ class StoreReader:
         return self.store.sink_log.records()
 
     def memories(self) -> Iterator[Memory]:
-        """Read from Chroma's file when it is there (read-only; opening a Chroma client writes to it)."""
-        records = read_collection(self._chroma_file, COLLECTION, live=True) if self._chroma_file.is_file() else None
+        """Read from Chroma's file when it is there (read-only; opening a Chroma client writes to it); a store
+        whose L2 is on a Chroma server is read through the client (the server's files are not ours to read)."""
+        records = self._file_records()
         if records is None:
             return self.store.semantic.all()
         return (memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta) for i, meta in records)
 
     def memory_count(self) -> int:
-        records = read_collection(self._chroma_file, COLLECTION, live=True) if self._chroma_file.is_file() else None
+        records = self._file_records()
         return len(records) if records is not None else self.store.semantic.count()
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
         """Vectors of recent writes come from Chroma's queue in its file; the others from Chroma itself."""
         found = {}
-        if self._chroma_file.is_file():
-            found = read_queued_vectors(self._chroma_file, COLLECTION, ids, live=True)
+        if self._chroma_file is not None:
+            found = read_queued_vectors(self._chroma_file, self._collection, ids, live=True)
         if len(found) < len(ids):
             missing = [i for i in ids if i not in found]
             found.update(zip(missing, self.store.semantic.vectors(missing), strict=True))
         return np.stack([found[i] for i in ids]) if ids else np.zeros((0, self.store.config.embedder.dim), np.float32)
 
+    def _file_records(self) -> list[tuple[str, dict]] | None:
+        """The L2 records as Chroma's file holds them, or None when there is no file to read."""
+        path = self._chroma_file
+        return read_collection(path, self._collection, live=True) if path is not None else None
+
     @property
-    def _chroma_file(self) -> Path:
+    def _collection(self) -> str:
+        return self.store.config.chroma.collection
+
+    @property
+    def _chroma_file(self) -> Path | None:
+        """`l2/chroma.sqlite3` of an embedded L2 once it exists; None for L2 on a Chroma server."""
         from memory.store import LAYER_PATHS
 
-        return self.store.root / LAYER_PATHS["l2"] / "chroma.sqlite3"
+        if self.store.config.chroma.url:
+            return None
+        path = self.store.root / LAYER_PATHS["l2"] / "chroma.sqlite3"
+        return path if path.is_file() else None
 
     def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         return self.store.semantic.search(vector, k)
@@ -143,7 +157,9 @@ class StoreReader:
         return list(iter_wiki_pages(self.store.wiki_dir))
 
     def layer_fingerprints(self) -> dict[str, str]:
-        """Per layer, a hash over the sizes and mtimes of its files (cheap; changes on any write to the layer)."""
+        """Per layer, a hash over the sizes and mtimes of its files (cheap; changes on any write to the layer: with
+        L2 on a Chroma server too, as every write through memwiki changes the lexical index in l2/; the server is
+        not asked, so that a fingerprint never fails)."""
         layers = _layer_files()
         files: dict[str, list[tuple[str, os.stat_result]]] = {layer: [] for layer in layers}
         owners: dict[str, list[str]] = {}  # top-level name -> the layers it belongs to (10k wiki files: one lookup)

@@ -8,6 +8,7 @@ parsing, normalisation, dimension checks, errors) and a store made with it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -63,15 +64,25 @@ class OllamaProtocol(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture()
-def ollama_host() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), OllamaProtocol)
+@contextlib.contextmanager
+def ollama_server(handler: type[OllamaProtocol] = OllamaProtocol) -> Iterator[str]:
+    """A loopback server speaking Ollama's `/api/embed` (model qwen3-embedding:0.6b, DIM dimensions): its URL.
+    Other tests import this (tests/test_chroma_server.py), with a `handler` of their own to act on requests."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     OllamaProtocol.requests.clear()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture()
+def ollama_host() -> Iterator[str]:
+    with ollama_server() as host:
+        yield host
 
 
 def test_client_embeds_through_api_embed(ollama_host: str) -> None:
