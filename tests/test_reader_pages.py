@@ -276,3 +276,8 @@ def test_a_rebuild_follows_a_new_mention_and_a_new_duplicate(store_path: Path, t
     orphans = read(site, "audit.html").split('<div class="mw-audit mw-audit-orphans">', 1)[1].split("</div>", 1)[0]
     assert "Finance" not in orphans
     assert [kind for kind, _ in _flags(site, "memory/category/other.html", 'id="mem-m-3"')] == ["duplicates"]
+
+
+def test_the_memory_index_explains_its_category_chips(site: Path) -> None:
+    legend = re.search(r'<p class="mw-legend">(.*?)</p>', read(site, "memory/index.html"), re.S).group(1)
+    assert "core: stays in hot memory" in legend and "sinkable" in legend and "outlined" not in legend

@@ -49,17 +49,18 @@ def untagged(text: str) -> str:
     return body if tag else text
 
 
-LEGEND = (
-    '<p class="mw-legend">'
-    + category_badge("rule", True)
-    + " core: stays in hot memory · "
-    + category_badge("network", True)
-    + " sinkable: sinks to L2 when its file passes the threshold · "
-    + category_badge("project", True)
-    + " solid: tagged by the writer · "
-    + category_badge("project", False)
-    + " outlined: classified by memwiki's rules</p>"
-)
+def legend(hot: bool = True) -> str:
+    """What the category chips mean; `hot`: also solid (tagged) against outlined (classified)."""
+    parts = [
+        category_badge("rule", True) + " core: stays in hot memory",
+        category_badge("network", True) + " sinkable: sinks to L2 when its file passes the threshold",
+    ]
+    if hot:
+        parts += [
+            category_badge("project", True) + " solid: tagged by the writer",
+            category_badge("project", False) + " outlined: classified by memwiki's rules",
+        ]
+    return f'<p class="mw-legend">{" · ".join(parts)}</p>'
 
 
 def _hot_section(s: Site, hot: HotFile) -> str:
@@ -115,7 +116,7 @@ def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     md = frontmatter("Persona and hot memory") + "# Persona and hot memory\n\n"
     md += "What the agent reads on every turn: its persona (L0) and hot memory (L1).\n"
-    md += block(LEGEND, cls="mw-legend-box")
+    md += block(legend(), cls="mw-legend-box")
     persona = s.persona
     md += "\n## SOUL.md\n"
     if persona is None:

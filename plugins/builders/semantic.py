@@ -23,7 +23,7 @@ from plugins.builders import (
 )
 from plugins.builders.audit import Flag, Flags, flag_html
 from plugins.builders.audit import flags as audit_flags
-from plugins.builders.persona import category_badge
+from plugins.builders.persona import category_badge, legend
 from plugins.pagememo import PageMemo, key_of
 from plugins.pages import BuildContext, GeneratedPage
 from plugins.render import block, esc, href, md_esc, verbatim
@@ -164,6 +164,8 @@ def build(ctx: BuildContext) -> BuildResult:
         f"{esc(c)}</a> <span class='mw-muted'>{len(ms):,}</span></li>"
         for c, ms in cats.items()
     ]
+    if items:
+        md += block(legend(hot=False), cls="mw-legend-box")
     md += block(f"<ul class='mw-columns'>{''.join(items)}</ul>", cls="mw-index") if items else "\nNo memories.\n"
     md += "\n## By wing and room\n"
     wings: dict[str, list[str]] = {}
