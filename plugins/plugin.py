@@ -87,14 +87,19 @@ class MemwikiConfig(base.Config):
     graph_max_nodes = c.Type(int, default=300)
 
 
+def _option_path(value: str | None, base_dir: Path) -> str | None:
+    """A path option relative to mkdocs.yml's folder ("auto" and empty as they are)."""
+    if not value or value == "auto":
+        return value or None
+    return str((base_dir / Path(value).expanduser()).resolve())
+
+
 def make_source(options: dict[str, Any], base_dir: Path) -> MemorySource:
     """The one place where the plugin's options become a MemorySource (store, hermes home, palace)."""
     from memory.readers.locate import open_sources
 
     def path(value: str | None) -> str | None:
-        if not value or value == "auto":
-            return value or None
-        return str((base_dir / Path(value).expanduser()).resolve())
+        return _option_path(value, base_dir)
 
     store = path(options.get("store"))
     if options.get("demo_src"):
@@ -379,6 +384,18 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             folder.mkdir(parents=True, exist_ok=True)
             env.bytecode_cache = FileSystemBytecodeCache(str(folder))
         return env
+
+    def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:  # noqa: ANN401
+        """`mkdocs serve` rebuilds when the memory it publishes changes: an agent writing while the site is served
+        shows in it after the next build (the store, hermes home or palace folder is watched)."""
+        base_dir = self._base_dir(config)
+        env = {"hermes_home": "HERMES_HOME", "palace": "MEMPALACE_PALACE_PATH"}
+        for key in ("store", "hermes_home", "palace"):
+            value = _option_path(self.config.get(key), base_dir)
+            value = os.environ.get(env.get(key, ""), "") if value == "auto" else value
+            if value and Path(value).exists():
+                server.watch(value, recursive=True)
+        return server
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.link_pages = command == "build" and not dirty  # see PageCache.restore
