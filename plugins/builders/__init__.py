@@ -1,7 +1,8 @@
 """Page builders: one module per kind of page, each `build(ctx) -> (pages, assets)`.
 
 `site(ctx)` reads the (privacy-filtered) source once per build and holds what several builders share:
-the records, the concept index with its backlinks, the text renderer and where each memory is shown.
+the records, the concept index with its backlinks, the text renderer, where each memory is shown and where
+each concept is named (`mentions`). `provenance` resolves a fact's source to the place that shows it.
 `build_all(ctx)` runs every builder, the graph and search builders included when they are present.
 """
 
