@@ -96,6 +96,8 @@ def test_a_looping_agent_is_one_cluster_shown_once_on_a_small_page(store: Store,
         and f"{LOOPED - audit.MEMBERS_SHOWN:,} more not shown" in section
     )
     assert "memory/category/project" in section  # members link to their cards
+    (flag,) = audit.flags(ctx).memories["loop-0500"]  # every member's card is flagged, named by a few others
+    assert flag.uri == "audit.md" and f'id="{flag.anchor}"' in section and f"and {LOOPED - 4:,} more" in flag.title
 
     again = BuildContext(store.reader(), {"cache_dir": str(tmp_path / "cache")})
     assert audit.near_duplicates(again, list(store.reader().memories()))[0] == clusters  # from the cache

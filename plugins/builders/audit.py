@@ -394,11 +394,10 @@ def flags(ctx: BuildContext) -> Flags:
     clusters = ctx.__dict__.get("_memwiki_clusters", [])
     for i, cluster in enumerate(clusters):
         uri, anchor = _where("duplicates", i, len(clusters), duplicate_anchor(s, cluster))
+        more = len(cluster.ids) - 4  # others than the three named (a looping agent's cluster has thousands)
         for memory_id in cluster.ids:
-            others = [m for m in cluster.ids if m != memory_id]
-            title = f"near-duplicate of {', '.join(others[:3])}" + (
-                f" and {len(others) - 3:,} more" if len(others) > 3 else ""
-            )
+            named = [m for m in cluster.ids[:4] if m != memory_id][:3]
+            title = f"near-duplicate of {', '.join(named)}" + (f" and {more:,} more" if more > 0 else "")
             out.memories.setdefault(memory_id, []).append(Flag("duplicates", "near-duplicate", title, uri, anchor))
     groups = _conflicts(ctx)
     for i, group in enumerate(groups):
