@@ -14,6 +14,18 @@
   window.addEventListener("hashchange", reveal);
   document.addEventListener("DOMContentLoaded", reveal);
 
+  /* A classic script added to the page (works from file:// as from a static host); search-ui.js uses it too. */
+  function script(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = function () { reject(new Error("could not load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
+  window.MemwikiLoadScript = script; // search-ui.js loads the vectors and use.js with it
+
   // -- the header box ------------------------------------------------------------------------------
   // The theme's header box, rendered by plugins/assets/search/theme/partials/search.html without the marks
   // (data-md-component) the theme's JS mounts its lunr search on, runs memwiki's search. A site built without
@@ -61,13 +73,11 @@
       document.head.appendChild(css);
       ready = script(search + "search-core.js")
         .then(function () { return script(search + "search-data.js"); })
-        .then(function () {
-          return window.MemwikiSearchData && window.MemwikiSearchData.dense ? script(search + "search-vectors.js") : null;
-        })
         .then(function () { return script(search + "search-ui.js"); })
         .then(function () {
           return window.MemwikiSearchUI.mount({
-            input: input, status: meta, list: list, root: root, use: root + "assets/memwiki/use/", header: true,
+            input: input, status: meta, list: list, root: root, use: root + "assets/memwiki/use/",
+            vectors: search + "search-vectors.js", header: true,
             onEscape: close, loadScript: script,
           });
         })
@@ -77,15 +87,6 @@
     return ready;
   }
 
-  function script(src) {
-    return new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
-      s.src = src;
-      s.onload = resolve;
-      s.onerror = function () { reject(new Error("could not load " + src)); };
-      document.head.appendChild(s);
-    });
-  }
 
   var page = document.getElementById("memwiki-search-q"); // the search page's own box: the same search
 

@@ -289,10 +289,11 @@ def _page(data: dict[str, Any]) -> str:
             f"<strong>Lexical search only:</strong> {esc(data['why_lexical'])}, so queries are matched by words "
             "(Chinese by character pairs), not by meaning. <code>memwiki recall</code> finds more."
         )
-    use_attr = f' data-use="{SEARCH_ROOT}{USE_DIR}/"' if data["dense"] else ""
+    # the vectors (most of the bytes) are loaded by search-ui.js after the page: the first results need none
+    use_attr = f' data-use="{SEARCH_ROOT}{USE_DIR}/" data-vectors="{SEARCH_ROOT}{VECTORS_JS}"' if data["dense"] else ""
     scripts = [f"{SEARCH_ROOT}{DATA_JS}"]
     if data["dense"]:
-        scripts += [f"{SEARCH_ROOT}{VECTORS_JS}", f"{SEARCH_ROOT}{USE_DIR}/use.js"]
+        scripts.append(f"{SEARCH_ROOT}{USE_DIR}/use.js")
     scripts += [f"{SEARCH_ROOT}{ASSET_DIR}/search-core.js", f"{SEARCH_ROOT}{ASSET_DIR}/search-ui.js"]
     lines = [
         "# Search memory",

@@ -234,15 +234,16 @@
 
   /* The vectors and their norms, on first use (decoding 10k rows and their norms is ~0.1 s of a page's start). */
   Index.prototype.prepare = function () {
-    if (this.norms) return !!this.vectors;
-    this.vectors = this.source ? this.source() : null;
+    if (this.norms) return true;
+    var vectors = this.source ? this.source() : null;
+    if (!vectors) return false; // not loaded (yet)
+    this.vectors = vectors;
     this.norms = new Float32Array(this.n);
-    if (!this.vectors) return false;
     for (var r = 0; r < this.n; r++) {
       var row = this.rows[r];
       if (row < 0) continue;
       var s2 = 0, base = row * this.dim;
-      for (var j = 0; j < this.dim; j++) s2 += this.vectors[base + j] * this.vectors[base + j];
+      for (var j = 0; j < this.dim; j++) s2 += vectors[base + j] * vectors[base + j];
       this.norms[r] = Math.sqrt(s2);  // 0: no vector (a long memory's own row)
     }
     return true;
@@ -390,17 +391,19 @@
     this.budget = data.postings_budget || Infinity;
     this.limits = data.limits;
     this.dim = data.dim;
-    this.dense = !!(data.dense && vectorsB64);
-    var counts = data.rows, start = {}, at = 0, decoded = null, dim = this.dim;
+    var counts = data.rows, start = {}, at = 0, decoded = null, dim = this.dim, self = this;
     data.layers_order.forEach(function (layer) { start[layer] = at; at += counts[layer]; });
-    this.vectors = !this.dense ? null : function () {
-      if (!decoded) {
-        decoded = decodeInt8(vectorsB64);
+    this.b64 = null;
+    this.dense = false;
+    this.vectors = !data.dense ? null : function () {
+      if (!decoded && self.b64) {
+        decoded = decodeInt8(self.b64);
+        self.b64 = null;
         if (decoded.length !== at * dim) throw new Error("search vectors do not match the data");
       }
       return decoded;
     };
-    var self = this;
+    this.setVectors(vectorsB64);
     function rows(layer, n) {
       var out = new Int32Array(n);
       for (var i = 0; i < n; i++) out[i] = start[layer] + i;
@@ -497,6 +500,13 @@
       return {layer: "L1", id: d[0], text: d[2], title: title80(d[2]), url: d[1], score: r.score, where: d[4], category: d[3],
               confidence: r.cosine || 0, why: whyOf(r), firstByBoth: r.denseRank === 0 && r.lexicalRank === 0};
     });
+  };
+
+  /* The int8 vectors (base64), when they come after the data (the page ranks by words until then). */
+  Engine.prototype.setVectors = function (vectorsB64) {
+    if (!this.data.dense || !vectorsB64 || this.dense) return;
+    this.b64 = vectorsB64;
+    this.dense = true;
   };
 
   /* A memory's title: the start of its text (of its first passage's, for a long one; passages follow its row). */

@@ -33,16 +33,18 @@
     return chars.length > SNIPPET ? chars.slice(0, SNIPPET - 1).join("") + "…" : text;
   }
 
-  /* opts: input, status, list (an <ol>), root (site root, ending in "/"), use (folder of use.js), header
-   * (true in the theme's header box: its items also get the theme's classes), onEscape, loadScript (src ->
-   * Promise: how to load use.js when the page has not; without it the page's own <script> must have). */
+  /* opts: input, status, list (an <ol>), root (site root, ending in "/"), use (folder of use.js), vectors (URL
+   * of search-vectors.js), header (true in the theme's header box: its items also get the theme's classes),
+   * onEscape, loadScript (src -> Promise; default memwiki.js's window.MemwikiLoadScript): the vectors and use.js
+   * are loaded behind the first results, which need neither. */
   function mount(opts) {
     var input = opts.input, status = opts.status, list = opts.list, root = opts.root || "";
     var data = window.MemwikiSearchData;
     if (!data || !window.MemwikiSearch) { status.textContent = "The search index did not load."; return null; }
     var engine = new window.MemwikiSearch.Engine(data, window.MemwikiSearchVectors || null);
+    var load = opts.loadScript || window.MemwikiLoadScript;
     var base = opts.use || root + "assets/memwiki/use/";
-    var script = null, modelFailed = !engine.dense, progress = "", seq = 0, timer = null;
+    var script = null, vectors = null, modelFailed = !data.dense, progress = "", seq = 0, timer = null;
     var active = -1, shown = [], last = {query: null, mode: ""};
 
     function say(text) { status.textContent = text; }
@@ -64,7 +66,7 @@
       if (modelFailed) return Promise.resolve(null);
       if (!script) {
         progress = "loading the meaning model…";
-        var own = window.MemwikiUSE || !opts.loadScript ? Promise.resolve() : opts.loadScript(base + "use.js");
+        var own = window.MemwikiUSE || !load ? Promise.resolve() : load(base + "use.js");
         script = own.then(function () {
           if (!window.MemwikiUSE) throw new Error("use.js did not load");
           window.MemwikiUSE.load(base, loading).then(function () { progress = ""; refreshStatus(); }, failed);
@@ -72,6 +74,20 @@
         }).catch(failed);
       }
       return script;
+    }
+
+    /* The store's vectors (a script of their own, loaded after the page). */
+    function loadVectors() {
+      if (!vectors) {
+        var src = opts.vectors || root + "assets/memwiki/search/search-vectors.js";
+        var got = window.MemwikiSearchVectors || !load ? Promise.resolve() : load(src);
+        vectors = got.then(function () {
+          if (!window.MemwikiSearchVectors) throw new Error("the search vectors did not load");
+          engine.setVectors(window.MemwikiSearchVectors);
+          return true;
+        }).catch(failed);
+      }
+      return vectors;
     }
 
     function failed(err) {
@@ -83,8 +99,9 @@
 
     /* The query's vector: at once when the model is in, else as soon as the rows its words need are. */
     function vectorOf(query) {
-      return loadModel().then(function (use) {
-        if (!use) return null;
+      return Promise.all([loadModel(), loadVectors()]).then(function (both) {
+        var use = both[0];
+        if (!use || !both[1]) return null;
         var text = engine.cut(query);
         if (use.ready || !use.embedAsync) return use.ready ? use.embed(text) : use.load(base, loading).then(function () { return use.embed(text); });
         return use.embedAsync(text, base, loading);
@@ -159,7 +176,7 @@
       var query = input.value.trim(), mine = ++seq;
       if (!query) { list.textContent = ""; shown = []; last = {query: null}; refreshStatus(); return; }
       var t0 = Date.now();
-      if (ready()) {
+      if (ready() && engine.dense) {
         var qvec = engine.queryVector(query, function (t) { return window.MemwikiUSE.embed(t); });
         show(query, engine.recall(query, qvec, K), true, Date.now() - t0);
         return;
@@ -197,7 +214,7 @@
       }
     });
     if (input.form) input.form.addEventListener("submit", function (e) { e.preventDefault(); });
-    if (engine.dense) loadModel(); // the encoder starts loading as soon as the box is there
+    if (data.dense) { loadVectors(); loadModel(); } // both start loading as soon as the box is there
     else if (data.why_lexical) progress = "";
     return {engine: engine, run: run, loadModel: loadModel, hits: function () { return shown; }};
   }
@@ -215,6 +232,7 @@
       list: document.getElementById("memwiki-search-results"),
       root: box.dataset.root || "",
       use: box.dataset.use || "",
+      vectors: box.dataset.vectors || "",
     });
     if (!ui) return;
     // not "q": the theme's header box takes that one
