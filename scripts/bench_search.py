@@ -20,7 +20,8 @@ changes and when `MemwikiUSE.embed` runs, so:
   of `embedAsync(query)` resolved);
 * per query: for each further query, from its input event to the change of the list after its embed;
 * bytes: CDP's encodedDataLength summed over the page's requests (what came over the wire), the model's
-  part apart; failed requests (status >= 400 or network errors) are counted and listed;
+  part apart, counted once the whole model is in (`MemwikiUSE.ready`); failed requests (status >= 400 or
+  network errors) are counted and listed;
 * memory: the peak PSS of Chromium's processes (sampled every 0.1 s) and the page's JS heap at the end.
 
 Figures that depend on the search page's own code (search-ui.js / search-core.js: debounce, ranking,
@@ -430,6 +431,8 @@ def visit(context, url: str, queries: list[str], throttle: dict | None, timeout_
                 typed = page.evaluate(f"window.__bench.inputs.filter(x => x[0] >= {since})[0][0]")
                 out.per_query_ms.append(done[0] - typed)
                 out.embed_ms.append(done[1])
+        with contextlib.suppress(Exception):  # the bytes of the whole model, even if the queries were done first
+            page.wait_for_function("!window.MemwikiUSE || window.MemwikiUSE.ready", timeout=timeout_s * 1000)
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]} if _enable(cdp) else {}
         out.js_heap_mb = metrics.get("JSHeapUsedSize", 0) / 1e6
         with contextlib.suppress(Exception):
