@@ -202,6 +202,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 CONTACT_KINDS = frozenset({"email", "phone", "private ip", "internal host"})
+PROSE_KINDS = frozenset({"password"})  # rules over sentences, which ids and predicates write with "_"
 BEHIND = 160  # how far before a trigger a rule's match may start (a local part, a scheme, "password for X")
 AHEAD = 400  # how far after it a rule looks (a longer match is followed to its end)
 BLOCK = 4096  # a long text is asked block by block which rules' triggers it holds
@@ -262,8 +263,14 @@ class Detectors:
     addresses and internal host names (on by default); `extra`: the user's own patterns (kind "custom");
     `library`: detect-secrets' plugins too (the site scan leaves them out: they take hashes for secrets)."""
 
-    def __init__(self, contact: bool = True, extra: Iterable[re.Pattern[str]] = (), library: bool = True) -> None:
-        self.rules = [r for r in RULES if contact or r.kind not in CONTACT_KINDS]
+    def __init__(
+        self,
+        contact: bool = True,
+        extra: Iterable[re.Pattern[str]] = (),
+        library: bool = True,
+        rules: Iterable[Rule] = RULES,
+    ) -> None:
+        self.rules = [r for r in rules if contact or r.kind not in CONTACT_KINDS]
         self._patterns = [re.compile(r.pattern) for r in self.rules]
         self._triggers = [re2.compile(r.trigger) for r in self.rules]
         self._any = re2.Set.SearchSet()  # which rules' triggers occur in a text, in one pass
@@ -295,11 +302,18 @@ class Detectors:
         if not text:
             return []
         spans = self._rule_spans(text)
+        if "_" in text:  # an id or a predicate joins a sentence's words with "_": read it as the sentence too
+            spans += self._prose._rule_spans(text.replace("_", " "))
         for pattern in self.extra:
             spans += [Span(*m.span(), "custom", 999) for m in pattern.finditer(text) if m.end() > m.start()]
         if self.library:
             spans += self._library_spans(text)
         return _disjoint(spans)
+
+    @cached_property
+    def _prose(self) -> Detectors:
+        """The rules that read prose ("my password is X"), for a text whose words are joined by "_"."""
+        return Detectors(library=False, rules=[r for r in self.rules if r.kind in PROSE_KINDS])
 
     def _rule_spans(self, text: str) -> list[Span]:
         """Each rule looks only near its triggers (a window around each), and only in the blocks of `text` where
