@@ -27,6 +27,8 @@ from memory.tokens import coverage
 log = logging.getLogger(__name__)
 LAYERS = ("L1", "L2", "L4", "files")
 TEXT_CACHE_MAX = 20000  # vectors of small-layer texts kept between recalls
+SESSION_LIMIT = 10  # sessions the session search is asked for (at least k), their best turns ranked
+RANKED_CHARS = 2000  # of a session turn or a wiki page: what it is ranked by
 
 
 class L2Index(Protocol):
@@ -343,10 +345,10 @@ class Recaller:
         """Session turns: the best turns of the sessions the session search finds, ranked by their texts."""
         turns = [
             (h, message_id, text)
-            for h in self.sessions(query, max(k, 10))
+            for h in self.sessions(query, max(k, SESSION_LIMIT))
             for message_id, text in zip(h.message_ids, h.texts, strict=False)
         ]
-        texts = [_turn_text(text) for _, _, text in turns]
+        texts = [turn_text(text) for _, _, text in turns]
         ranked = self._rank_texts(query, qv, texts)[:k]
         hits = []
         for r in ranked:
@@ -364,7 +366,7 @@ class Recaller:
 
     def _recall_files(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
         pages = list(self.wiki_pages())
-        texts = [_page_text(p) for p in pages]
+        texts = [page_text(p) for p in pages]
         ranked = self._rank_texts(query, qv, texts)[:k]
         hits = []
         for r in ranked:
@@ -374,16 +376,17 @@ class Recaller:
         return hits
 
 
-def _turn_text(text: str, limit: int = 2000) -> str:
-    """What a session turn is ranked by: the start of its text."""
-    return text[:limit].strip()
+def turn_text(text: str, limit: int = RANKED_CHARS) -> str:
+    """What a session turn is ranked by: the start of its text (at most what the embedder reads well)."""
+    return cut_to_bytes(text[:limit].strip(), MAX_EMBED_BYTES)
 
 
-def _page_text(page: WikiPage, limit: int = 2000) -> str:
-    """What a wiki page is ranked by: its title, aliases and the start of its body (Markdown marks dropped)."""
+def page_text(page: WikiPage, limit: int = RANKED_CHARS) -> str:
+    """What a wiki page is ranked by: its title, aliases and the start of its body (Markdown marks dropped; at
+    most what the embedder reads well)."""
     body = re.sub(r"[#*_`>\[\]|]+", " ", page.body)
     head = " / ".join((page.title, *page.aliases))
-    return f"{head}\n{body}"[:limit].strip()
+    return cut_to_bytes(f"{head}\n{body}"[:limit].strip(), MAX_EMBED_BYTES)
 
 
 def _l2_hit(m: Memory, r: _Ranked) -> Hit:

@@ -87,6 +87,9 @@ class MemwikiConfig(base.Config):
     graph_max_nodes = c.Type(int, default=300)
 
 
+SEARCH_THEME = Path(__file__).resolve().parent / "assets" / "search" / "theme"  # the header's search box
+
+
 def _option_path(value: str | None, base_dir: Path) -> str | None:
     """A path option relative to mkdocs.yml's folder ("auto" and empty as they are)."""
     if not value or value == "auto":
@@ -145,7 +148,17 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         for name, where in ((CSS, config.extra_css), (JS, config.extra_javascript)):
             if name not in [str(x) for x in where]:
                 where.append(name)
+        self._one_search_box(config)
         return config
+
+    @staticmethod
+    def _one_search_box(config: MkDocsConfig) -> None:
+        """With Material, the header's search box is memwiki's (every layer, by meaning): the theme's partial
+        without its lunr search goes in front of the theme's own files (after a site's own custom_dir)."""
+        dirs = config.theme.dirs
+        if config.theme.name != "material" or any(Path(d).resolve() == SEARCH_THEME for d in dirs):
+            return
+        dirs.insert(1 if config.theme.custom_dir else 0, str(SEARCH_THEME))
 
     def _base_dir(self, config: MkDocsConfig) -> Path:
         return Path(config.config_file_path).resolve().parent if config.config_file_path else Path.cwd()

@@ -598,9 +598,29 @@ class PrivacyFilter:
         for hit in self.source.search_sessions(query, limit):
             if hit.session.id in hidden:
                 continue
-            snippets = tuple(s for s in hit.snippets if not (self.rules.public and self.rules.private_text(s)))
-            hits.append(self._record(replace(hit, snippets=snippets)))
+            hits.append(self._record(self._shown_turns(hit)))
         return hits
+
+    def _shown_turns(self, hit: SessionHit) -> SessionHit:
+        """The hit without the turns a private marker withholds (their id, snippet and text go together)."""
+        if not self.rules.public:
+            return hit
+        n = max(len(hit.snippets), len(hit.texts))
+
+        def part(values: tuple[str, ...], i: int) -> str:
+            return values[i] if i < len(values) else ""
+
+        keep = [
+            i
+            for i in range(n)
+            if not (self.rules.private_text(part(hit.snippets, i)) or self.rules.private_text(part(hit.texts, i)))
+        ]
+        return replace(
+            hit,
+            snippets=tuple(hit.snippets[i] for i in keep if i < len(hit.snippets)),
+            texts=tuple(hit.texts[i] for i in keep if i < len(hit.texts)),
+            message_ids=tuple(hit.message_ids[i] for i in keep if i < len(hit.message_ids)),
+        )
 
     def wiki_pages(self) -> Sequence[WikiPage]:
         public = self.rules.public

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memory.snapshot import Memory, Triple
+from memory.source_recall import recaller_for
 from memory.store import Store
 from plugins.builders import build_all
 from plugins.pages import BuildContext
@@ -168,3 +169,19 @@ def test_review_findings_stay_fixed(tmp_path: Path) -> None:
 
     with pytest.raises(MemwikiError, match="privacy.profile"):
         PrivacyRules.from_options({"profile": "private"}, "public")
+
+
+def test_session_search_through_the_gate_keeps_no_withheld_turn(tmp_path: Path) -> None:
+    """A turn withheld by its marker is not in a search hit: not its snippet, text or id (recall reads all three)."""
+    with Store.init(tmp_path / "s") as store:
+        store.sessions.add_session("s1", title="lab chat")
+        shown = store.sessions.add_message("s1", "user", "The lab printer on floor 3 jams every morning.")
+        hidden = store.sessions.add_message("s1", "user", "[private] The lab printer's admin PIN is under the tray.")
+        raw = store.reader().search_sessions("lab printer", 5)
+        assert {hidden, shown} <= set(raw[0].message_ids)  # the control: both turns match
+        hits = PrivacyFilter(store.reader(), PrivacyRules()).search_sessions("lab printer", 5)
+        assert [h.message_ids for h in hits] == [(shown,)]
+        assert not any("admin PIN" in t for h in hits for t in (*h.texts, *h.snippets))
+        gate = PrivacyFilter(store.reader(), PrivacyRules())
+        recalled = [h for h in recaller_for(gate).recall("lab printer", k=5, all_layers=True) if h.layer == "L4"]
+        assert recalled and all("admin PIN" not in h.text and not h.id.endswith(f"#{hidden}") for h in recalled)

@@ -33,7 +33,6 @@ def served_config(tmp: Path, store: Path) -> Path:
     text = text.replace("store: .cache/demo-store", f"store: {store}").replace("      demo_src: demo\n", "")
     text = text.replace("cache_dir: .cache/memwiki", f"cache_dir: {tmp / 'cache'}")
     text = text.replace("docs_dir: site_src", f"docs_dir: {ROOT / 'site_src'}")
-    text = text.replace("custom_dir: plugins", f"custom_dir: {ROOT / 'plugins'}")
     text = text.replace("site_dir: site", f"site_dir: {tmp / 'site'}")
     (tmp / "cache").mkdir()
     shared = ROOT / ".cache" / "memwiki" / "use"  # the browser embedder's export, shared by the tests

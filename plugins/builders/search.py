@@ -29,7 +29,7 @@ from memory.embedders import USE_NAME
 from memory.graph_pages import ENTITY_PREFIX, recall_pages
 from memory.lexical import POSTINGS_BUDGET
 from memory.passages import MAX_EMBED_BYTES, is_long, passage_id, split
-from memory.recall import LAYERS, RecallConfig, _page_text, _turn_text
+from memory.recall import LAYERS, SESSION_LIMIT, RecallConfig, page_text, turn_text
 from memory.semantic import index_text
 from memory.sessions import SNIPPETS_PER_SESSION
 from memory.snapshot import Memory
@@ -51,7 +51,6 @@ _HERE = Path(__file__).resolve().parent.parent / "assets"
 STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of plugins/assets/search/
 VECTOR_BATCH = 1000
 VECTOR_CACHE = "search-vectors.marshal"  # in cache_dir: int8 vectors of embedded texts, by text
-SESSION_LIMIT = 10  # recall asks the session search for max(k, 10) sessions (memory.recall._recall_sessions)
 FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
 MemoryUrl = Callable[[Memory], str]
@@ -191,7 +190,7 @@ class _Layers:
         turns = []
         for i, x in enumerate(s.sessions):
             for n, msg in enumerate(s.messages.get(x.id, ()), 1):
-                text = _turn_text(msg.content)
+                text = turn_text(msg.content)
                 full = len(fts_text(msg.content).split()) if len(msg.content) > len(text) else 0
                 turns.append((_message_order(msg.id), [i, msg.id, message_anchor(n), text, full]))
         turns.sort(key=lambda t: t[0])
@@ -207,7 +206,7 @@ class _Layers:
             concept = s.index.for_entity(page.path[len(ENTITY_PREFIX) :]) if entity else None
             uri = concept.src_uri if concept is not None else wiki_uri.get(page.path, "")
             url = page_url(uri, self.du) if uri else ""
-            rows.append([page.path, page.title, url, _page_text(page), "entity" if entity else "wiki"])
+            rows.append([page.path, page.title, url, page_text(page), "entity" if entity else "wiki"])
         return rows
 
     def vectors(self, ctx: BuildContext, dim: int, embedder: str) -> np.ndarray | None:
