@@ -17,7 +17,7 @@ class GatedSource(MemorySource, Protocol):
 
     @property
     def profile(self) -> str:
-        """"public" or "private" (see plugins.privacy)."""
+        """The profile, "public" or "private" (see plugins.privacy)."""
         ...
 
     def withheld(self) -> dict[str, dict[str, int]]:
