@@ -66,14 +66,16 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def load_zh(data: Path) -> Dataset | None:
+def load_zh(data: Path, questions: Path | None = None) -> Dataset | None:
+    """zh_recall_dev: its memories, asked its own questions or those of `questions` ({"id", "query"} lines)."""
     path = data / "zh_recall_dev.jsonl"
     if not path.is_file():
         return None
     rows = _jsonl(path)
     memories = [Memory(id=str(r["id"]), text=r["memory"]) for r in rows]
-    cases = [Case(str(r["id"]), r["query"], {str(r["id"])}) for r in rows]
-    return Dataset("zh_recall", [Corpus(memories, cases)])
+    asked = _jsonl(questions) if questions else rows
+    cases = [Case(str(r["id"]), r["query"], {str(r["id"])}) for r in asked]
+    return Dataset(f"zh_recall ({questions.stem})" if questions else "zh_recall", [Corpus(memories, cases)])
 
 
 def load_madial(data: Path) -> Dataset | None:
@@ -258,9 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
     parser.add_argument("--only", default="zh,madial,locomo", help="comma-separated data sets to run")
     parser.add_argument("--calibrate", action="store_true", help="also print the early-stop calibration")
+    parser.add_argument("--zh-questions", type=Path, help="ask zh_recall's memories these questions (scripts/heldout)")
     parser.add_argument("--config", default="{}", help="JSON overrides of RecallConfig: '{\"peak_weighting\": false}'")
     args = parser.parse_args(argv)
-    loaders = {"zh": load_zh, "madial": load_madial, "locomo": load_locomo}
+    loaders = {"zh": lambda d: load_zh(d, args.zh_questions), "madial": load_madial, "locomo": load_locomo}
     datasets = [ds for name in args.only.split(",") if (ds := loaders[name.strip()](args.data)) is not None]
     if not datasets:
         print(f"no benchmark data found in {args.data}", file=sys.stderr)
