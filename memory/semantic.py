@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.config import DEFAULT_MAX_INPUT_BYTES
+from memory.config import DEFAULT_MAX_INPUT_BYTES, EMBEDDED_COLLECTION
 from memory.embedders import Embedder
 from memory.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError, MemwikiError
 from memory.lexical import POSTINGS_BUDGET, LexicalIndex
@@ -28,7 +28,7 @@ from memory.passages import MAX_EMBED_BYTES, PASSAGE_KEY, Span, cut_to_bytes, is
 from memory.recovery import open_local, probe_collections
 from memory.snapshot import CATEGORIES, Memory, ScoredMemory
 
-COLLECTION = "memories"
+COLLECTION = EMBEDDED_COLLECTION  # a store on a Chroma server has a collection of its own (store.json chroma)
 # Long memories (memory.passages): their passages are records `<memory id>#p<n>` of the collection
 # "<COLLECTION>-passages" (text = the passage, metadata = memory_id, passage, start, end), each with its own vector;
 # the memory's own record keeps its whole text, its vector is the passages' mean, and its metadata says
