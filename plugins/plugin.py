@@ -199,13 +199,13 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
                 )
             cache = Path(options["cache_dir"]) if self.config.page_cache else None
             source: MemorySource = PrivacyFilter(make_source(options, base_dir), rules, base_dir, load_key(), cache)
+            if self.config.page_cache:
+                source = CachedSource(source, Path(options["cache_dir"]) / LAYERS)
+            options["use_directory_urls"] = config.use_directory_urls
+            ctx = BuildContext(source, options)
+            s = site(ctx)  # reads the layers: a store that cannot be read (a Chroma server down) is one line
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
-        if self.config.page_cache:
-            source = CachedSource(source, Path(options["cache_dir"]) / LAYERS)
-        options["use_directory_urls"] = config.use_directory_urls
-        ctx = BuildContext(source, options)
-        s = site(ctx)
         du = config.use_directory_urls
 
         def entity_url(entity_id: str) -> str:
