@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import sqlite3
 import sys
@@ -14,6 +13,7 @@ from typing import Any
 
 from memory.config import resolve_store_path
 from memory.errors import DamagedStoreError, InputFormatError, MemwikiError
+from memory.jsonable import jsonable
 from memory.jsonl import iter_jsonl
 from memory.limits import check_line_sizes
 from memory.source_stats import source_stats
@@ -119,20 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "to_json"):
-        return value.to_json()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
-
-
 def _print_json(value: Any) -> None:
-    print(json.dumps(_jsonable(value), ensure_ascii=False))
+    print(json.dumps(jsonable(value), ensure_ascii=False))
 
 
 def _print_hits(hits: Sequence[Any]) -> None:

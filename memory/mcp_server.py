@@ -17,7 +17,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -29,7 +29,8 @@ from memory.categories import category_of
 from memory.context import render_context
 from memory.errors import MemwikiError
 from memory.graph import entity_id, select_facts
-from memory.recall import Hit, Recaller
+from memory.jsonable import jsonable
+from memory.recall import Recaller
 from memory.snapshot import CATEGORIES, Memory, MemorySource
 from memory.source_stats import source_stats
 from memory.store_thread import StoreThread
@@ -61,19 +62,6 @@ class Served:
                 raise ToolError(str(exc)) from None
 
         return await self.thread.acall(guarded)
-
-
-def _plain(value: Any) -> Any:
-    """A record as JSON-able data (dataclasses, tuples and Hits included)."""
-    if isinstance(value, Hit):
-        return value.to_json()
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in asdict(value).items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
 
 
 def _hermes_result(body: dict[str, Any]) -> CallToolResult:
@@ -126,7 +114,7 @@ def build_server(served: Served, writable: bool | None = None) -> MCPServer:
         direction: Literal["outgoing", "incoming", "both"] = "both",
     ) -> dict[str, Any]:
         facts = await served.run(lambda: _graph(served).query_entity(entity, as_of=as_of, direction=direction))
-        return {"entity": entity, "as_of": as_of, "facts": _plain(facts)}
+        return {"entity": entity, "as_of": as_of, "facts": jsonable(facts)}
 
     @server.tool(description="Every fact about an entity (or all facts), current and ended, in time order.")
     async def memwiki_kg_timeline(
@@ -135,13 +123,13 @@ def build_server(served: Served, writable: bool | None = None) -> MCPServer:
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> dict[str, Any]:
         facts = await served.run(lambda: _graph(served).timeline(entity))
-        return {"entity": entity, "total": len(facts), "facts": _plain(facts[offset : offset + limit])}
+        return {"entity": entity, "total": len(facts), "facts": jsonable(facts[offset : offset + limit])}
 
     @server.tool(description="Search past sessions by words (Chinese included); best sessions with their snippets.")
     async def memwiki_session_search(query: Query, limit: Annotated[int, Field(ge=1, le=50)] = 10) -> dict[str, Any]:
         hits = await served.run(lambda: served.source.search_sessions(query, limit))
         sessions = [
-            {"session": _plain(h.session), "score": h.score, "snippets": list(h.snippets), "ids": list(h.message_ids)}
+            {"session": jsonable(h.session), "score": h.score, "snippets": list(h.snippets), "ids": list(h.message_ids)}
             for h in hits
         ]
         return {"query": query, "sessions": sessions}
@@ -158,7 +146,7 @@ def build_server(served: Served, writable: bool | None = None) -> MCPServer:
     @server.tool(description="Counts per layer.")
     async def memwiki_stats() -> dict[str, Any]:
         stats = served.store.stats if served.store is not None else lambda: source_stats(served.source)
-        return _plain(await served.run(stats))
+        return jsonable(await served.run(stats))
 
     if served.store is not None if writable is None else writable:
         _writing_tools(server, served)
