@@ -20,11 +20,9 @@ runs on the provider's one `StoreThread`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +30,7 @@ import yaml
 from agent.memory_provider import MemoryProvider
 
 from memory.errors import DuplicateEntryError, MemwikiError
-from memory.mcp_server import Served, build_server, tool_schemas
+from memory.mcp_server import Served, build_server, run_to_end, tool_schemas
 from memory.recall import Hit
 from memory.store import Store
 from memory.store_thread import StoreThread
@@ -84,12 +82,6 @@ def recall_block(hits: list[Hit]) -> str:
 def worth_recalling(query: str) -> bool:
     """A prompt with at least one informative word (`hi`, `ok`, `？？？` have none worth a lookup)."""
     return len(query.strip()) >= 3 and bool(tokens(query))
-
-
-def _in_fresh_loop(coro: Any) -> Any:  # noqa: ANN401
-    """Run a coroutine to its end from sync code, whatever event loop the calling thread may be running."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 class MemwikiProvider(MemoryProvider):
@@ -259,7 +251,7 @@ class MemwikiProvider(MemoryProvider):
         if tool_name not in TOOLS:
             return json.dumps({"error": f"memwiki has no tool {tool_name!r}"})
         try:
-            result = _in_fresh_loop(self._server.call_tool(tool_name, dict(args or {})))
+            result = run_to_end(self._server.call_tool(tool_name, dict(args or {})))
         except Exception as exc:  # the SDK's ToolError (bad arguments, a memwiki error) and anything it wraps
             return json.dumps({"error": str(exc)}, ensure_ascii=False)
         if result.is_error:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -153,10 +154,16 @@ def build_server(served: Served, writable: bool | None = None) -> MCPServer:
     return server
 
 
+def run_to_end(coro: Any) -> Any:  # noqa: ANN401
+    """Run a coroutine to its end from sync code, whatever event loop the calling thread may be running."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def tool_schemas(names: Sequence[str]) -> list[dict[str, Any]]:
     """The named tools' OpenAI-style function schemas (name, description, parameters), as the MCP server
     declares them: one definition of each tool for every agent host."""
-    tools = asyncio.run(build_server(Served(None, None), writable=True).list_tools())  # type: ignore[arg-type]
+    tools = run_to_end(build_server(Served(None, None), writable=True).list_tools())  # type: ignore[arg-type]
     by_name = {t.name: t for t in tools}
     return [{"name": n, "description": by_name[n].description, "parameters": by_name[n].input_schema} for n in names]
 
