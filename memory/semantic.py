@@ -27,6 +27,7 @@ from memory.limits import check_line_sizes, check_text_size
 from memory.passages import MAX_EMBED_BYTES, PASSAGE_KEY, Span, cut_to_bytes, is_long, passage_id, split, utf8_size
 from memory.recovery import open_local, probe_collections
 from memory.snapshot import CATEGORIES, Memory, ScoredMemory
+from memory.textio import file_lock
 
 COLLECTION = EMBEDDED_COLLECTION  # a store on a Chroma server has a collection of its own (store.json chroma)
 # Long memories (memory.passages): their passages are records `<memory id>#p<n>` of the collection
@@ -42,6 +43,8 @@ HNSW_EF_SEARCH = 256
 HNSW_EF_CONSTRUCTION = 100
 WRITE_BATCH = 1024  # memories per Chroma write during an import (bigger writes are cheaper per memory)
 WRITE_BYTES = 8_000_000  # ... and characters of text (a file of long memories is written a few at a time)
+WRITE_LOCK = ".writes.lock"  # in the L2 folder: one process writes at a time (`SemanticMemory._writing`)
+WRITE_LOCK_TIMEOUT = 120.0  # seconds another process's write may take before a write gives up, saying so
 _FIELDS = tuple(f.name for f in fields(Memory) if f.name not in ("id", "text", "meta"))
 Split = dict[str, tuple[list[Span], np.ndarray]]  # long memory id -> its passages and their vectors
 
@@ -233,9 +236,15 @@ class SemanticMemory:
         ids = list(ids)
         if not ids:
             return
-        self._drop_passages(ids)
-        self._col.delete(ids=ids)
-        self.lexical.delete(ids)
+        with self._writing():
+            self._drop_passages(ids)
+            self._col.delete(ids=ids)
+            self.lexical.delete(ids)
+
+    def _writing(self) -> Any:  # noqa: ANN401 - a context manager
+        """One writer at a time across processes (an MCP server, a hermes provider, the CLI on one store): the
+        collection's write and the lexical index's are made together, never interleaved with another's."""
+        return file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT)
 
     def _vectors_for(self, memories: list[Memory], vectors: np.ndarray | None) -> np.ndarray:
         if vectors is None:
@@ -252,7 +261,10 @@ class SemanticMemory:
     def _write(self, memories: list[Memory], vectors: np.ndarray, split_: Split | None = None) -> None:
         """Write memories with their vectors, and the passages of the long ones (`split_`); the passages first:
         a write cut short leaves passages that `get` does not find, never a long memory without them."""
-        split_ = split_ or {}
+        with self._writing():
+            self._write_unlocked(memories, vectors, split_ or {})
+
+    def _write_unlocked(self, memories: list[Memory], vectors: np.ndarray, split_: Split) -> None:
         step = max(1, min(5000, self.client.get_max_batch_size()))
         self._drop_passages([m.id for m in memories])
         rows = [(m, span, v) for m in memories if m.id in split_ for span, v in zip(*split_[m.id], strict=True)]

@@ -13,13 +13,18 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession
 from test_mcp import call, session_with
 from test_site import build_site
 
+from memory import semantic
+from memory.errors import StoreLockedError
+from memory.snapshot import Memory
 from memory.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,3 +97,48 @@ def test_two_writers_and_a_build_lose_nothing(tmp_path: Path) -> None:
         for n in range(N):
             assert any(f"writer A task {n:02d}" in t for t in kept), n
             assert any(f"writer B task {n:02d}" in t for t in kept), n
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from memory.semantic import WRITE_LOCK
+    from memory.textio import file_lock
+
+    with file_lock(Path(sys.argv[1]) / WRITE_LOCK):  # another process in the middle of its write
+        print("holding", flush=True)
+        time.sleep(float(sys.argv[2]))
+    """
+)
+
+
+def hold(folder: Path, seconds: float) -> subprocess.Popen:
+    """Another process holding L2's write lock for `seconds`."""
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder), str(seconds)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_a_write_waits_for_another_processs_write_or_says_it_is_locked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Store.init(tmp_path / "store") as store:
+        l2 = store.semantic
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(l2.path), "1.5"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        t0 = time.monotonic()
+        l2.upsert([Memory("m-1", "The lab printer on floor 3 jams every morning.")])
+        assert time.monotonic() - t0 >= 0.5 and holder.wait(timeout=30) == 0  # it waited for the other write
+        assert [m.id for m in l2.get(["m-1"])] == ["m-1"]
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(l2.path), "5"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        monkeypatch.setattr(semantic, "WRITE_LOCK_TIMEOUT", 0.3)
+        with pytest.raises(StoreLockedError, match="locked by another process"):
+            l2.delete(["m-1"])
+        assert [m.id for m in l2.get(["m-1"])] == ["m-1"]  # nothing half-done
+        holder.wait(timeout=30)
