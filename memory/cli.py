@@ -396,10 +396,6 @@ def _kg(args: argparse.Namespace, graph) -> None:  # noqa: ANN001
         _print_facts(args, graph.query_entity(args.entity, as_of=args.as_of, include_ended=args.history))
 
 
-def _began(triple: Any) -> str:  # noqa: ANN401 - a Triple
-    return triple.valid_from
-
-
 def _print_facts(args: argparse.Namespace, triples: Sequence[Any]) -> None:
     if args.json:
         _print_json(triples)
@@ -446,7 +442,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def _run_on_sources(args: argparse.Namespace) -> int:
     """Read-only commands over a hermes home and/or a MemPalace palace, read in place."""
-    from memory.graph import select_facts
+    from memory.graph import select_facts, select_timeline
     from memory.readers.locate import open_sources
     from memory.source_recall import recaller_for
 
@@ -463,7 +459,7 @@ def _run_on_sources(args: argparse.Namespace) -> int:
     elif args.command == "session":
         _session_search(args, source.search_sessions)
     elif args.command == "kg" and args.kg_command == "timeline":
-        _print_facts(args, sorted(select_facts(source.triples(), args.entity, include_ended=True), key=_began))
+        _print_facts(args, select_timeline(source.triples(), args.entity))
     elif args.command == "kg":
         _print_facts(args, select_facts(source.triples(), args.entity, args.as_of, args.history))
     elif args.command == "stats":

@@ -103,6 +103,12 @@ def select_facts(
     return [t for t in triples if eid in (t.subject, t.object) and holds(t)]
 
 
+def select_timeline(triples: Iterable[Triple], name: str | None = None) -> list[Triple]:
+    """`KnowledgeGraph.timeline` over records already read: every fact (about `name`), in order of valid_from."""
+    facts = list(triples) if name is None else select_facts(triples, name, include_ended=True)
+    return sorted(facts, key=lambda t: t.valid_from)
+
+
 class KnowledgeGraph:
     """L3 over one SQLite file in MemPalace's schema. `KnowledgeGraph(path)` is read-write (creates the schema);
     `KnowledgeGraph.open_readonly(path)` never writes anything."""

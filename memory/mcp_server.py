@@ -29,7 +29,7 @@ from pydantic import Field
 from memory.categories import category_of
 from memory.context import render_context
 from memory.errors import MemwikiError
-from memory.graph import entity_id, select_facts
+from memory.graph import entity_id, select_facts, select_timeline
 from memory.jsonable import jsonable
 from memory.recall import Recaller
 from memory.snapshot import CATEGORIES, Memory, MemorySource
@@ -189,10 +189,7 @@ class _SourceGraph:
         return [t for t in facts if t.object == eid] if direction == "incoming" else facts
 
     def timeline(self, entity: str | None = None) -> list[Any]:
-        facts = (
-            self.source.triples() if entity is None else select_facts(self.source.triples(), entity, include_ended=True)
-        )
-        return sorted(facts, key=lambda t: t.valid_from)
+        return select_timeline(self.source.triples(), entity)
 
 
 def long_memory(text: str, memory_id: str | None = None, category: str | None = None) -> Memory:

@@ -81,3 +81,13 @@ def test_environment_variables_name_the_sources_when_there_is_no_store(
     monkeypatch.delenv("HERMES_HOME")
     code, _, err = run(capsys, "context")
     assert code == 2 and "not a memwiki store" in err
+
+
+def test_kg_timeline_over_a_palace_shows_the_ended_fact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fixtures = copy_fixtures(tmp_path)
+    before = checksums(fixtures)
+    code, out, _ = run(capsys, "--palace", str(fixtures / "mempalace_palace"), "kg", "timeline", "tidepool", "--json")
+    facts = json.loads(out)
+    assert code == 0 and [f["valid_from"] for f in facts] == sorted(f["valid_from"] for f in facts)
+    assert any(f["object"] == "timescaledb_2.13" and f["valid_to"] == "2025-07-01" for f in facts)  # ended, kept
+    assert checksums(fixtures) == before
