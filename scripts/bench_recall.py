@@ -2,11 +2,11 @@
 
 Both runs go through the real code path: each corpus is imported into a real SemanticMemory (Chroma in a
 temporary folder, default embedder); the baseline is `SemanticMemory.search` on the embedded query, ours
-is `Recaller.recall` over that L2 (peak-weighted z fusion of dense and lexical, `memory.recall.fuse`).
+is `Recaller.recall` over that L2 (peak-weighted z fusion of dense and lexical, `memwiki.recall.fuse`).
 
 Data sets (formats of ../shared/bench, see its README):
 - zh_recall_dev.jsonl: corpus = every memory, query = the paraphrased question, gold = its own memory.
-- madial_zh: corpus = memory.jsonl, query = the dialogue turns before the first test turn (the point where
+- madial_zh: corpus = memwiki.jsonl, query = the dialogue turns before the first test turn (the point where
   the assistant should recall), gold = the relevant ids present in the corpus.
 - locomo_dev.json: corpus = the turns of each conversation ("Speaker: text", plus the caption of a shared
   photo; the previous turn of the session as meta["context"], indexed with it), query = each question of
@@ -32,11 +32,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory.embedders import USEEmbedder  # noqa: E402
-from memory.recall import RecallConfig, Recaller  # noqa: E402
-from memory.semantic import SemanticMemory  # noqa: E402
-from memory.snapshot import Memory  # noqa: E402
-from memory.tokens import coverage  # noqa: E402
+from memwiki.embedders import USEEmbedder  # noqa: E402
+from memwiki.recall import RecallConfig, Recaller  # noqa: E402
+from memwiki.semantic import SemanticMemory  # noqa: E402
+from memwiki.source import Memory  # noqa: E402
+from memwiki.tokens import coverage  # noqa: E402
 
 K_EVAL = 10
 
@@ -80,10 +80,10 @@ def load_zh(data: Path, questions: Path | None = None) -> Dataset | None:
 
 def load_madial(data: Path) -> Dataset | None:
     folder = data / "madial_zh"
-    if not (folder / "memory.jsonl").is_file():
+    if not (folder / "memwiki.jsonl").is_file():
         return None
     memories = []
-    for row in _jsonl(folder / "memory.jsonl"):
+    for row in _jsonl(folder / "memwiki.jsonl"):
         for key, m in row.items():
             meta = {k: m[k] for k in ("time", "scene", "emotion") if k in m}
             memories.append(

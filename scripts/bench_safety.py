@@ -25,11 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory.demo import build_demo_store  # noqa: E402
-from memory.readers.locate import open_sources  # noqa: E402
-from memory.store import Store  # noqa: E402
-from plugins.detectors import Detectors  # noqa: E402
-from plugins.privacy import strings  # noqa: E402
+from memwiki.demo import build_demo_store  # noqa: E402
+from memwiki.readers.locate import open_sources  # noqa: E402
+from memwiki.site.detectors import Detectors  # noqa: E402
+from memwiki.site.privacy import strings  # noqa: E402
+from memwiki.store import Store  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_store import peak_rss_mb, synthetic_texts  # noqa: E402
 
-from memory.embedders import USE_NAME, USEEmbedder  # noqa: E402
+from memwiki.embedders import USE_NAME, USEEmbedder  # noqa: E402
 
 CHROMA = Path(sys.executable).with_name("chroma")
 DIM = 512
@@ -79,8 +79,8 @@ class ReusedVectors:
 
 
 def worker(args: argparse.Namespace) -> int:
-    from memory.recall import Recaller
-    from memory.semantic import SemanticMemory
+    from memwiki.recall import Recaller
+    from memwiki.semantic import SemanticMemory
 
     tmp = Path(args.tmp)
     pool = json.loads((tmp / "pool.json").read_text(encoding="utf-8"))

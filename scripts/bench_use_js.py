@@ -1,4 +1,4 @@
-"""Benchmark the browser embedder (use.js under node) against Python's (memory.embedders.USEEmbedder).
+"""Benchmark the browser embedder (use.js under node) against Python's (memwiki.embedders.USEEmbedder).
 
 Prints per-query embedding time (median over --runs, model already loaded) for both, the JS load time,
 the model's files (bytes on disk; over http: raw, gzip -9 and brotli 11 of exactly what a browser
@@ -32,8 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memory.embedders import USEEmbedder  # noqa: E402
-from plugins.use_export import export_use_assets, with_manifest  # noqa: E402
+from memwiki.embedders import USEEmbedder  # noqa: E402
+from memwiki.site.use_export import export_use_assets, with_manifest  # noqa: E402
 from tests.test_use_js import SENTENCES, random_texts  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench"
@@ -57,8 +57,8 @@ def varied_texts(n: int = 600, seed: int = 1) -> list[str]:
         for line in (BENCH / "zh_recall_dev.jsonl").read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             zh += [row["memory"], row["query"]]
-    if (BENCH / "madial_zh" / "memory.jsonl").is_file():
-        for line in (BENCH / "madial_zh" / "memory.jsonl").read_text(encoding="utf-8").splitlines():
+    if (BENCH / "madial_zh" / "memwiki.jsonl").is_file():
+        for line in (BENCH / "madial_zh" / "memwiki.jsonl").read_text(encoding="utf-8").splitlines():
             zh += [v.get("event", "") for v in json.loads(line).values() if isinstance(v, dict)]
     if (BENCH / "locomo_dev.json").is_file():
         for conv in json.loads((BENCH / "locomo_dev.json").read_text(encoding="utf-8")):
@@ -190,7 +190,9 @@ def main() -> int:
         t0 = time.perf_counter()
         files = export_use_assets(out, compact=not args.float32)
         export_s = time.perf_counter() - t0
-        (out / "use.js").write_bytes(with_manifest((ROOT / "plugins/assets/use/use.js").read_bytes(), files.manifest()))
+        (out / "use.js").write_bytes(
+            with_manifest((ROOT / "memwiki/site/assets/use/use.js").read_bytes(), files.manifest())
+        )
         js = run_node(out, QUERIES, args.runs)
         texts = varied_texts()
         js_all = np.asarray(run_node(out, texts, 1)["vectors"])

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from memory.snapshot import Memory
-from memory.store import Store
+from memwiki.source import Memory
+from memwiki.store import Store
 
 Rng = random.Random
 
@@ -239,7 +239,7 @@ def _wiki_page(store: Store, field: str, tag: str, flat: str, text: str) -> None
 def spellings(secret: str) -> set[str]:
     """The forms an output may give a secret in: as is, HTML-escaped, JSON-escaped, URL-encoded, slugged; for a
     multi-line secret, each of its lines."""
-    from plugins.concepts import slugify
+    from memwiki.site.concept_index import slugify
 
     forms = {secret, html.escape(secret), json.dumps(secret)[1:-1], quote(secret), quote(secret, safe="")}
     slug = slugify(secret)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from urllib.parse import unquote
 
-from memory.demo import build_demo_store
+from memwiki.demo import build_demo_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,8 +22,8 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from memory.snapshot import Memory
-    from memory.store import Store
+    from memwiki.source import Memory
+    from memwiki.store import Store
     store_dir, stop = Path(sys.argv[1]), Path(sys.argv[2])
     with Store.open(store_dir) as store:
         i = 0

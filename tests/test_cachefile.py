@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from plugins.cachefile import JournaledDict
+from memwiki.site.speed.cache_file import JournaledDict
 
 
 def test_a_few_changes_go_to_the_journal_and_come_back(tmp_path: Path) -> None:

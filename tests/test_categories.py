@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.categories import MAX_CLASSIFIED_CHARS, category_of, classify, is_core, parse_tag
-from memory.hot import parse_entries
-from memory.snapshot import CATEGORIES, CORE_CATEGORIES
+from memwiki.categories import MAX_CLASSIFIED_CHARS, category_of, classify, is_core, parse_tag
+from memwiki.hot import parse_entries
+from memwiki.source import CATEGORIES, CORE_CATEGORIES
 
 FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home" / "memories"
 

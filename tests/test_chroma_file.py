@@ -1,4 +1,4 @@
-"""The store read from Chroma's file (memory.readers.chroma_file) against Chroma's own client, real Chroma."""
+"""The store read from Chroma's file (memwiki.readers.chroma_file) against Chroma's own client, real Chroma."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory.snapshot import Memory
-from memory.store import Store
+from memwiki.source import Memory
+from memwiki.store import Store
 
 
 def _digest(path: Path) -> str:

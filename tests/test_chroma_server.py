@@ -29,11 +29,11 @@ from test_mcp import call, session_with
 from test_ollama import DIM, OllamaProtocol, ollama_server
 from test_site import build_site
 
-from memory.cli import main
-from memory.config import ChromaConfig, EmbedderConfig, StoreConfig
-from memory.errors import EmbedderMismatchError, MemwikiError
-from memory.snapshot import Memory
-from memory.store import Store
+from memwiki.cli import main
+from memwiki.config import ChromaConfig, EmbedderConfig, StoreConfig
+from memwiki.errors import EmbedderMismatchError, MemwikiError
+from memwiki.source import Memory
+from memwiki.store import Store
 
 CHROMA = Path(sys.executable).with_name("chroma")  # the wheel's own `chroma` command
 MODEL = "qwen3-embedding:0.6b"
@@ -305,7 +305,7 @@ def test_a_server_that_goes_down_mid_import_is_a_one_line_error_and_loses_nothin
                 one_line_error(*cli(capsys, "--store", str(root), *argv)[::2], chroma.url)
 
             mcp = subprocess.run(  # it opens the store before it speaks: it stops, saying why
-                [sys.executable, "-m", "memory.cli", "--store", str(root), "mcp"],
+                [sys.executable, "-m", "memwiki.cli", "--store", str(root), "mcp"],
                 input="",
                 capture_output=True,
                 text=True,

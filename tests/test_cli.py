@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.cli import main
+from memwiki.cli import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -170,7 +170,7 @@ def test_kg_and_session_search(store_dir: str, tmp_path: Path, capsys: pytest.Ca
 
 def test_console_script_runs_as_a_process(store_dir: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "memory.cli", "--store", store_dir, "stats", "--json"],
+        [sys.executable, "-m", "memwiki.cli", "--store", store_dir, "stats", "--json"],
         capture_output=True,
         text=True,
         timeout=120,

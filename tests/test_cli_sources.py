@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.cli import main
+from memwiki.cli import main
 from tests.fixture_copies import checksums, copy_fixtures
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from memory.context import FrozenContext, render_context
-from memory.hot import HotMemoryFile
-from memory.persona import read_persona
+from memwiki.context import FrozenContext, render_context
+from memwiki.hot import HotMemoryFile
+from memwiki.persona import read_persona
 
 HERMES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home"
 

@@ -1,4 +1,4 @@
-"""The fast page path (plugins.pageshell + plugins.searchentries) against MkDocs' own rendering.
+"""The fast page path (memwiki.site.speed.theme_frame + memwiki.site.speed.search_entries) against MkDocs' own rendering.
 
 The demo wiki is built twice with real MkDocs + Material, the page cache off: once with `fast_pages: false`
 (every generated page rendered by MkDocs, its search entries made by Material's search plugin) and once with
@@ -18,11 +18,11 @@ from urllib.parse import quote
 import pytest
 from mkdocs.structure.toc import get_toc
 
-from memory.demo import build_demo_store
-from memory.snapshot import Memory
-from memory.store import Store
-from plugins.pageshell import PageShell, probe_name
-from plugins.searchentries import EntryMaker, sections
+from memwiki.demo import build_demo_store
+from memwiki.site.speed.search_entries import EntryMaker, sections
+from memwiki.site.speed.theme_frame import PageShell, probe_name
+from memwiki.source import Memory
+from memwiki.store import Store
 from tests.hostile import payload
 from tests.test_site import ROOT, build_site
 
@@ -130,7 +130,7 @@ def test_sections_follow_materials_parser_on_hostile_and_odd_html() -> None:
 
 
 def test_shell_refuses_a_page_layout_it_does_not_know() -> None:
-    from memory.errors import MemwikiError
+    from memwiki.errors import MemwikiError
 
     with pytest.raises(MemwikiError, match="fast_pages: false"):
         PageShell.parse("<html><body><p>no markers</p></body></html>", "abc")

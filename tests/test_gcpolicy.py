@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from plugins import gcpolicy
+from memwiki.site.speed import gc_policy
 
 
 class Node:
@@ -22,15 +22,15 @@ def _cycle() -> weakref.ref[Node]:
 def test_a_new_build_collects_what_the_last_one_left_frozen() -> None:
     try:
         left = _cycle()
-        gcpolicy.freeze()  # as during a build
+        gc_policy.freeze()  # as during a build
         assert gc.get_freeze_count() > 0
         gc.collect()
         assert left() is not None  # frozen: not collected
-        gcpolicy.start()  # the next build in this process (mkdocs serve)
+        gc_policy.start()  # the next build in this process (mkdocs serve)
         assert left() is None  # collected before freezing again
         assert gc.get_freeze_count() > 0
     finally:
-        gcpolicy.thaw()
+        gc_policy.thaw()
     assert gc.get_freeze_count() == 0
     later = _cycle()
     gc.collect()
@@ -39,7 +39,7 @@ def test_a_new_build_collects_what_the_last_one_left_frozen() -> None:
 
 def test_paused_collects_nothing_inside_and_freezes_what_it_made() -> None:
     try:
-        with gcpolicy.paused():
+        with gc_policy.paused():
             assert not gc.isenabled()
             gc.collect(0)  # (an explicit call still works; the automatic ones do not run)
             inside = _cycle()
@@ -51,6 +51,6 @@ def test_paused_collects_nothing_inside_and_freezes_what_it_made() -> None:
         gc.collect()
         assert inside() is not None  # frozen with the rest of what the phase made
     finally:
-        gcpolicy.thaw()
+        gc_policy.thaw()
     gc.collect()
     assert inside() is None

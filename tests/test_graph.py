@@ -1,4 +1,4 @@
-"""memory.graph: L3 in MemPalace's schema, temporal queries, and read-only access that writes nothing."""
+"""memwiki.graph: L3 in MemPalace's schema, temporal queries, and read-only access that writes nothing."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from memory.errors import MemwikiError, SourceError, StoreLockedError
-from memory.graph import KnowledgeGraph, entity_id
-from memory.sqlitedb import connect_readonly
-from memory.times import parse_date, parse_time
+from memwiki.errors import MemwikiError, SourceError, StoreLockedError
+from memwiki.graph import KnowledgeGraph, entity_id
+from memwiki.sqlitedb import connect_readonly
+from memwiki.times import parse_date, parse_time
 
 FIXTURE_KG = (
     Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mempalace_palace" / "knowledge_graph.sqlite3"
@@ -357,7 +357,7 @@ def test_locked_graph_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_select_facts_agrees_with_query_entity_on_the_fixture(tmp_path: Path) -> None:
     """The in-memory filter used over external sources gives what the SQL query gives."""
-    from memory.graph import select_facts
+    from memwiki.graph import select_facts
 
     db = tmp_path / "kg.sqlite3"
     shutil.copy(FIXTURE_KG, db)

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from fixture_copies import copy_fixtures
 
-from memory.readers.mempalace import MemPalace
-from memory.store import Store
-from plugins.builders import graph
-from plugins.graphviz import external_refs
-from plugins.pages import BuildContext, GeneratedAsset
+from memwiki.readers.mempalace import MemPalace
+from memwiki.site.builder_io import BuildContext, GeneratedAsset
+from memwiki.site.builders import graph
+from memwiki.site.pyvis_html import external_refs
+from memwiki.store import Store
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 ATTR_RE = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"']*)["']""", re.I)

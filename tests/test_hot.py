@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.errors import (
+from memwiki.errors import (
     CapacityError,
     DuplicateEntryError,
     EntryMatchError,
@@ -18,7 +18,7 @@ from memory.errors import (
     InputFormatError,
     MemwikiError,
 )
-from memory.hot import HotMemoryFile, join_entries, parse_entries, usage_text
+from memwiki.hot import HotMemoryFile, join_entries, parse_entries, usage_text
 
 HERMES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home"
 

@@ -1,4 +1,4 @@
-"""The last build's site kept through MkDocs' clean (plugins.keptsite), on real folders."""
+"""The last build's site kept through MkDocs' clean (memwiki.site.speed.kept_site), on real folders."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mkdocs.utils import clean_directory
 
-from plugins.keptsite import KEPT, KeptSite
+from memwiki.site.speed.kept_site import KEPT, KeptSite
 
 
 def _tree(root: Path) -> dict[str, str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.lexical import LexicalIndex
+from memwiki.lexical import LexicalIndex
 
 
 @pytest.fixture()

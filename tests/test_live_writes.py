@@ -22,10 +22,10 @@ from mcp import ClientSession
 from test_mcp import call, session_with
 from test_site import build_site
 
-from memory import semantic
-from memory.errors import StoreLockedError
-from memory.snapshot import Memory
-from memory.store import Store
+from memwiki import semantic
+from memwiki.errors import StoreLockedError
+from memwiki.source import Memory
+from memwiki.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 25
@@ -33,8 +33,8 @@ N = 25
 WRITER_B = textwrap.dedent(
     """
     import sys, time
-    from memory.snapshot import Memory
-    from memory.store import Store
+    from memwiki.source import Memory
+    from memwiki.store import Store
 
     with Store.open(sys.argv[1]) as store:  # open for the whole run, as a provider or a server is
         store.embedder.warm()
@@ -103,8 +103,8 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from memory.semantic import WRITE_LOCK
-    from memory.textio import file_lock
+    from memwiki.semantic import WRITE_LOCK
+    from memwiki.textio import file_lock
 
     with file_lock(Path(sys.argv[1]) / WRITE_LOCK):  # another process in the middle of its write
         print("holding", flush=True)

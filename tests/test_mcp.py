@@ -17,8 +17,8 @@ import pytest
 from fixture_copies import checksums, copy_fixtures
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from memory.snapshot import Memory
-from memory.store import Store
+from memwiki.source import Memory
+from memwiki.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 READ_TOOLS = {
@@ -40,9 +40,9 @@ WRITE_TOOLS = {
 
 
 def session_with(argv: list[str], body: Callable[[ClientSession], Awaitable[Any]]) -> Any:  # noqa: ANN401
-    """Run `body` against `python -m memory.cli ARGV` over stdio, through the SDK's client."""
+    """Run `body` against `python -m memwiki.cli ARGV` over stdio, through the SDK's client."""
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memory.cli", *argv], env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT)
+        command=sys.executable, args=["-m", "memwiki.cli", *argv], env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT)
     )
 
     async def run() -> Any:  # noqa: ANN401

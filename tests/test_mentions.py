@@ -1,4 +1,4 @@
-"""plugins.mentions: where a concept is named in text (whole Latin words, any case, Chinese inside sentences)."""
+"""memwiki.site.mentions: where a concept is named in text (whole Latin words, any case, Chinese inside sentences)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import random
 import string
 import time
 
-from memory.snapshot import Entity, WikiPage
-from plugins.concepts import ConceptIndex, TextSource
-from plugins.mentions import MentionIndex
+from memwiki.site.concept_index import ConceptIndex, TextSource
+from memwiki.site.mentions import MentionIndex
+from memwiki.source import Entity, WikiPage
 
 
 def _index(*names: str) -> ConceptIndex:

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory.snapshot import Memory
-from memory.store import Store
-from plugins.builders import audit
-from plugins.pages import BuildContext
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.builders import audit
+from memwiki.source import Memory
+from memwiki.store import Store
 
 LOOPED = 750
 

@@ -14,12 +14,12 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 
-from memory.categories import category_of, is_core, parse_tag
-from memory.embedders import USEEmbedder
-from memory.errors import CapacityError, DuplicateEntryError, InputFormatError, MemwikiError
-from memory.hot import HotMemoryFile, join_entries
-from memory.overflow import L2Writer, SinkLog, memory_id, plan_sink, remember, sink
-from memory.snapshot import Memory
+from memwiki.categories import category_of, is_core, parse_tag
+from memwiki.embedders import USEEmbedder
+from memwiki.errors import CapacityError, DuplicateEntryError, InputFormatError, MemwikiError
+from memwiki.hot import HotMemoryFile, join_entries
+from memwiki.overflow import L2Writer, SinkLog, memory_id, plan_sink, remember, sink
+from memwiki.source import Memory
 
 HERMES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home"
 REPO = Path(__file__).resolve().parents[1]
@@ -223,7 +223,7 @@ def test_interrupted_sink_loses_nothing_and_reruns_cleanly(
         if step == "log":
             patch.setattr(SinkLog, "append", _boom)
         if step == "rewrite":
-            patch.setattr("memory.hot.atomic_write_text", _boom)
+            patch.setattr("memwiki.hot.atomic_write_text", _boom)
         with pytest.raises((OSError, MemwikiError)) as err:
             sink(hot, l2, log)
         if step == "verify":
@@ -242,7 +242,7 @@ CRASHER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
-    import memory.overflow as overflow
+    import memwiki.overflow as overflow
     from test_overflow import ChromaL2
     root, step = Path(sys.argv[2]), sys.argv[3]
     l2 = ChromaL2(root / "l2")
@@ -279,7 +279,7 @@ def test_a_killed_process_loses_nothing(tmp_path: Path, home: tuple[HotMemoryFil
 
 def test_sink_log_torn_line_and_bad_line(tmp_path: Path) -> None:
     log = SinkLog(tmp_path / "sinks.jsonl")
-    from memory.snapshot import SinkRecord
+    from memwiki.source import SinkRecord
 
     rec = SinkRecord("hot-memory-1", "memory", "t", "network", "2026-01-01T00:00:00Z", "why")
     assert log.append([rec]) == [rec] and log.append([rec]) == []
@@ -296,8 +296,8 @@ def test_sink_log_torn_line_and_bad_line(tmp_path: Path) -> None:
 
 
 def test_the_store_semantic_memory_is_an_l2_writer(tmp_path: Path, home: tuple[HotMemoryFile, SinkLog, list[str]]):
-    """The project's own L2 (memory.semantic) plugs in through the same protocol."""
-    from memory.semantic import SemanticMemory
+    """The project's own L2 (memwiki.semantic) plugs in through the same protocol."""
+    from memwiki.semantic import SemanticMemory
 
     hot, log, original = home
     l2 = SemanticMemory(tmp_path / "l2", USEEmbedder())
@@ -312,7 +312,7 @@ def test_the_store_semantic_memory_is_an_l2_writer(tmp_path: Path, home: tuple[H
 
 def test_the_guard_never_overrules_an_explicit_tag(tmp_path: Path) -> None:
     """A second opinion may keep an untagged entry hot, never one its writer tagged non-core."""
-    from memory.overflow import _plan
+    from memwiki.overflow import _plan
 
     entries = ["[env] dev box: Ubuntu 24.04, Python 3.11", "Address the user as Professor Li.", "x" * 60]
     always_core = lambda texts: [True] * len(texts)  # noqa: E731 - the strictest possible guard

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.snapshot import Memory
-from memory.store import Store
+from memwiki.source import Memory
+from memwiki.store import Store
 from tests.hostile import plant_tricks, trick_names
 from tests.test_site import build_site
 

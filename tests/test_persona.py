@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.errors import CapacityError, InputFormatError
-from memory.persona import PersonaTruncatedWarning, read_persona, truncate, write_persona
+from memwiki.errors import CapacityError, InputFormatError
+from memwiki.persona import PersonaTruncatedWarning, read_persona, truncate, write_persona
 
 SOUL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home" / "SOUL.md"
 

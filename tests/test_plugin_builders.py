@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memory.snapshot import Triple
-from plugins.builders.audit import conflicts, expired
-from plugins.builders.sessions import mmr, tfidf_vectors
+from memwiki.site.builders.audit import conflicts, expired
+from memwiki.site.builders.sessions import mmr, tfidf_vectors
+from memwiki.source import Triple
 
 
 def _t(s: str, p: str, o: str, start: str = "2025-01-01", end: str = "") -> Triple:
@@ -56,9 +56,9 @@ def test_mmr_picks_central_yet_diverse_turns_in_order() -> None:
 
 def test_a_session_digest_lists_only_the_facts_that_cite_that_session(tmp_path: Path) -> None:
     """`session s-1` must not claim the facts of `session s-10`."""
-    from memory.store import Store
-    from plugins.builders import sessions as session_pages
-    from plugins.pages import BuildContext
+    from memwiki.site.builder_io import BuildContext
+    from memwiki.site.builders import sessions as session_pages
+    from memwiki.store import Store
 
     with Store.init(tmp_path / "s") as store:
         store.graph.add_triple("Juniper", "uses", "Chroma", valid_from="2026-01-01", source_file="session s-1")

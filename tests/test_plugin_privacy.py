@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from memory.demo import build_demo_store
-from memory.snapshot import Memory
-from memory.store import Store
-from plugins.builders import build_all
-from plugins.detectors import REDACTED_PREFIX
-from plugins.pages import BuildContext
-from plugins.privacy import PrivacyFilter, PrivacyRules
+from memwiki.demo import build_demo_store
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.builders import build_all
+from memwiki.site.detectors import REDACTED_PREFIX
+from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+from memwiki.source import Memory
+from memwiki.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 PRIVATE = "[private] Lin Xiao's bank PIN is 4321 and her diary lives at ~/diary"
@@ -76,7 +76,7 @@ def test_unfiltered_source_shows_them(store_dir: Path, tmp_path: Path) -> None:
 
 
 def test_bad_redact_pattern_is_a_clear_error() -> None:
-    from memory.errors import MemwikiError
+    from memwiki.errors import MemwikiError
 
     with pytest.raises(MemwikiError, match="privacy.redact"):
         PrivacyRules.from_options({"redact": ["("]})

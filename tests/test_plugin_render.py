@@ -10,12 +10,12 @@ from pathlib import Path
 
 import markdown
 
-from memory.snapshot import WikiPage
-from plugins import cachefile
-from plugins.concepts import ConceptIndex, TextSource
-from plugins.rawblocks import join, split
-from plugins.render import TextRenderer, block, href, page_url
-from plugins.textcache import TextCache
+from memwiki.site.concept_index import ConceptIndex, TextSource
+from memwiki.site.render import TextRenderer, block, href, page_url
+from memwiki.site.speed import cache_file
+from memwiki.site.speed.raw_blocks import join, split
+from memwiki.site.speed.text_cache import TextCache
+from memwiki.source import WikiPage
 
 
 def _md(text: str) -> str:
@@ -92,10 +92,10 @@ def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
 def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "texts.marshal"
     key = hashlib.sha1(b"x").hexdigest()
-    cachefile.dump(path, "old", {key: {"kind": 0}})  # saved by other code
+    cache_file.dump(path, "old", {key: {"kind": 0}})  # saved by other code
     cache = TextCache(path)
     assert cache.derived("x", "kind", lambda: 1) == 1 and cache.misses == 1
-    same = cachefile.JournaledDict(path, cache.version)  # saved by the same code: reused
+    same = cache_file.JournaledDict(path, cache.version)  # saved by the same code: reused
     same.replace_all({key: {"kind": 0}})
     same.save()
     assert TextCache(path).derived("x", "kind", lambda: 1) == 0

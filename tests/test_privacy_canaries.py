@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.store import Store
-from plugins.detectors import Detectors
-from plugins.sitescan import SiteScan
+from memwiki.site.detectors import Detectors
+from memwiki.site.site_scan import SiteScan
+from memwiki.store import Store
 from tests.canaries import FIELDS, KINDS, found_in, plant
 from tests.test_site import build_site
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory.snapshot import Memory, Triple
-from memory.source_recall import recaller_for
-from memory.store import Store
-from plugins.builders import build_all
-from plugins.pages import BuildContext
-from plugins.privacy import PrivacyFilter, PrivacyRules, scrub, strings
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.builders import build_all
+from memwiki.site.privacy import PrivacyFilter, PrivacyRules, scrub, strings
+from memwiki.source import Memory, Triple
+from memwiki.source_recall import recaller_for
+from memwiki.store import Store
 
 KEY = "sk-proj-Zx81kQ2mW9pLr4Tt7Yv3Bn6Hc5Jd0Fs1"
 MAIL = "lin.xiao@example.org"
@@ -122,7 +122,7 @@ def test_profile_from_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("MEMWIKI_PROFILE", "private")
     assert PrivacyRules.from_options({}, "public").profile == "private"
     monkeypatch.setenv("MEMWIKI_PROFILE", "open")
-    from memory.errors import MemwikiError
+    from memwiki.errors import MemwikiError
 
     with pytest.raises(MemwikiError, match="profile"):
         PrivacyRules.from_options({}, "public")
@@ -165,7 +165,7 @@ def test_review_findings_stay_fixed(tmp_path: Path) -> None:
     assert gate.local("/home/linda/notes and /home/lin/site") == "/home/linda/notes and ./site"
     Tagged = make_dataclass("Tagged", [("tags", frozenset)], frozen=True)
     assert MAIL not in " ".join(strings(scrub(Tagged(frozenset({f"to {MAIL}"})), gate.clean)))
-    from memory.errors import MemwikiError
+    from memwiki.errors import MemwikiError
 
     with pytest.raises(MemwikiError, match="privacy.profile"):
         PrivacyRules.from_options({"profile": "private"}, "public")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.snapshot import Memory
-from memory.store import Store
+from memwiki.source import Memory
+from memwiki.store import Store
 from tests.test_site import build_site
 
 HOSTILE = '<img src=x onerror="alert(1)">'

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from fixture_copies import FIXTURES, checksums, copy_fixtures
 
-from memory.embedders import USEEmbedder
-from memory.errors import SourceError
-from memory.readers import CombinedSource, HermesHome, MemPalace, open_sources
-from memory.readers.locate import hermes_home_path, palace_path
-from memory.snapshot import MemorySource
-from memory.source_recall import recaller_for
+from memwiki.embedders import USEEmbedder
+from memwiki.errors import SourceError
+from memwiki.readers import CombinedSource, HermesHome, MemPalace, open_sources
+from memwiki.readers.locate import hermes_home_path, palace_path
+from memwiki.source import MemorySource
+from memwiki.source_recall import recaller_for
 
 EMBEDDER = USEEmbedder()
 
@@ -103,7 +103,7 @@ def test_open_sources_defaults_and_environment(fx: Path, tmp_path: Path, monkeyp
 
 
 def test_store_fills_the_layers_the_sources_lack(fx: Path, tmp_path: Path) -> None:
-    from memory.store import Store
+    from memwiki.store import Store
 
     store = tmp_path / "store"
     Store.init(store, embedder=EMBEDDER).close()

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fixture_copies import FIXTURES, Holder, checksums, copy_fixtures, leave_rows_in_wal, make_readonly, make_writable
 
-from memory.errors import SourceError
-from memory.readers.hermes import HermesHome
-from memory.snapshot import CATEGORIES, MemorySource
+from memwiki.errors import SourceError
+from memwiki.readers.hermes import HermesHome
+from memwiki.source import CATEGORIES, MemorySource
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from fixture_copies import FIXTURES, checksums, copy_fixtures, leave_rows_in_wal, make_readonly, make_writable
 
-from memory.embedders import USEEmbedder
-from memory.errors import EmbedderMismatchError, SourceError
-from memory.readers.mempalace import MemPalace
-from memory.snapshot import MemorySource
+from memwiki.embedders import USEEmbedder
+from memwiki.errors import EmbedderMismatchError, SourceError
+from memwiki.readers.mempalace import MemPalace
+from memwiki.source import MemorySource
 
 EMBEDDER = USEEmbedder()  # the model is loaded once per process
 

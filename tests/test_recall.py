@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from memory.embedders import USEEmbedder
-from memory.errors import MemwikiError
-from memory.recall import RecallConfig, Recaller, fuse
-from memory.semantic import SemanticMemory
-from memory.sessions import SessionHistory
-from memory.snapshot import HotEntry, HotFile, Memory, WikiPage
-from memory.vector_cache import VectorCache
+from memwiki.embedders import USEEmbedder
+from memwiki.errors import MemwikiError
+from memwiki.recall import RecallConfig, Recaller, fuse
+from memwiki.semantic import SemanticMemory
+from memwiki.sessions import SessionHistory
+from memwiki.source import HotEntry, HotFile, Memory, WikiPage
+from memwiki.vector_cache import VectorCache
 
 CORPUS = [
     ("nas", "家里的 NAS 是群晖 DS920+，地址 192.168.1.10，共享目录挂载在 /mnt/nas。"),
@@ -171,7 +171,7 @@ def test_peak_weighting_gives_a_flat_retriever_less_say() -> None:
 def test_vector_cache_reindexes_words_made_by_another_tokenizer(use: USEEmbedder, tmp_path: Path) -> None:
     import sqlite3
 
-    from memory.tokens import TOKENIZER_VERSION
+    from memwiki.tokens import TOKENIZER_VERSION
 
     source = [Memory(id=i, text=t) for i, t in CORPUS]
     VectorCache(tmp_path / "cache", use).update(source)

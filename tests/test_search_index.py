@@ -1,7 +1,7 @@
 """The site's search, run under node over the exported assets, against Python's own ranking, part by part.
 
 A small real store (Chroma + SQLite, USE vectors; hot memory, L2 with a long memory, sessions, a wiki page and
-graph facts) is exported by `plugins.builders.search.build`; node then loads exactly the files a browser would
+graph facts) is exported by `memwiki.site.builders.search.build`; node then loads exactly the files a browser would
 (search data, int8 vectors, use.js + its model, search-core.js), embeds each query with the JS port of the model
 and ranks. Each part is compared with the Python code it mirrors: tokens, FTS5 bm25, the session search, fusion
 (with every knob of `RecallConfig` changed in turn), the L2 ranking and `memwiki recall --all-layers` itself.
@@ -20,14 +20,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory.config import EmbedderConfig, StoreConfig
-from memory.embedders import USEEmbedder
-from memory.recall import RecallConfig, cut_query, fuse
-from memory.snapshot import Memory
-from memory.store import Store
-from memory.tokens import coverage, fts_text, tokens
-from plugins.builders import search
-from plugins.pages import BuildContext
+from memwiki.config import EmbedderConfig, StoreConfig
+from memwiki.embedders import USEEmbedder
+from memwiki.recall import RecallConfig, cut_query, fuse
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.builders import search
+from memwiki.source import Memory
+from memwiki.store import Store
+from memwiki.tokens import coverage, fts_text, tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "memwiki"  # the plugin's default cache: the exported model is reused across runs
@@ -382,7 +382,7 @@ def test_search_data_holds_no_planted_secret(tmp_path: Path) -> None:
     """Everything the search ships comes through the privacy gate: secrets planted in every field of every layer
     (tests/canaries.py) are in none of its files, though the layers they sit in are (the control: the private
     profile ships them)."""
-    from plugins.privacy import PrivacyFilter, PrivacyRules
+    from memwiki.site.privacy import PrivacyFilter, PrivacyRules
     from tests.canaries import found_in, plant
 
     (tmp_path / "cache").mkdir()

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory.embedders import OllamaEmbedder, USEEmbedder
-from memory.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError
-from memory.semantic import SemanticMemory
-from memory.snapshot import Memory
+from memwiki.embedders import OllamaEmbedder, USEEmbedder
+from memwiki.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError
+from memwiki.semantic import SemanticMemory
+from memwiki.source import Memory
 
 
 @pytest.fixture(scope="session")
@@ -149,7 +149,7 @@ def test_lexical_index_is_rebuilt_when_out_of_step(tmp_path: Path, use: USEEmbed
 def test_lexical_index_from_another_tokenizer_version_is_rebuilt(tmp_path: Path, use: USEEmbedder) -> None:
     import sqlite3
 
-    from memory.tokens import TOKENIZER_VERSION
+    from memwiki.tokens import TOKENIZER_VERSION
 
     l2 = SemanticMemory(tmp_path / "l2", use)
     l2.upsert(MEMORIES)

@@ -17,9 +17,9 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-from memory.snapshot import Memory
-from memory.store import Store
-from plugins.pagecache import load_manifest
+from memwiki.site.speed.html_cache import load_manifest
+from memwiki.source import Memory
+from memwiki.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 HREF = re.compile(r'<a class="mw-wikilink( mw-wanted)?" href="([^"]+)"')
@@ -74,7 +74,7 @@ class Built:
 
     @classmethod
     def of(cls, plugin: Any) -> Built:  # noqa: ANN401 - the MkDocs plugin
-        from plugins.builders import site as shared
+        from memwiki.site.builders import site as shared
 
         return cls(
             generated=dict(plugin.generated),
@@ -326,7 +326,7 @@ def _site_files(root: Path) -> dict[str, bytes]:
 def test_a_rebuild_into_the_same_site_keeps_it_and_ends_as_a_clean_build(
     demo_build: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A plain rebuild keeps the last site through MkDocs' clean (plugins.keptsite): reused pages stay in place,
+    """A plain rebuild keeps the last site through MkDocs' clean (memwiki.site.speed.kept_site): reused pages stay in place,
     and what this build did not write goes. The result is the site a build into an empty folder makes."""
     store_dir, cache, site = tmp_path / "store", tmp_path / "cache", tmp_path / "site"
     shutil.copytree(ROOT / ".cache" / "demo-store", store_dir)

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from memory.demo import build_demo_store
-from memory.recall import LAYERS, cut_query
-from memory.snapshot import Memory
-from memory.store import Store
-from plugins.builders import search
-from plugins.pages import BuildContext
-from plugins.privacy import PrivacyFilter, PrivacyRules
+from memwiki.demo import build_demo_store
+from memwiki.recall import LAYERS, cut_query
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.builders import search
+from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+from memwiki.source import Memory
+from memwiki.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench" / "zh_recall_dev.jsonl"
@@ -93,7 +93,7 @@ def cli_recall(store_dir: Path, qs: list[str], k: int = K) -> list[dict]:
     batch = store_dir.parent / "queries.jsonl"
     batch.write_text("".join(json.dumps({"id": n, "query": q}, ensure_ascii=False) + "\n" for n, q in enumerate(qs)))
     cli = shutil.which("memwiki") or sys.executable
-    head = [cli] if cli != sys.executable else [cli, "-m", "memory.cli"]
+    head = [cli] if cli != sys.executable else [cli, "-m", "memwiki.cli"]
     proc = subprocess.run(
         [*head, "--store", str(store_dir), "recall", "--all-layers", "--json", "-k", str(k), "--batch", str(batch)],
         capture_output=True,

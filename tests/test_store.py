@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from memory.config import StoreConfig
-from memory.demo import build_demo_store
-from memory.embedders import OllamaEmbedder
-from memory.errors import CapacityError, EmbedderMismatchError, MemwikiError, NotAStoreError
-from memory.store import Store
+from memwiki.config import StoreConfig
+from memwiki.demo import build_demo_store
+from memwiki.embedders import OllamaEmbedder
+from memwiki.errors import CapacityError, EmbedderMismatchError, MemwikiError, NotAStoreError
+from memwiki.store import Store
 
 
 @pytest.fixture()
@@ -149,7 +149,7 @@ def test_reader_offers_every_layer(store: Store, tmp_path: Path) -> None:
 
 def test_an_entry_the_rules_miss_but_that_reads_core_stays_hot(tmp_path: Path) -> None:
     """The rules see no core word in it; its meaning (nearest labelled examples) keeps it from sinking."""
-    from memory.categories import category_of
+    from memwiki.categories import category_of
 
     unmarked = "Address the user as Professor Li in every email."
     assert category_of(unmarked)[0] == "other", "precondition: the rules alone would sink it"

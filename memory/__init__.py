@@ -1,6 +1,0 @@
-"""memwiki's memory store: five layers (persona, hot memory, semantic memory, knowledge graph,
-session history), recall in priority order, overflow from hot memory into semantic memory."""
-
-from memory.errors import MemwikiError
-
-__all__ = ["MemwikiError"]

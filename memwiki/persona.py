@@ -1,0 +1,82 @@
+"""L0 persona: SOUL.md, capped (3,000 characters by default).
+
+Over the cap, a write is refused (CapacityError); a read warns and cuts the text as hermes-agent cuts its
+context files: keep 70% of the cap from the head and 20% from the tail, with a marker in between.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from memwiki.errors import CapacityError, InputFormatError
+from memwiki.source import Persona
+from memwiki.textio import atomic_write_text, file_lock, read_text
+from memwiki.times import mtime_iso
+
+HEAD_RATIO = 0.7
+TAIL_RATIO = 0.2
+
+
+class PersonaTruncatedWarning(UserWarning):
+    """SOUL.md is over its cap; the injected text was cut."""
+
+
+def head_tail(text: str, cap: int) -> tuple[str, str]:
+    """hermes's cut of an over-long text: its first 70% and last 20% of `cap` characters."""
+    head, tail = int(cap * HEAD_RATIO), int(cap * TAIL_RATIO)
+    return text[:head], text[-tail:] if tail else ""
+
+
+def truncate(text: str, cap: int, name: str = "SOUL.md") -> str:
+    """hermes's head/tail cut: the text unchanged if it fits, else head + marker + tail."""
+    if len(text) <= cap:
+        return text
+    head, tail = head_tail(text, cap)
+    marker = (
+        f"\n\n[...truncated {name}: kept {len(head)}+{len(tail)} of {len(text)} chars. "
+        "Use file tools to read the full file.]\n\n"
+    )
+    return head + marker + tail
+
+
+def read_persona(path: Path, cap: int) -> Persona:
+    """Read SOUL.md. Missing → an empty Persona; over the cap → a warning and the text cut hermes-style."""
+    path = Path(path)
+    if not path.exists():
+        return Persona(text="", cap=cap, chars=0, path=str(path))
+    text = read_text(path)
+    truncated = len(text) > cap
+    if truncated:
+        warnings.warn(
+            f"{path}: {len(text):,} chars, over the {cap:,}-char persona cap; injecting head and tail only",
+            PersonaTruncatedWarning,
+            stacklevel=2,
+        )
+    return Persona(
+        text=truncate(text, cap, path.name),
+        cap=cap,
+        chars=len(text),
+        truncated=truncated,
+        path=str(path),
+        modified=mtime_iso(path),
+    )
+
+
+def write_persona(path: Path, text: str, cap: int) -> None:
+    """Write SOUL.md atomically under `SOUL.md.lock`; over the cap → CapacityError, nothing written."""
+    path = Path(path)
+    if len(text) > cap:
+        raise CapacityError(
+            f"{path}: persona is {len(text):,} chars, over the {cap:,}-char cap by {len(text) - cap:,}; "
+            f"nothing written. Shorten it."
+        )
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise InputFormatError(f"{path}: persona text holds a NUL byte at line {line}; nothing written")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputFormatError(f"{path}: persona text cannot be encoded as UTF-8 ({exc.reason})") from None
+    with file_lock(path.with_name(path.name + ".lock")):
+        atomic_write_text(path, text)

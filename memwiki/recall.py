@@ -1,0 +1,444 @@
+"""Recall in priority order: hot memory (L1) → semantic memory (L2) → session history (L4) → wiki files.
+
+Each layer is ranked by hybrid retrieval: dense (cosine of embedder vectors) fused with lexical (FTS5
+bm25 over CJK-aware tokens). Recall stops after a layer that answers with confidence (its best hit's
+cosine reaches `RecallConfig.stop_threshold`) unless every layer is asked for. Each hit says why it ranked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from memwiki.embedders import Embedder
+from memwiki.errors import MemwikiError
+from memwiki.lexical import LexicalIndex
+from memwiki.passages import MAX_EMBED_BYTES, PASSAGE_KEY, cut_to_bytes, utf8_size
+from memwiki.source import HotFile, Memory, SessionHit, WikiPage
+from memwiki.tokens import coverage
+
+log = logging.getLogger(__name__)
+LAYERS = ("L1", "L2", "L4", "files")
+TEXT_CACHE_MAX = 20000  # vectors of small-layer texts kept between recalls
+SESSION_LIMIT = 10  # sessions the session search is asked for (at least k), their best turns ranked
+RANKED_CHARS = 2000  # of a session turn or a wiki page: what it is ranked by
+
+
+class L2Index(Protocol):
+    """What recall needs of a semantic-memory index (SemanticMemory, VectorCache).
+
+    Its ids are those of what it searches: memories, and passages of long ones (memwiki.passages) whose `get`
+    gives a `Memory` with the passage's text and `meta[PASSAGE_KEY]` pointing to the whole memory."""
+
+    def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
+
+    def lexical_search(self, query: str, k: int, budget: int = ...) -> list[tuple[str, float]]: ...
+
+    def get(self, ids: Sequence[str]) -> list[Memory]: ...
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass
+class RecallConfig:
+    """Ranking and stopping parameters; every stage here earns its place on held-out folds.
+
+    Ranking (`python scripts/bench_cv.py`: 5-fold cross-validation over every set of ../shared/bench, each
+    fold's setting chosen on the other folds, plain dense retrieval beside it): z-score fusion of the dense and
+    the lexical list, each weighted by how far its best candidate stands out (`peak_weighting`). Held-out
+    hit@1 / hit@5 / recall@5 (mean of 15 folds: 5 folds × 3 seeds) against plain dense: zh_recall
+    .778 / 1.0 / 1.0 (dense .733 / 1.0 / 1.0), MADial .619 / .947 / .649 (.513 / .856 / .553), LoCoMo (each
+    turn indexed after the one before it, `memwiki.semantic`) .258 / .639 / .579 (.111 / .288 / .256). Without
+    peak weighting zh hit@1 is .704, MADial hit@5 .881, LoCoMo recall@5 .521; without the lexical list MADial
+    and LoCoMo fall to about dense. Stages that did not help on held-out folds were removed: the English-gloss
+    bridge for Chinese queries, the recency-weighted dialogue query vector, reciprocal-rank and min-max fusion.
+
+    Calibration of the cosine thresholds (`python scripts/bench_recall.py --calibrate`, USE multilingual v3,
+    dev sets of ../shared/bench): run against a corpus that does NOT hold their answer (zh_recall questions
+    against the MADial memories, MADial dialogues against a LoCoMo conversation, LoCoMo questions against the
+    zh memories), queries get a best cosine of p50 0.16, p95 0.445 (p50 0.32, p95 0.454 when LoCoMo questions
+    against another conversation are added); answerable queries get p50 0.49.
+    `min_confidence` = 0.45 ≈ that p95: a hit below it is as close as an unrelated one, so it is not a
+    confident answer (`Recaller.evidence`), and L1 / L4 / file hits under it are not returned. `stop_threshold`
+    = 0.55: only 0.4% of unanswerable queries reach it (27% of answerable ones do), so a layer whose best hit
+    reaches it has the answer, and recall stops there. `min_coverage` = 0.6, by the same method on lexical
+    coverage (`tokens.coverage`: the share of the query's informative tokens a text holds), taking the
+    best-covering text of the foreign corpus, and adding LoCoMo questions against another conversation:
+    unanswerable queries reach p50 0.2, p95 0.5; ≥ 0.6 keeps 1.6% of them and 41% of the gold texts. A hit
+    below `min_confidence` that reaches `min_coverage` names most of what the query asks about: confident too.
+    """
+
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    peak_weighting: bool = True  # scale each list's weight by the z-score of its best candidate
+    depth: int = 50  # candidates taken from each retriever before fusion
+    stop_threshold: float = 0.55  # cosine of a layer's best hit above which recall stops (see above)
+    min_confidence: float = 0.45  # the confidence floor: below this cosine a hit is weak ...
+    min_coverage: float = 0.6  # ... unless it holds this share of the query's informative tokens (see above)
+
+
+@dataclass
+class Hit:
+    layer: str  # "L1" | "L2" | "L4" | "files"
+    id: str
+    text: str
+    score: float
+    provenance: dict[str, Any]
+    why: str
+    confidence: float = 0.0  # cosine similarity of the hit to the query
+    first_by_both: bool = False  # ranked first by meaning and by words in its layer
+    confident: bool = False  # as close as an answer, or naming most of the query's words (`Recaller.evidence`)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "id": self.id,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "confidence": round(self.confidence, 4),
+            "confident": self.confident,
+            "why": self.why,
+            "provenance": self.provenance,
+        }
+
+
+@dataclass
+class _Ranked:
+    id: str
+    score: float
+    cosine: float | None
+    lexical: float | None
+    dense_rank: int | None
+    lexical_rank: int | None
+
+    def why(self) -> str:
+        parts = []
+        if self.dense_rank is not None:
+            parts.append(f"dense {self.cosine:.2f} (#{self.dense_rank + 1})")
+        elif self.cosine is not None:
+            parts.append(f"dense {self.cosine:.2f}")
+        if self.lexical_rank is not None:
+            parts.append(f"lexical {self.lexical:.2f} (#{self.lexical_rank + 1})")
+        return " + ".join(parts)
+
+
+def split_turns(query: str) -> list[str]:
+    """The non-empty lines of a query; a dialogue gives one line per turn."""
+    return [line.strip() for line in query.splitlines() if line.strip()]
+
+
+def fuse(
+    dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], config: RecallConfig
+) -> list[_Ranked]:
+    """Fuse a dense and a lexical ranking (each best first) into one, best first, by z-scores.
+
+    Each list's scores are standardised over its own candidates; a candidate missing from a list gets that
+    list's lowest z. With `peak_weighting`, a list's weight is scaled by how far its best candidate stands out
+    (the z-score of its top score; the weights then sum to 1): a lexical list where every match shares one
+    common word says little and gets little say, one with a clear winner more."""
+    lists = [(dense, config.dense_weight), (lexical, config.lexical_weight)]
+    values = [{i: s for i, s in ranking} for ranking, _ in lists]
+    ranks = [{i: r for r, (i, _) in enumerate(ranking)} for ranking, _ in lists]
+    ids = list(dict.fromkeys(i for ranking, _ in lists for i, _ in ranking))
+    parts = []
+    for scored, (_, weight) in zip(values, lists, strict=True):
+        if not scored or weight == 0:
+            continue
+        v = np.fromiter(scored.values(), dtype=np.float64)
+        mu, sd = v.mean(), v.std() or 1.0
+        peak = max(float((v.max() - mu) / sd), 0.0)  # how far the retriever's best stands out
+        parts.append((scored, weight * peak if config.peak_weighting else weight, mu, sd, (v.min() - mu) / sd))
+    total = sum(w for _, w, *_ in parts)
+    if total <= 0:  # no retriever has a best that stands out (one candidate each, or all tied)
+        parts = [(scored, 1.0, mu, sd, floor) for scored, _, mu, sd, floor in parts]
+        total = float(len(parts))
+    scores: dict[str, float] = {}
+    for scored, weight, mu, sd, floor in parts:
+        share = weight / total
+        for i in ids:
+            scores[i] = scores.get(i, 0.0) + share * float((scored[i] - mu) / sd if i in scored else floor)
+    (cos, lex), (d_rank, l_rank) = values, ranks
+    ranked = [_Ranked(i, scores.get(i, 0.0), cos.get(i), lex.get(i), d_rank.get(i), l_rank.get(i)) for i in ids]
+    ranked.sort(key=lambda r: -r.score)
+    return ranked
+
+
+class Recaller:
+    """Recall over the layers of one store (or of external sources behind the same callables)."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        hot_files: Callable[[], Sequence[HotFile]] | None = None,
+        l2: L2Index | None = None,
+        sessions: Callable[[str, int], list[SessionHit]] | None = None,
+        wiki_pages: Callable[[], Sequence[WikiPage]] | None = None,
+        config: RecallConfig | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.hot_files = hot_files
+        self.l2 = l2
+        self.sessions = sessions
+        self.wiki_pages = wiki_pages
+        self.config = config or RecallConfig()
+        self._text_vectors: dict[str, np.ndarray] = {}  # small layers' texts (hot entries, wiki pages)
+
+    # -- query --------------------------------------------------------------------------------------
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's vector (a dialogue is embedded whole: weighting its last turns did not help on held-out
+        folds, see `RecallConfig`)."""
+        return self.embedder.embed([query])[0]
+
+    def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
+        """Up to `k` hits in priority order, stopping after a layer that answers with confidence.
+
+        Every hit says whether it is `confident` (`evidence`). L2 hits are kept and marked weak; L1, L4 and file
+        hits without evidence are dropped (except the hot entry both retrievers rank first).
+        With `all_layers`, up to `k` hits from every layer, and each small layer's best hit even when weak (the
+        layer's closest guess, marked weak): the confident hits first, in priority order, then the weak ones
+        taken in turn from each layer (every layer's best guess before any layer's second)."""
+        if not isinstance(query, str) or not query.strip():
+            raise MemwikiError("empty query: recall needs some text to look for")
+        if k <= 0:
+            return []
+        query = cut_query(query)
+        qv = self.query_vector(query)
+        out: list[Hit] = []
+        weak: list[list[Hit]] = []
+        for layer in LAYERS:
+            hits = self._layer(layer, query, qv, k)[:k]
+            for hit in hits:
+                self._mark(query, hit)
+            kept = [h for n, h in enumerate(hits) if self._shown(h, n == 0 and all_layers)]
+            if not all_layers:
+                out.extend(kept)
+                if any(h.confidence >= self.config.stop_threshold for h in hits) or len(out) >= k:
+                    break
+                continue
+            out.extend(h for h in kept if h.confident)
+            weak.append([h for h in kept if not h.confident])
+        if not all_layers:
+            return out[:k]
+        return out + [h for turn in itertools.zip_longest(*weak) for h in turn if h is not None]
+
+    def _shown(self, hit: Hit, best_of_layer: bool) -> bool:
+        """Whether a hit is returned: any L2 hit; a small layer's hit with evidence, its hot entry both retrievers
+        rank first, or (`best_of_layer`) its best hit however weak."""
+        return hit.layer == "L2" or hit.confident or best_of_layer or (hit.layer == "L1" and hit.first_by_both)
+
+    def evidence(self, query: str, hit: Hit) -> str | None:
+        """Why `hit` is a confident answer to `query`, or None: its cosine reaches `min_confidence` (as close as an
+        answer is; unrelated texts stay below it), or it holds `min_coverage` of the query's informative words."""
+        if hit.confidence >= self.config.min_confidence:
+            return "close in meaning"
+        share = coverage(query, hit.text)
+        if share >= self.config.min_coverage:
+            return f"covers {share:.0%} of the query's words"
+        return None
+
+    def _mark(self, query: str, hit: Hit) -> None:
+        """Set `hit.confident`, and say in `why` what a kept hit below the cosine floor rests on."""
+        reason = self.evidence(query, hit)
+        hit.confident = reason is not None
+        if reason is not None and reason != "close in meaning":
+            hit.why += f"; {reason}"
+        elif reason is None and hit.layer == "L1" and hit.first_by_both:
+            # Hot memory is in the agent's context every turn anyway: pointing at the entry that both meaning
+            # and words rank first costs little, and a short entry rarely reaches the cosine floor.
+            hit.why += "; first by meaning and by words in hot memory (weak)"
+        elif reason is None:
+            hit.why += "; weak: below the confidence floor"
+
+    def _layer(self, layer: str, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        if layer == "L1" and self.hot_files is not None:
+            return self._recall_hot(query, qv, k)
+        if layer == "L2" and self.l2 is not None:
+            return self.rank_l2(query, k, qv)
+        if layer == "L4" and self.sessions is not None:
+            return self._recall_sessions(query, qv, k)
+        if layer == "files" and self.wiki_pages is not None:
+            return self._recall_files(query, qv, k)
+        return []
+
+    # -- L2 -----------------------------------------------------------------------------------------
+
+    def rank_l2(self, query: str, k: int, qv: np.ndarray | None = None) -> list[Hit]:
+        """The hybrid top `k` of semantic memory."""
+        assert self.l2 is not None
+        if qv is None:
+            query = cut_query(query)
+            qv = self.query_vector(query)
+        depth = max(k, self.config.depth)
+        dense = self.l2.search_ids(qv, depth)
+        lexical = self.l2.lexical_search(query, depth) if self.config.lexical_weight > 0 else []
+        ranked = fuse(dense, lexical, self.config)
+        hits: list[Hit] = []
+        shown: set[str] = set()  # memories with a hit: a long one gives its best passage only
+        for start in range(0, len(ranked), k):  # usually the first k are k memories
+            page = ranked[start : start + k]
+            memories = {m.id: m for m in self.l2.get([r.id for r in page])}
+            no_cosine = [r for r in page if r.cosine is None and r.id in memories]
+            if no_cosine:  # lexical-only hits: their cosine too, so every hit has a comparable confidence
+                for r, v in zip(no_cosine, self.l2.vectors([r.id for r in no_cosine]), strict=True):
+                    r.cosine = float(v @ qv)
+            for r in page:
+                if r.id not in memories:
+                    continue  # deleted between the two searches
+                hit = _l2_hit(memories[r.id], r)
+                if hit.id not in shown:
+                    shown.add(hit.id)
+                    hits.append(hit)
+            if len(hits) >= k:
+                break
+        return hits[:k]
+
+    # -- small layers (hot memory, session snippets, wiki pages), ranked in memory --------------------
+
+    def _vectors_of(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        if len(self._text_vectors) > TEXT_CACHE_MAX:
+            self._text_vectors.clear()
+        todo = list(dict.fromkeys(key for key in keys if key not in self._text_vectors))
+        if todo:
+            by_key = dict(zip(keys, texts, strict=True))
+            for key, v in zip(todo, self.embedder.embed([by_key[key] for key in todo]), strict=True):
+                self._text_vectors[key] = v
+        if not keys:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([self._text_vectors[key] for key in keys])
+
+    def _rank_texts(self, query: str, qv: np.ndarray, texts: Sequence[str]) -> list[_Ranked]:
+        """Hybrid ranking of a few texts (ids are their positions as strings)."""
+        if not texts:
+            return []
+        cos = self._vectors_of(texts) @ qv
+        dense = sorted(((str(n), float(c)) for n, c in enumerate(cos)), key=lambda x: -x[1])
+        index = LexicalIndex(":memory:")
+        try:
+            index.upsert((str(n), t) for n, t in enumerate(texts))
+            lexical = index.search(query, len(texts))
+        finally:
+            index.close()
+        return fuse(dense, lexical, self.config)
+
+    def _recall_hot(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        entries = [(f, e) for f in self.hot_files() for e in f.entries]
+        ranked = self._rank_texts(query, qv, [e.text for _, e in entries])[:k]
+        hits = []
+        for r in ranked:
+            f, e = entries[int(r.id)]
+            prov = {"file": f.path, "target": f.target, "index": e.index, "category": e.category}
+            why = r.why()
+            both = r.dense_rank == 0 and r.lexical_rank == 0
+            hits.append(Hit("L1", f"{f.target}:{e.index}", e.text, r.score, prov, why, r.cosine, both))
+        return hits
+
+    def _recall_sessions(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        """Session turns: the best turns of the sessions the session search finds, ranked by their texts."""
+        turns = [
+            (h, message_id, text)
+            for h in self.sessions(query, max(k, SESSION_LIMIT))
+            for message_id, text in zip(h.message_ids, h.texts, strict=False)
+        ]
+        texts = [turn_text(text) for _, _, text in turns]
+        ranked = self._rank_texts(query, qv, texts)[:k]
+        hits = []
+        for r in ranked:
+            h, message_id, _ = turns[int(r.id)]
+            prov = {
+                "session_id": h.session.id,
+                "message_id": message_id,
+                "title": h.session.title,
+                "started": h.session.started,
+                "session_score": h.score,
+            }
+            hid = f"{h.session.id}#{message_id}"
+            hits.append(Hit("L4", hid, texts[int(r.id)], r.score, prov, r.why(), r.cosine or 0.0))
+        return hits
+
+    def _recall_files(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        pages = list(self.wiki_pages())
+        texts = [page_text(p) for p in pages]
+        ranked = self._rank_texts(query, qv, texts)[:k]
+        hits = []
+        for r in ranked:
+            p = pages[int(r.id)]
+            prov = {"path": p.path, "title": p.title, "tags": list(p.tags), "modified": p.modified}
+            hits.append(Hit("files", p.path, texts[int(r.id)], r.score, prov, r.why(), r.cosine))
+        return hits
+
+
+def turn_text(text: str, limit: int = RANKED_CHARS) -> str:
+    """What a session turn is ranked by: the start of its text (at most what the embedder reads well)."""
+    return cut_to_bytes(text[:limit].strip(), MAX_EMBED_BYTES)
+
+
+def page_text(page: WikiPage, limit: int = RANKED_CHARS) -> str:
+    """What a wiki page is ranked by: its title, aliases and the start of its body (Markdown marks dropped; at
+    most what the embedder reads well)."""
+    body = re.sub(r"[#*_`>\[\]|]+", " ", page.body)
+    head = " / ".join((page.title, *page.aliases))
+    return cut_to_bytes(f"{head}\n{body}"[:limit].strip(), MAX_EMBED_BYTES)
+
+
+def _l2_hit(m: Memory, r: _Ranked) -> Hit:
+    """An L2 hit; a passage of a long memory is the hit of that memory, its text the passage, and its provenance's
+    `passage` (id, memory_id, index, count, start, end, chars) and `why` say where it lies in the whole memory."""
+    pointer = m.meta.get(PASSAGE_KEY)
+    if not isinstance(pointer, dict):
+        return Hit("L2", m.id, m.text, r.score, _memory_provenance(m), r.why(), r.cosine or 0.0)
+    whole = replace(m, meta={k: v for k, v in m.meta.items() if k != PASSAGE_KEY})
+    prov = {**_memory_provenance(whole), "passage": {"id": m.id, **pointer}}
+    why = (
+        f"{r.why()}; passage {pointer['index'] + 1:,} of {pointer['count']:,} of memory "
+        f"{pointer['memory_id']} (characters {pointer['start']:,}–{pointer['end']:,} of {pointer['chars']:,})"
+    )
+    return Hit("L2", str(pointer["memory_id"]), m.text, r.score, prov, why, r.cosine or 0.0)
+
+
+def cut_query(query: str, limit: int = MAX_EMBED_BYTES) -> str:
+    """The query as recall reads it: at most `limit` UTF-8 bytes (what the embedder reads well, memwiki.passages).
+    A dialogue keeps its last turns (they weigh most), other text its head; a cut is logged as a warning."""
+    if len(query) * 4 <= limit or utf8_size(query) <= limit:
+        return query
+    turns = split_turns(query)
+    if len(turns) > 1:
+        kept: list[str] = []
+        size = 0
+        for turn in reversed(turns):
+            if kept and size + utf8_size(turn) + 1 > limit:
+                break
+            kept.append(cut_to_bytes(turn, limit))
+            size += utf8_size(kept[-1]) + 1
+        cut = "\n".join(reversed(kept))
+        part = f"its last {len(kept):,} of {len(turns):,} lines"
+    else:
+        cut = cut_to_bytes(query.strip(), limit)
+        part = "its beginning"
+    log.warning(
+        "query of %s characters cut to %s (%s characters): the embedder reads about %s bytes well",
+        f"{len(query):,}",
+        part,
+        f"{len(cut):,}",
+        f"{limit:,}",
+    )
+    return cut
+
+
+def _memory_provenance(m: Memory) -> dict[str, Any]:
+    prov: dict[str, Any] = {"source": m.source, "category": m.category}
+    for name in ("created", "sunk_at", "session_id", "message_id", "wing", "room"):
+        value = getattr(m, name)
+        if value:
+            prov[name] = value
+    if m.meta:
+        prov["meta"] = m.meta
+    return prov

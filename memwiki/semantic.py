@@ -1,0 +1,581 @@
+"""L2 semantic memory: a Chroma collection of `Memory` records, with a lexical side index kept in sync.
+
+We always pass embeddings (the collection has no embedding function, so Chroma's default model never
+runs) and use cosine space. Every `Memory` field is flat metadata; `meta` is serialised as JSON.
+The collection records which embedder made its vectors; opening it with another one is an error.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import fields, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memwiki.config import DEFAULT_MAX_INPUT_BYTES, EMBEDDED_COLLECTION
+from memwiki.embedders import Embedder
+from memwiki.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError, MemwikiError
+from memwiki.lexical import POSTINGS_BUDGET, LexicalIndex
+from memwiki.limits import check_line_sizes, check_text_size
+from memwiki.passages import MAX_EMBED_BYTES, PASSAGE_KEY, Span, cut_to_bytes, is_long, passage_id, split, utf8_size
+from memwiki.recovery import open_local, probe_collections
+from memwiki.source import CATEGORIES, Memory, ScoredMemory
+from memwiki.textio import file_lock
+
+COLLECTION = EMBEDDED_COLLECTION  # a store on a Chroma server has a collection of its own (store.json chroma)
+# Long memories (memwiki.passages): their passages are records `<memory id>#p<n>` of the collection
+# "<COLLECTION>-passages" (text = the passage, metadata = memory_id, passage, start, end), each with its own vector;
+# the memory's own record keeps its whole text, its vector is the passages' mean, and its metadata says
+# `passages` (how many) and `chars`. Searches rank passages, not the whole long memory; `all()` and `count()`
+# are the memories, once each.
+PASSAGES_SUFFIX = "-passages"
+LEXICAL_FILE = "lexical.sqlite3"
+IMPORT_BATCH = 256  # texts per embedder call
+# HNSW search breadth: Chroma's default (100) missed some of the true top 50 on the LoCoMo dev set.
+HNSW_EF_SEARCH = 256
+HNSW_EF_CONSTRUCTION = 100
+WRITE_BATCH = 1024  # memories per Chroma write during an import (bigger writes are cheaper per memory)
+WRITE_BYTES = 8_000_000  # ... and characters of text (a file of long memories is written a few at a time)
+WRITE_LOCK = ".writes.lock"  # in the L2 folder: one process writes at a time (`SemanticMemory._writing`)
+WRITE_LOCK_TIMEOUT = 120.0  # seconds another process's write may take before a write gives up, saying so
+_FIELDS = tuple(f.name for f in fields(Memory) if f.name not in ("id", "text", "meta"))
+Split = dict[str, tuple[list[Span], np.ndarray]]  # long memory id -> its passages and their vectors
+
+
+def memory_to_metadata(memory: Memory) -> dict[str, str]:
+    """Flat Chroma metadata for a memory: its non-empty fields as strings, `meta` as JSON."""
+    out = {name: str(value) for name in _FIELDS if (value := getattr(memory, name))}
+    if memory.meta:
+        out["meta"] = json.dumps(memory.meta, ensure_ascii=False, sort_keys=True, default=str)
+    return out
+
+
+def memory_from_record(memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> Memory:
+    """The `Memory` a Chroma record holds (the inverse of `memory_to_metadata`)."""
+    metadata = dict(metadata or {})
+    try:
+        meta = json.loads(metadata.pop("meta", "") or "{}")
+    except ValueError:
+        meta = {}
+    kwargs = {name: str(metadata[name]) for name in _FIELDS if name in metadata and metadata[name] is not None}
+    return Memory(id=memory_id, text=text or "", meta=meta if isinstance(meta, dict) else {}, **kwargs)
+
+
+def index_text(memory: Memory) -> str:
+    """What a memory is embedded and lexically indexed by: its text, after its `meta["context"]` when set
+    (text that situates it, e.g. the previous turn of the conversation it came from; indexed, not shown).
+    At most `MAX_EMBED_BYTES`, the context cut first (a long memory of this store is indexed by its passages)."""
+    context = memory.meta.get("context")
+    body = cut_to_bytes(memory.text, MAX_EMBED_BYTES)
+    if not (isinstance(context, str) and context.strip()):
+        return body
+    room = MAX_EMBED_BYTES - utf8_size(body) - 1
+    head = cut_to_bytes(context, room) if room > 0 else ""
+    return f"{head}\n{body}" if head.strip() else body
+
+
+class SemanticMemory:
+    """L2 over a Chroma collection: `PersistentClient(path)`, or the Chroma server at `url` (memwiki.chroma_server),
+    or a chromadb client given as `client`.
+
+    The lexical side index lives in `path/lexical.sqlite3` in every case. On a server, `create=False` refuses a
+    collection the server does not have (rather than making it empty: that would hide the loss of every memory).
+    """
+
+    max_input_bytes = DEFAULT_MAX_INPUT_BYTES  # a memory's text over this is refused (store.json limits)
+
+    def __init__(
+        self,
+        path: Path,
+        embedder: Embedder,
+        client: Any = None,
+        collection: str = COLLECTION,
+        url: str = "",
+        create: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.embedder = embedder
+        self.url = url
+        self.created = False  # whether this opening made the collection (on a server)
+        self._own_client = client is None  # close() releases only a client made here
+        if url:
+            self.client, self._col = self._connect_server(url, collection, create)
+        elif client is None:  # a local folder: a vector index a crash damaged is rebuilt here (memwiki.recovery)
+            self.client, self._col = open_local(
+                self.path, lambda: self._connect(None, collection), _record_text, embedder.embed, int(embedder.dim or 0)
+            )
+        else:
+            self.client, self._col = self._connect(client, collection)
+        self._check_embedder()
+        self.lexical = LexicalIndex(self.path / LEXICAL_FILE)
+        if self.lexical.count() != self.count() + self._passages.count() or not self.lexical.current():
+            self.rebuild_lexical()
+
+    def _connect_server(self, url: str, collection: str, create: bool) -> tuple[Any, Any]:
+        """(client, collection) on the Chroma server at `url`, checked and probed (nothing is ever rebuilt here:
+        the server's files are its own)."""
+        from memwiki.chroma_server import ChromaServerError, connect
+
+        client = connect(url)
+        try:
+            col = client.get_collection(collection)
+            if col is None and not create:
+                raise ChromaServerError(
+                    f"the Chroma server at {url} has no collection {collection!r}: it lost this store's L2, or it "
+                    "is not the store's server (chroma.url in store.json); `memwiki init` makes it again, empty"
+                )
+            if col is None:
+                col, self.created = self._connect(client, collection)[1], True
+            self._col = col
+            self._check_embedder()
+            if col.dimension and self.embedder.dim and col.dimension != self.embedder.dim:
+                raise EmbedderMismatchError(
+                    f"collection {collection!r} on {url} holds {col.dimension}-d vectors, "
+                    f"not {self.embedder.identity()}'s: vectors from two embedders cannot be compared"
+                )
+            probe_collections([col], int(self.embedder.dim or 0))
+        except BaseException:
+            client.close()
+            raise
+        return client, col
+
+    def _connect(self, client: Any, collection: str) -> tuple[Any, Any]:
+        import chromadb
+
+        client = client if client is not None else chromadb.PersistentClient(path=str(self.path))
+        col = client.get_or_create_collection(
+            collection,
+            embedding_function=None,
+            configuration={
+                "hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": HNSW_EF_CONSTRUCTION}
+            },
+            metadata={
+                "embedder": self.embedder.name,
+                "model": _model_name(self.embedder),
+                "dim": int(self.embedder.dim or 0),
+            },
+        )
+        return client, col
+
+    def close(self) -> None:
+        """Release the lexical index and Chroma's shared system for this folder (Chroma keeps one per path in
+        the process: a folder removed and made again must not meet the old one)."""
+        self.lexical.close()
+        if self._own_client and hasattr(self.client, "close"):
+            self.client.close()
+
+    def _check_embedder(self) -> None:
+        made = self._col.metadata or {}
+        name, model, dim = made.get("embedder", ""), made.get("model", ""), int(made.get("dim", 0) or 0)
+        mine = _model_name(self.embedder)
+        where = f"collection {self._col.name!r} on the Chroma server at {self.url}" if self.url else str(self.path)
+        if not name:
+            raise EmbedderMismatchError(
+                f"{where}: no embedder recorded (not made by memwiki): its vectors cannot be compared with "
+                f"{self.embedder.identity()}'s"
+            )
+        if name != self.embedder.name or model != mine or (dim and self.embedder.dim and dim != self.embedder.dim):
+            raise EmbedderMismatchError(
+                f"{where}: semantic memory was made with {name}{':' + model if model else ''}/{dim}, "
+                f"not {self.embedder.identity()}: vectors from two embedders cannot be compared"
+            )
+
+    def rebuild_lexical(self) -> None:
+        """Re-index every memory lexically (after a crash between the Chroma and the lexical write, or when
+        the index was built by another tokenizer version)."""
+        self.lexical.clear()
+        batch: list[tuple[str, str]] = []
+        split_ids = set()  # long memories: their passages are indexed, they are not
+        for pid, text, meta in self._all_passages():
+            batch.append((pid, text))
+            split_ids.add(str(meta.get("memory_id", "")))
+            if len(batch) >= 1000:
+                self.lexical.upsert(batch)
+                batch = []
+        for memory in self.all():
+            batch.append((memory.id, "" if memory.id in split_ids else index_text(memory)))
+            if len(batch) >= 1000:
+                self.lexical.upsert(batch)
+                batch = []
+        self.lexical.upsert(batch)
+        self.lexical.mark_current()
+
+    # -- writes ---------------------------------------------------------------------------------------
+
+    def upsert(self, memories: Sequence[Memory], vectors: np.ndarray | None = None) -> None:
+        """Write memories (replacing any with the same id); embeds their texts unless `vectors` are given."""
+        memories = list(memories)
+        if not memories:
+            return
+        ids = [m.id for m in memories]
+        if len(set(ids)) != len(ids):
+            raise DuplicateEntryError(f"the same id appears twice in one write: {_first_duplicate(ids)!r}")
+        for m in memories:
+            check_text_size(m.text, self.max_input_bytes, f"memory {m.id!r}")
+        own, split_ = self._embed(memories, whole=vectors is None)
+        vectors = own if vectors is None else self._vectors_for(memories, vectors)
+        self._write(memories, vectors, split_)
+
+    def add(self, memories: Sequence[Memory], vectors: np.ndarray | None = None) -> None:
+        """Like `upsert`, but refuses ids that are already stored."""
+        memories = list(memories)
+        existing = self._col.get(ids=[m.id for m in memories], include=[])["ids"] if memories else []
+        if existing:
+            raise DuplicateEntryError(f"memory {existing[0]!r} already exists in L2 ({len(existing)} existing ids)")
+        self.upsert(memories, vectors)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        ids = list(ids)
+        if not ids:
+            return
+        with self._writing():
+            self._drop_passages(ids)
+            self._col.delete(ids=ids)
+            self.lexical.delete(ids)
+
+    def _writing(self) -> Any:  # noqa: ANN401 - a context manager
+        """One writer at a time across processes (an MCP server, a hermes provider, the CLI on one store): the
+        collection's write and the lexical index's are made together, never interleaved with another's."""
+        return file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT)
+
+    def _vectors_for(self, memories: list[Memory], vectors: np.ndarray | None) -> np.ndarray:
+        if vectors is None:
+            return self.embedder.embed([index_text(m) for m in memories])
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(memories):
+            raise MemwikiError(f"{vectors.shape} vectors for {len(memories)} memories")
+        if self.embedder.dim and vectors.shape[1] != self.embedder.dim:
+            raise EmbedderMismatchError(
+                f"{vectors.shape[1]}-d vectors; {self.embedder.identity()} makes {self.embedder.dim}-d ones"
+            )
+        return vectors
+
+    def _write(self, memories: list[Memory], vectors: np.ndarray, split_: Split | None = None) -> None:
+        """Write memories with their vectors, and the passages of the long ones (`split_`); the passages first:
+        a write cut short leaves passages that `get` does not find, never a long memory without them."""
+        with self._writing():
+            self._write_unlocked(memories, vectors, split_ or {})
+
+    def _write_unlocked(self, memories: list[Memory], vectors: np.ndarray, split_: Split) -> None:
+        step = max(1, min(5000, self.client.get_max_batch_size()))
+        self._drop_passages([m.id for m in memories])
+        rows = [(m, span, v) for m in memories if m.id in split_ for span, v in zip(*split_[m.id], strict=True)]
+        for start in range(0, len(rows), step):
+            part = rows[start : start + step]
+            self._passages.upsert(
+                ids=[passage_id(m.id, span.index) for m, span, _ in part],
+                embeddings=np.stack([v for *_, v in part]),
+                documents=[m.text[span.start : span.end] for m, span, _ in part],
+                metadatas=[{"memory_id": m.id, "passage": s.index, "start": s.start, "end": s.end} for m, s, _ in part],
+            )
+        for start in range(0, len(memories), step):
+            chunk = memories[start : start + step]
+            metadatas = [memory_to_metadata(m) for m in chunk]
+            for m, meta in zip(chunk, metadatas, strict=True):
+                if m.id in split_:
+                    meta.update(passages=len(split_[m.id][0]), chars=len(m.text))
+            self._col.upsert(
+                ids=[m.id for m in chunk],
+                embeddings=vectors[start : start + step],
+                documents=[m.text for m in chunk],
+                metadatas=metadatas,
+            )
+        self.lexical.upsert(self._lexical_rows(memories, split_))
+
+    @staticmethod
+    def _lexical_rows(memories: list[Memory], split_: Split) -> Iterator[tuple[str, str]]:
+        """What the lexical index holds for these memories: a long one's passages (and its id, with no text)."""
+        for m in memories:
+            if m.id not in split_:
+                yield m.id, index_text(m)
+                continue
+            yield m.id, ""
+            for span in split_[m.id][0]:
+                yield passage_id(m.id, span.index), m.text[span.start : span.end]
+
+    def _embed(self, memories: Sequence[Memory], whole: bool = True, bar: Any = None) -> tuple[np.ndarray, Split]:
+        """One vector per memory (a long one's: the normalised mean of its passages'; none unless `whole`) and
+        the passages of the long ones with their vectors. The embedder gets `IMPORT_BATCH` texts at a time, none
+        longer than a passage or `MAX_EMBED_BYTES`; `bar` counts memories."""
+        texts: list[str] = []
+        firsts: list[int] = []  # per memory, its first row in `texts`
+        spans: dict[int, list[Span]] = {}
+        for n, m in enumerate(memories):
+            firsts.append(len(texts))
+            if is_long(m.text):
+                spans[n] = split(m.text)
+                texts.extend(m.text[s.start : s.end] for s in spans[n])
+            elif whole:
+                texts.append(index_text(m))
+        ends = [*firsts[1:], len(texts)]
+        parts, done = [], 0
+        for start in range(0, len(texts), IMPORT_BATCH):
+            parts.append(self.embedder.embed(texts[start : start + IMPORT_BATCH]))
+            if bar is not None:
+                now = bisect.bisect_right(ends, start + len(parts[-1]))
+                bar.update(now - done)
+                done = now
+        if bar is not None:
+            bar.update(len(memories) - done)
+        units = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
+        split_ = {memories[n].id: (s, units[firsts[n] : ends[n]]) for n, s in spans.items()}
+        if not whole:
+            return units[:0], split_
+        own = np.stack([units[a:b].mean(axis=0) for a, b in zip(firsts, ends, strict=True)]) if memories else units
+        own /= np.maximum(np.linalg.norm(own, axis=1, keepdims=True), 1e-12)
+        return own.astype(np.float32), split_
+
+    @cached_property
+    def _passages(self) -> Any:
+        """The collection of the passages of long memories, made with the memories' embedder (a chromadb
+        Collection)."""
+        return self.client.get_or_create_collection(
+            self._col.name + PASSAGES_SUFFIX,
+            embedding_function=None,
+            configuration={
+                "hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": HNSW_EF_CONSTRUCTION}
+            },
+            metadata=dict(self._col.metadata or {}),
+        )
+
+    def _drop_passages(self, memory_ids: Sequence[str]) -> None:
+        """Remove the passages of these memories (before they are written again, or deleted)."""
+        if not memory_ids or not self._passages.count():
+            return
+        old = self._passages.get(where={"memory_id": {"$in": list(memory_ids)}}, include=[])["ids"]
+        if old:
+            self._passages.delete(ids=old)
+            self.lexical.delete(old)
+
+    def _all_passages(self, batch: int = 1000) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        offset = 0
+        while True:
+            got = self._passages.get(limit=batch, offset=offset, include=["documents", "metadatas"])
+            yield from zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+            if len(got["ids"]) < batch:
+                return
+            offset += batch
+
+    # -- reads ----------------------------------------------------------------------------------------
+
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        """The stored memories with these ids, in the order asked; unknown ids are left out."""
+        ids = list(ids)
+        if not ids:
+            return []
+        got = self._col.get(ids=ids, include=["documents", "metadatas"])
+        found = {
+            i: memory_from_record(i, d, m)
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        }
+        if len(found) < len(ids):
+            found.update(self._passage_records([i for i in ids if i not in found]))
+        return [found[i] for i in ids if i in found]
+
+    def _passage_records(self, ids: Sequence[str]) -> dict[str, Memory]:
+        """Passages by id (`<memory id>#p<n>`), each as a `Memory`: its memory's fields, the passage's text, and
+        `meta[PASSAGE_KEY]` = {memory_id, index, count, start, end, chars} pointing into the whole memory."""
+        if not self._passages.count():
+            return {}
+        got = self._passages.get(ids=list(ids), include=["documents", "metadatas"])
+        if not got["ids"]:
+            return {}
+        owners = list(dict.fromkeys(str(m["memory_id"]) for m in got["metadatas"]))
+        parents = self._col.get(ids=owners, include=["metadatas"])
+        whole = dict(zip(parents["ids"], parents["metadatas"], strict=True))
+        out = {}
+        for pid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+            owner = str(meta["memory_id"])
+            if owner not in whole:
+                continue  # a write cut short, or the memory deleted meanwhile
+            memory = memory_from_record(pid, text, whole[owner])
+            pointer = {
+                "memory_id": owner,
+                "index": int(meta["passage"]),
+                "count": int(whole[owner].get("passages") or 0),
+                "start": int(meta["start"]),
+                "end": int(meta["end"]),
+                "chars": int(whole[owner].get("chars") or 0),
+            }
+            out[pid] = replace(memory, meta={**memory.meta, PASSAGE_KEY: pointer})
+        return out
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Stored vectors of these ids, in order; an unknown id is an error."""
+        ids = list(ids)
+        if not ids:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        got = self._col.get(ids=ids, include=["embeddings"])
+        found = dict(zip(got["ids"], got["embeddings"], strict=True))
+        missing = [i for i in ids if i not in found]
+        if missing and self._passages.count():  # passages of long memories
+            got = self._passages.get(ids=missing, include=["embeddings"])
+            found.update(zip(got["ids"], got["embeddings"], strict=True))
+            missing = [i for i in missing if i not in found]
+        if missing:
+            raise MemwikiError(f"no L2 memory with id {missing[0]!r}")
+        return np.asarray([found[i] for i in ids], dtype=np.float32)
+
+    def search(self, vector: np.ndarray, k: int, where: dict[str, Any] | None = None) -> list[ScoredMemory]:
+        """The `k` nearest memories to a query vector, score = cosine similarity."""
+        if k <= 0:
+            return []
+        res = self._col.query(
+            query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+            n_results=k,
+            where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        return [
+            ScoredMemory(memory_from_record(i, d, m), 1.0 - float(dist))
+            for i, d, m, dist in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True
+            )
+        ]
+
+    def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Like `search`, but only (id, cosine) pairs: no documents are read (the fast path of recall)."""
+        if k <= 0:
+            return []
+        # No count() first: it costs ~10 ms at 100k memories, and Chroma returns fewer hits when it holds fewer.
+        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        res = self._col.query(query_embeddings=query, n_results=k, include=["metadatas", "distances"])
+        hits = [
+            (i, 1.0 - float(d))
+            for i, d, m in zip(res["ids"][0], res["distances"][0], res["metadatas"][0], strict=True)
+            if not (m or {}).get("passages")  # a long memory is searched by its passages
+        ]
+        if len(hits) == len(res["ids"][0]) and not self._passages.count():
+            return hits
+        res = self._passages.query(query_embeddings=query, n_results=k, include=["distances"])
+        hits += [(i, 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0], strict=True)]
+        return sorted(hits, key=lambda h: -h[1])[:k]
+
+    def lexical_search(self, query: str, k: int, budget: int = POSTINGS_BUDGET) -> list[tuple[str, float]]:
+        return self.lexical.search(query, k, budget)
+
+    def all(self, batch: int = 1000) -> Iterator[Memory]:
+        offset = 0
+        while True:
+            got = self._col.get(limit=batch, offset=offset, include=["documents", "metadatas"])
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+                yield memory_from_record(i, d, m)
+            if len(got["ids"]) < batch:
+                return
+            offset += batch
+
+    def count(self) -> int:
+        return self._col.count()
+
+    # -- bulk import ----------------------------------------------------------------------------------
+
+    def import_jsonl(self, path: Path, progress: bool = False, max_input_bytes: int = 0) -> int:
+        """Import `{"id", "text", "meta": {...}}` lines; everything is validated before anything is written.
+
+        Ids are kept, so a re-import replaces rather than duplicates. Embedding runs while the previous
+        batch is written (one writer thread), so import time is close to the embedder's own time.
+        A line over `max_input_bytes` (default `self.max_input_bytes`) is refused, like any invalid line: the
+        error names it and nothing of the file is written. Long memories are split into passages.
+        """
+        check_line_sizes(Path(path), max_input_bytes or self.max_input_bytes)
+        memories = read_memories_jsonl(Path(path))
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(memories), unit="mem", desc=f"import {Path(path).name}", file=sys.stderr)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="l2-writer") as writer:
+            pending: Future[None] | None = None
+            for chunk in _write_batches(memories):
+                vectors, split_ = self._embed(chunk, bar=bar)
+                if pending is not None:
+                    pending.result()
+                pending = writer.submit(self._write, chunk, vectors, split_)
+            if pending is not None:
+                pending.result()
+        if bar is not None:
+            bar.close()
+        return len(memories)
+
+
+def read_memories_jsonl(path: Path) -> list[Memory]:
+    """Parse and validate an L2 import file; an InputFormatError names the file and line."""
+    from memwiki.jsonl import iter_jsonl
+
+    memories: list[Memory] = []
+    seen: dict[str, int] = {}
+    for line_no, obj in iter_jsonl(path):
+        where = f"{path}:{line_no}"
+        if not isinstance(obj, dict):
+            raise InputFormatError(f"{where}: expected a JSON object")
+        memory_id = obj.get("id")
+        if isinstance(memory_id, int) and not isinstance(memory_id, bool):
+            memory_id = str(memory_id)
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            raise InputFormatError(f'{where}: missing or empty "id" (a string)')
+        text = obj.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InputFormatError(f'{where}: missing or empty "text" (a string)')
+        meta = obj.get("meta", {})
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise InputFormatError(f'{where}: "meta" must be an object')
+        if memory_id in seen:
+            raise InputFormatError(f"{where}: duplicate id {memory_id!r} (first on line {seen[memory_id]})")
+        seen[memory_id] = line_no
+        meta = dict(meta)
+        known = {name: meta.pop(name) for name in _FIELDS if name in meta}
+        for name, value in known.items():
+            if not isinstance(value, str):
+                raise InputFormatError(f"{where}: meta.{name} must be a string")
+        category = known.get("category") or "other"
+        if category not in CATEGORIES:
+            raise InputFormatError(f"{where}: unknown category {category!r} (known: {', '.join(CATEGORIES)})")
+        known["category"] = category
+        known.setdefault("source", "import")
+        memories.append(Memory(id=memory_id, text=text, meta=meta, **known))
+    return memories
+
+
+def _record_text(memory_id: str, document: str | None, metadata: dict[str, Any]) -> str:
+    """What a stored record was embedded by (for a rebuild that must re-embed it)."""
+    return index_text(memory_from_record(memory_id, document, metadata))
+
+
+def _write_batches(memories: list[Memory]) -> Iterator[list[Memory]]:
+    """The memories in import batches of at most WRITE_BATCH memories and, unless one alone is more, WRITE_BYTES
+    characters of text (so that a file of long memories is not embedded and written all at once)."""
+    chunk: list[Memory] = []
+    size = 0
+    for m in memories:
+        if chunk and (len(chunk) >= WRITE_BATCH or size + len(m.text) > WRITE_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(m)
+        size += len(m.text)
+    if chunk:
+        yield chunk
+
+
+def _model_name(embedder: Embedder) -> str:
+    """The model an embedder runs, when it can run several (Ollama); "" otherwise."""
+    model = getattr(embedder, "model", "")
+    return model if isinstance(model, str) else ""
+
+
+def _first_duplicate(ids: list[str]) -> str:
+    seen: set[str] = set()
+    for i in ids:
+        if i in seen:
+            return i
+        seen.add(i)
+    return ""

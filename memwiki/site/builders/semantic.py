@@ -1,0 +1,185 @@
+"""Semantic memory (L2): browsable by category and by wing / room, each memory with its provenance."""
+
+from __future__ import annotations
+
+from dataclasses import astuple
+from pathlib import PurePosixPath
+
+from memwiki.passages import is_long
+from memwiki.site.builder_io import BuildContext, GeneratedPage
+from memwiki.site.builders import (
+    MEMORY,
+    PER_PAGE,
+    BuildResult,
+    Site,
+    frontmatter,
+    layer_version,
+    message_anchor,
+    names_version,
+    page_memo,
+    paged_uri,
+    pager,
+    site,
+)
+from memwiki.site.builders.audit import Flag, Flags, flag_html
+from memwiki.site.builders.audit import flags as audit_flags
+from memwiki.site.builders.persona import category_badge, legend
+from memwiki.site.render import block, esc, href, md_esc, verbatim
+from memwiki.site.speed.memo import PageMemo, key_of
+from memwiki.source import Memory
+
+
+def _when(value: str) -> str:
+    return esc(value[:16].replace("T", " ")) if value else ""
+
+
+def card(s: Site, memory: Memory, page: str, *, with_room: bool = True, flags: str = "") -> str:
+    """One memory with its provenance: category, wing / room, session, time, sunk or not; `flags`: the audit's
+    findings about it (HTML, see audit.flag_html)."""
+    du = s.directory_urls
+    bits = [category_badge(memory.category)]
+    if with_room and (memory.wing or memory.room):
+        url = href(page, paged_uri(s.room_base(memory.wing, memory.room), 1), directory_urls=du)
+        bits.append(f'<a href="{esc(url)}">{esc(memory.wing or "—")} / {esc(memory.room or "—")}</a>')
+    if memory.session_id:
+        session = s.session_by_id.get(memory.session_id)
+        if session is not None:
+            anchor = ""
+            if memory.message_id:
+                ids = [m.id for m in s.messages.get(session.id, ())]
+                anchor = message_anchor(ids.index(memory.message_id) + 1) if memory.message_id in ids else ""
+            url = href(page, s.session_uri(session.id), anchor, du)
+            bits.append(f'session <a href="{esc(url)}">{esc(session.title or session.id)}</a>')
+        else:
+            bits.append(f"session {esc(memory.session_id)}")
+    if memory.created:
+        bits.append(f"created {_when(memory.created)}")
+    if memory.sunk_at or memory.source == "L1":
+        bits.append(f'<span class="mw-sunk">sunk from hot memory {_when(memory.sunk_at)}</span>')
+    elif memory.source and memory.source != "L2":
+        bits.append(f"via {esc(memory.source)}")
+    if flags:
+        bits.append(flags)
+    meta = " · ".join(bits)
+    body = _body(s, memory, page)
+    if is_long(memory.text):  # split into passages for recall (memwiki.passages): shown whole, folded
+        head = esc(" ".join(memory.text[:160].split()))
+        size = f'<span class="mw-muted">({len(memory.text):,} characters)</span>'
+        body = f'<details class="mw-long"><summary>{head}… {size}</summary>{body}</details>'
+    return (
+        f'<article class="mw-memory" id="{esc(s.memory_anchor(memory.id))}">'
+        f"<header><code>{esc(memory.id)}</code> {meta}</header>{body}</article>"
+    )
+
+
+MINED = ("project_file", "conversation")  # MemPalace's kinds of drawer cut from a mined file (memwiki.readers)
+PROSE = frozenset({"", ".md", ".markdown", ".mdx", ".txt", ".rst", ".jsonl", ".json"})  # chunks read as text
+
+
+def _body(s: Site, memory: Memory, page: str) -> str:
+    """A memory's text in its card, headings flattened (a card is not a part of the page). A MemPalace drawer
+    or mined chunk is a quotation: a source file's chunk verbatim (code stays code), anything else as Markdown,
+    with where it was cut from."""
+    if memory.source != "mempalace":
+        return s.renderer.html(memory.text, page, flat=True)
+    source = str(memory.meta.get("source_file") or "")
+    kind = memory.meta.get("kind")
+    if kind == "project_file" and PurePosixPath(source).suffix.lower() not in PROSE:
+        inner = verbatim(memory.text)
+    else:
+        inner = s.renderer.html(memory.text, page, flat=True)
+    where = []
+    if source:
+        where.append(f"<code>{esc(PurePosixPath(source.replace(chr(92), '/')).name)}</code>")
+    if kind in MINED and memory.meta.get("chunk_index") not in (None, ""):
+        where.append(f"chunk {esc(memory.meta['chunk_index'])}")
+    caption = f'<footer class="mw-muted">from {" · ".join(where)}</footer>' if where else ""
+    return f'<blockquote class="mw-quote">{inner}{caption}</blockquote>'
+
+
+def _listing(
+    s: Site,
+    memo: PageMemo,
+    world: str,
+    base: str,
+    title: str,
+    memories: list[Memory],
+    with_room: bool,
+    flags: Flags,
+) -> list[GeneratedPage]:
+    """The pages of one category or room (`world`: what every listing depends on besides its memories)."""
+    pages = max(1, -(-len(memories) // PER_PAGE))
+    out = []
+
+    def flagged(memory: Memory) -> list[Flag]:
+        return flags.memories.get(memory.id, [])
+
+    for n in range(1, pages + 1):
+        uri = paged_uri(base, n)
+        chunk = memories[(n - 1) * PER_PAGE : n * PER_PAGE]
+        head = f"{title} ({n}/{pages})" if pages > 1 else title
+
+        def make(uri: str = uri, head: str = head, chunk: list[Memory] = chunk, n: int = n) -> GeneratedPage:
+            back = href(uri, MEMORY, directory_urls=s.directory_urls)
+            md = frontmatter(head) + f"# {md_esc(head)}\n\n"
+            all_link = f'<a href="{esc(back)}">all of semantic memory</a>'
+            md += f'<p class="mw-muted">{len(memories):,} memories · {all_link}</p>\n'
+            md += pager(base, n, pages, uri, s.directory_urls)
+            cards = [card(s, m, uri, with_room=with_room, flags=flag_html(s, flagged(m), uri)) for m in chunk]
+            md += block("".join(cards), cls="mw-memories")
+            md += pager(base, n, pages, uri, s.directory_urls)
+            return GeneratedPage(uri, head, md, section="memory", meta={"lexical": False})  # the search page has them
+
+        # a card's anchor and room link are claimed among all memories (see memwiki.site.builders._paths)
+        claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]
+        found = [[astuple(f) for f in flagged(m)] for m in chunk]  # the audit's findings about them
+        out.append(memo.page(uri, key_of(world, head, len(memories), pages, n, with_room, chunk, claimed, found), make))
+    return out
+
+
+def build(ctx: BuildContext) -> BuildResult:
+    s = site(ctx)
+    du = s.directory_urls
+    pages: list[GeneratedPage] = []
+    cats = s.by_category()
+    rooms = s.by_room()
+    memo = page_memo(ctx, "memory-listings")
+    flags = audit_flags(ctx)
+    world = key_of(
+        names_version(ctx, s), du, layer_version(ctx, "sessions", (s.sessions, s.messages))
+    )  # cards link messages
+    for category, memories in cats.items():
+        pages += _listing(s, memo, world, s.category_base(category), f"Category: {category}", memories, True, flags)
+    for (wing, room), memories in rooms.items():
+        room_title = f"{wing or '—'} / {room or '—'}"
+        pages += _listing(s, memo, world, s.room_base(wing, room), room_title, memories, False, flags)
+    memo.save()
+
+    sunk = sum(1 for m in s.memories if m.sunk_at or m.source == "L1")
+    md = frontmatter("Semantic memory") + "# Semantic memory\n\n"
+    md += f"{len(s.memories):,} memories in L2, recalled on demand; {sunk:,} of them sank from hot memory.\n"
+    md += "\n## By category\n"
+    items = [
+        f'<li>{category_badge(c)} <a href="{esc(href(MEMORY, paged_uri(s.category_base(c), 1), directory_urls=du))}">'
+        f"{esc(c)}</a> <span class='mw-muted'>{len(ms):,}</span></li>"
+        for c, ms in cats.items()
+    ]
+    if items:
+        md += block(legend(hot=False), cls="mw-legend-box")
+    md += block(f"<ul class='mw-columns'>{''.join(items)}</ul>", cls="mw-index") if items else "\nNo memories.\n"
+    md += "\n## By wing and room\n"
+    wings: dict[str, list[str]] = {}
+    for (wing, room), ms in rooms.items():
+        url = href(MEMORY, paged_uri(s.room_base(wing, room), 1), directory_urls=du)
+        wings.setdefault(wing, []).append(
+            f'<li><a href="{esc(url)}">{esc(room or "—")}</a> <span class="mw-muted">{len(ms):,}</span></li>'
+        )
+    if wings:
+        md += block(
+            "".join(f"<h3>{esc(w or '—')}</h3><ul class='mw-columns'>{''.join(r)}</ul>" for w, r in wings.items()),
+            cls="mw-index",
+        )
+    else:
+        md += "\nNo memory has a wing or room.\n"
+    pages.insert(0, GeneratedPage(MEMORY, "Semantic memory", md, in_nav=True, meta={"order": 3}))
+    return pages, []

@@ -1,0 +1,344 @@
+"""Sessions (L4): one digest page per session and a timeline index, newest first, like a blog.
+
+A digest shows the key turns, chosen extractively: messages closest to the session's centroid, kept
+diverse by maximal marginal relevance. Vectors come from the source's own embedder (`source.embed`,
+the one its memories were made with); a source without a usable embedder falls back to TF-IDF over
+CJK-aware tokens, and the audit page says so. Choices are cached by content hash in the cache dir.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from memwiki.errors import MemwikiError
+from memwiki.site.builder_io import BuildContext, GeneratedPage
+from memwiki.site.builders import (
+    SESSIONS,
+    BuildResult,
+    Site,
+    frontmatter,
+    layer_version,
+    log,
+    message_anchor,
+    names_version,
+    page_memo,
+    safe_title,
+    site,
+)
+from memwiki.site.render import block, esc, href, md_esc
+from memwiki.site.speed.memo import key_of
+from memwiki.site.wikilinks import find_links
+from memwiki.source import Message, Session, Triple
+from memwiki.textio import atomic_write_text
+from memwiki.tokens import tokens
+
+PER_INDEX_PAGE = 100
+MIN_CHARS = 12
+
+
+def mmr(vectors: np.ndarray, k: int, lam: float = 0.7, weights: np.ndarray | None = None) -> list[int]:
+    """Indices of `k` rows close to the centroid yet unlike each other, in chronological order."""
+    n = len(vectors)
+    if n == 0 or k <= 0:
+        return []
+    centroid = vectors.mean(axis=0)
+    norm = np.linalg.norm(centroid)
+    relevance = vectors @ (centroid / norm) if norm else np.zeros(n)
+    if weights is not None:
+        relevance = relevance * weights
+    chosen: list[int] = []
+    redundancy = np.full(n, -np.inf)
+    for _ in range(min(k, n)):
+        score = lam * relevance - (1 - lam) * np.where(np.isinf(redundancy), 0.0, redundancy)
+        score[chosen] = -np.inf
+        best = int(np.argmax(score))
+        chosen.append(best)
+        redundancy = np.maximum(redundancy, vectors @ vectors[best])
+    return sorted(chosen)
+
+
+def tfidf_vectors(texts: list[str]) -> np.ndarray:
+    """Unit TF-IDF vectors over CJK-aware tokens (the lexical fallback)."""
+    docs = [Counter(tokens(t)) for t in texts]
+    df = Counter(term for d in docs for term in d)
+    vocab = {term: i for i, term in enumerate(df)}
+    out = np.zeros((len(texts), max(1, len(vocab))), dtype=np.float32)
+    for row, doc in enumerate(docs):
+        for term, tf in doc.items():
+            out[row, vocab[term]] = (1 + math.log(tf)) * math.log((1 + len(docs)) / (1 + df[term]))
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    return out / norms
+
+
+class Digester:
+    """Chooses the key turns of sessions, with the source's embedder when it has one.
+
+    Embedding every session's messages is the one slow step of a first build; `prefetch` starts it in a
+    thread (the embedder spends its time in NumPy, which lets other Python run) while the rest of the site
+    is read and built, and `key_turns` takes the vectors from there."""
+
+    def __init__(self, ctx: BuildContext, s: Site) -> None:
+        self.ctx = ctx
+        self.embedder = s.info.embedder
+        self.method = f"embeddings ({s.info.embedder})"
+        self._embed = getattr(ctx.source, "embed", None)
+        if self._embed is None:
+            self.method = "TF-IDF (the source has no usable embedder)"
+        cache_dir = ctx.options.get("cache_dir")
+        self.path = Path(cache_dir) / "digests.json" if cache_dir else None
+        self.cache: dict[str, list[int]] = {}
+        if self.path and self.path.is_file():
+            try:
+                self.cache = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self.cache = {}
+        self.dirty = False
+        self._vectors: dict[str, np.ndarray] = {}  # key -> the messages' vectors, from prefetch
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def _key(self, texts: list[str]) -> tuple[str, int]:
+        k = min(len(texts), max(2, min(4, round(len(texts) / 3))))
+        return hashlib.sha1(json.dumps([self.method, k, texts], ensure_ascii=False).encode()).hexdigest(), k
+
+    def prefetch(self, conversations: list[list[Message]]) -> None:
+        """Start embedding, in a thread, the messages of these sessions whose key turns are not cached."""
+        if self._embed is None or self._thread is not None:
+            return
+        todo = {}
+        for messages in conversations:
+            texts = [m.content for m in messages]
+            key = self._key(texts)[0] if texts else ""
+            if texts and key not in self.cache:
+                todo[key] = texts
+
+        def run() -> None:
+            try:
+                for key, texts in todo.items():
+                    raw = self._embed(texts)
+                    if raw is None:
+                        return
+                    self._vectors[key] = np.asarray(raw, dtype=np.float32)
+            except BaseException as exc:  # noqa: BLE001 - reported by key_turns, on the build's thread
+                self._failure = exc
+
+        if todo:
+            self._thread = threading.Thread(target=run, name="memwiki-digests", daemon=True)
+            self._thread.start()
+
+    def wait(self) -> None:
+        """Wait for `prefetch` to end."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def key_turns(self, messages: list[Message]) -> list[int]:
+        texts = [m.content for m in messages]
+        if not texts:
+            return []
+        key, k = self._key(texts)
+        if key in self.cache:
+            return self.cache[key]
+        self.wait()
+        weights = np.array([1.0 if len(t.strip()) >= MIN_CHARS else 0.3 for t in texts])
+        vectors = self._vectors.pop(key, None)
+        if self._failure is not None and self._embed is not None:
+            self._fall_back(self._failure)
+        if vectors is None and self._embed is not None:
+            try:
+                raw = self._embed(texts)
+                vectors = None if raw is None else np.asarray(raw, dtype=np.float32)
+            except (MemwikiError, AttributeError, OSError) as exc:
+                self._fall_back(exc)
+        if vectors is None:
+            vectors = tfidf_vectors(texts)
+        chosen = mmr(vectors, k, weights=weights)
+        self.cache[key] = chosen
+        self.dirty = True
+        return chosen
+
+    def save(self) -> None:
+        if self.path and self.dirty:
+            atomic_write_text(self.path, json.dumps(self.cache, ensure_ascii=False))
+
+    def _fall_back(self, exc: BaseException) -> None:
+        if not isinstance(exc, MemwikiError | AttributeError | OSError):
+            raise exc
+        log.warning("memwiki: session digests fall back to TF-IDF: %s", exc)
+        self._embed, self.method = None, f"TF-IDF (embedder failed: {exc})"
+
+
+def digester_of(ctx: BuildContext, s: Site) -> Digester:
+    """The build's digester (made on first use and kept on the context)."""
+    found = ctx.__dict__.get("_memwiki_digester")
+    if found is None:
+        found = ctx.__dict__["_memwiki_digester"] = Digester(ctx, s)
+    return found
+
+
+def _when(value: str) -> str:
+    return value[:16].replace("T", " ") if value else "—"
+
+
+_ID_RUN = re.compile(r"[\w-]+")
+
+
+class _Citations:
+    """The facts whose source cites a session, indexed once per build."""
+
+    def __init__(self, s: Site) -> None:
+        self.s = s
+        simple = {sid for sid in s.session_by_id if _ID_RUN.fullmatch(sid)}
+        self.facts: dict[str, list[Triple]] = {}
+        for t in s.triples:  # `session-1` must not match `session-10`: whole runs of word characters and dashes
+            for run in dict.fromkeys(_ID_RUN.findall(t.source or "")):
+                if run in simple:
+                    self.facts.setdefault(run, []).append(t)
+        for sid in s.session_by_id.keys() - simple:
+            cites = re.compile(rf"(?<![\w-]){re.escape(sid)}(?![\w-])")
+            self.facts[sid] = [t for t in s.triples if cites.search(t.source or "")]
+
+
+def _touched(s: Site, citations: _Citations, session: Session, messages: list[Message], uri: str) -> tuple[str, str]:
+    """HTML lists of the concepts linked or named in a session, and the facts that cite it."""
+    seen: dict[str, str] = {}
+    for message in messages:
+        for found in find_links(message.content, s.index.texts):
+            concept = s.index.link_target(found.link)
+            if concept is not None and concept.src_uri not in seen:
+                url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
+                cls = "mw-wikilink mw-wanted" if concept.wanted else "mw-wikilink"
+                # a wanted concept's title is whichever spelling the scan met first: the link's own is stable
+                label = found.link.target if concept.wanted else concept.title
+                seen[concept.src_uri] = f'<a class="{cls}" href="{esc(url)}">{esc(label)}</a>'
+    named = s.mentions()  # the pages and entities the turns name without a link
+    for concept in (c for n in range(1, len(messages) + 1) for c in named.named_in(uri, message_anchor(n))):
+        url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
+        seen.setdefault(concept.src_uri, f'<a class="mw-wikilink" href="{esc(url)}">{esc(concept.title)}</a>')
+    concepts = " · ".join(seen.values())
+    facts = []
+    for t in citations.facts.get(session.id, []) if session.id else []:
+        state = "current" if t.current else f"ended {esc(t.valid_to)}"
+        facts.append(
+            f"<li>{esc(t.subject_name or t.subject)} <em>{esc(t.predicate)}</em> {esc(t.object_name or t.object)} "
+            f"<span class='mw-muted'>({state})</span></li>"
+        )
+    return concepts, "".join(facts)
+
+
+def _digest_page(s: Site, digester: Digester, citations: _Citations, session: Session) -> GeneratedPage:
+    uri = s.session_uri(session.id)
+    messages = s.messages.get(session.id, [])
+    title = session.title or session.id
+    roles = Counter(m.role for m in messages)
+    counts = ", ".join(f"{n} {esc(r)}" for r, n in roles.most_common())
+    md = frontmatter(title, session=session.id) + f"# {md_esc(title)}\n\n"
+    meta = f"{esc(_when(session.started))} – {esc(_when(session.ended or (messages[-1].time if messages else '')))}"
+    meta += f" · {len(messages)} messages ({counts})" if messages else " · no messages"
+    if session.source:
+        meta += f" · source {esc(session.source)}"
+    back = href(uri, SESSIONS, directory_urls=s.directory_urls)
+    md += f'<p class="mw-muted">{meta} · <a href="{esc(back)}">all sessions</a></p>\n'
+    md += "\n## Key turns\n"
+    turns = digester.key_turns(messages)
+    if turns:
+        items = "".join(
+            f'<blockquote class="mw-turn"><p class="mw-role">{esc(messages[i].role)} · '
+            f'<a href="#{message_anchor(i + 1)}">#{i + 1}</a></p>'
+            f"{s.renderer.html(messages[i].content, uri)}</blockquote>"
+            for i in turns
+        )
+        md += block(items, cls="mw-digest")
+    else:
+        md += "\nNothing to summarise.\n"
+    concepts, facts = _touched(s, citations, session, messages, uri)
+    md += "\n## Concepts and facts\n"
+    md += block(f"<p>{concepts or 'No concept named.'}</p>" + (f"<ul>{facts}</ul>" if facts else ""), cls="mw-touched")
+    md += "\n## Transcript\n"
+    rows = "".join(
+        f'<div class="mw-msg mw-msg-{esc(m.role)}" id="{message_anchor(n)}"><p class="mw-role">{esc(m.role)}'
+        f'{" · " + esc(m.tool_name) if m.tool_name else ""} <span class="mw-muted">{esc(_when(m.time))}</span></p>'
+        f"{s.renderer.html(m.content, uri)}</div>"
+        for n, m in enumerate(messages, 1)
+    )
+    md += block(f"<summary>Transcript ({len(messages)} messages)</summary>{rows}", cls="mw-transcript", tag="details")
+    return GeneratedPage(uri, safe_title(title), md, section="sessions", meta={"date": session.started})
+
+
+def _index_uri(n: int) -> str:
+    return SESSIONS if n == 1 else f"sessions/page-{n}.md"
+
+
+def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
+    sessions = s.sessions  # newest first
+    pages = max(1, -(-len(sessions) // PER_INDEX_PAGE))
+    out = []
+    for n in range(1, pages + 1):
+        uri = _index_uri(n)
+        head = "Sessions" if n == 1 else f"Sessions ({n}/{pages})"
+        md = (
+            frontmatter(head)
+            + f"# {head}\n\n{len(sessions):,} sessions, newest first. Digests: {esc(digester.method)}.\n"
+        )
+        month = ""
+        for session in sessions[(n - 1) * PER_INDEX_PAGE : n * PER_INDEX_PAGE]:
+            if session.started[:7] != month:
+                month = session.started[:7]
+                md += f"\n## {esc(month or 'undated')}\n"
+            messages = s.messages.get(session.id, [])
+            url = href(uri, s.session_uri(session.id), directory_urls=s.directory_urls)
+            first = next((m.content for m in messages if m.role == "user"), "")
+            teaser = s.renderer.inline(first[:160] + ("…" if len(first) > 160 else ""), uri) if first else ""
+            md += block(
+                f'<p class="mw-post-date">{esc(_when(session.started))} · {len(messages)} messages</p>'
+                f'<h3><a href="{esc(url)}">{esc(session.title or session.id)}</a></h3><p>{teaser}</p>',
+                cls="mw-post",
+            )
+        if pages > 1:
+            links = [
+                f"<strong>{i}</strong>"
+                if i == n
+                else f'<a href="{esc(href(uri, _index_uri(i), directory_urls=s.directory_urls))}">{i}</a>'
+                for i in range(1, pages + 1)
+            ]
+            md += block(" ".join(links), cls="mw-pager", tag="nav")
+        out.append(GeneratedPage(uri, head, md, section="sessions", in_nav=n == 1, meta={"order": 4}))
+    return out
+
+
+def build(ctx: BuildContext) -> BuildResult:
+    s = site(ctx)
+    digester = digester_of(ctx, s)
+    citations: list[_Citations] = []  # made on the first page the memo does not have
+
+    def make(session: Session) -> GeneratedPage:
+        if not citations:
+            citations.append(_Citations(s))
+        return _digest_page(s, digester, citations[0], session)
+
+    # a digest page also depends on how names resolve and on the facts that cite its session
+    world = key_of(names_version(ctx, s), layer_version(ctx, "graph", s.triples), s.directory_urls, digester.method)
+    memo = page_memo(ctx, "sessions")
+    pages = [
+        memo.page(
+            s.session_uri(session.id),
+            key_of(world, session, s.messages.get(session.id, [])),
+            lambda session=session: make(session),
+        )
+        for session in s.sessions
+    ]
+    memo.save()
+    digester.wait()  # nothing may run in a thread when the build forks later
+    pages = _timeline(s, digester) + pages
+    digester.save()
+    ctx.notes.append(f"Session digests chosen with {digester.method}.")
+    return pages, []

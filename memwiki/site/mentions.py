@@ -1,0 +1,155 @@
+"""Where a concept is named in memory text: hot entries, L2 memories and session turns that name a wiki page
+or a graph entity by its title, name or an alias, with or without a `[[wikilink]]`.
+
+Names match case-insensitively (RE2's Unicode case folding), Chinese included; a name that begins or ends
+with a Latin letter or digit matches only as a whole word there (RE2's `\\b` is ASCII: `学rust服务` names
+`rust`, `trust` does not). All names are one RE2 pattern, leftmost-longest (`云知识库` is not also `知识库`),
+run once over all the texts joined: linear in the texts whatever the number of names (10k memories of about
+300 characters and 5k names: 0.2 s to compile, 0.9 s to scan, on a shared 2-CPU machine).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import re2
+
+from memwiki.site.concept_index import Concept, TextSource, norm
+
+MIN_NAME = 2  # characters: a one-letter name would be found everywhere
+CONTEXT = 90  # characters shown on each side of a name, at most (less when a sentence ends first)
+_JOIN = "\n\0\n"  # between texts: no name holds it, and it ends a sentence
+_SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
+_ASCII_WORD = re.compile(r"[0-9A-Za-z_]")
+_GLOSS = re.compile(r"([^()（）]+?)\s*[(（]([^()（）]+)[)）]")
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A place that names a concept: where it is shown, its layer, and where in its text the name is."""
+
+    src_uri: str
+    anchor: str
+    title: str
+    layer: str  # "persona" | "hot" | "L2" | "L4"
+    text: str = field(repr=False)  # raw (untrusted) text of the place
+    start: int = 0  # the name is text[start:end]
+    end: int = 0
+
+    @property
+    def name(self) -> str:
+        """The name as written there."""
+        return self.text[self.start : self.end]
+
+    def context(self) -> tuple[str, str]:
+        """The sentence before the name and after it (raw text, at most CONTEXT characters each)."""
+        return _context(self.text, self.start, self.end)
+
+
+def concept_names(concept: Concept) -> list[str]:
+    """The names a concept is known by in text: title, aliases, its entity's name and `aliases` property, and
+    both halves of a name that glosses itself (`宁波海洋实验室 (Ningbo marine lab)`, as MemPalace names them)."""
+    names = [concept.title, *concept.aliases]
+    entity = concept.entity
+    if entity is not None:
+        names.append(entity.name)
+        extra = entity.properties.get("aliases") if isinstance(entity.properties, dict) else None
+        if isinstance(extra, list | tuple):
+            names += [a for a in extra if isinstance(a, str)]
+    names += [half for n in names if n and (gloss := _GLOSS.fullmatch(n.strip())) for half in gloss.groups()]
+    return [n for n in dict.fromkeys(" ".join(n.split()) for n in names if n) if len(n) >= MIN_NAME]
+
+
+def _pattern(name: str) -> str:
+    r"""RE2 syntax for one name: its words escaped, any run of spaces between them, `\b` at a Latin end."""
+    body = r"\s+".join(re.escape(word) for word in name.split())
+    if _ASCII_WORD.match(name[0]):
+        body = r"\b" + body
+    if _ASCII_WORD.match(name[-1]):
+        body += r"\b"
+    return body
+
+
+def _clean(text: str) -> str:
+    """`text` as RE2 takes it, one code point for one: NUL (our separator) and lone surrogates as U+FFFD."""
+    text = text.replace("\0", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return re.sub("[\ud800-\udfff]", "\ufffd", text)
+    return text
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _context(text: str, start: int, end: int) -> tuple[str, str]:
+    """The sentence around text[start:end]: at most CONTEXT characters each side, `…` where that cut it."""
+    head = text[max(0, start - CONTEXT) : start]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    before = head[ends[-1] :] if ends else ("…" if start > CONTEXT else "") + head
+    tail = text[end : end + CONTEXT]
+    stop = _SENTENCE_END.search(tail)
+    after = tail[: stop.end()] if stop else tail + ("…" if end + CONTEXT < len(text) else "")
+    space_before = " " if before[-1:].isspace() else ""
+    space_after = " " if after[:1].isspace() else ""
+    return _flat(before) + space_before, space_after + _flat(after)
+
+
+class MentionIndex:
+    """Which concepts each text names, and where each concept is named: `scan` once, then ask `of(concept)`
+    or `named_in(src_uri, anchor)`. Only wiki and entity concepts are looked for."""
+
+    def __init__(self, concepts: Iterable[Concept]) -> None:
+        self._by_name: dict[str, Concept] = {}
+        for concept in concepts:
+            if concept.kind in ("wiki", "entity"):
+                for name in concept_names(concept):
+                    self._by_name.setdefault(norm(name), concept)
+        self._mentions: dict[int, list[Mention]] = {}
+        self._named: dict[tuple[str, str], list[Concept]] = {}
+        self._regex = None
+        if self._by_name:
+            options = re2.Options()
+            options.longest_match = True
+            options.case_sensitive = False
+            options.max_mem = 256 << 20  # the DFA of thousands of names: RE2's default 8 MB makes it fall back
+            names = sorted(self._by_name, key=len, reverse=True)
+            self._regex = re2.compile("|".join(_pattern(n) for n in names), options)
+
+    def scan(self, sources: Iterable[tuple[str, TextSource]]) -> None:
+        """Find every name in these (layer, text) pairs, in one pass over them all."""
+        places = list(sources)
+        if self._regex is None or not places:
+            return
+        texts = [_clean(source.text) for _, source in places]
+        starts, at = [], 0
+        for text in texts:
+            starts.append(at)
+            at += len(text) + len(_JOIN)
+        seen: set[tuple[int, int]] = set()
+        joined = _JOIN.join(texts)
+        for match in self._regex.finditer(joined):
+            at, to = match.span()
+            concept = self._by_name.get(norm(joined[at:to]))
+            n = bisect_right(starts, at) - 1
+            if concept is None or (id(concept), n) in seen:
+                continue
+            seen.add((id(concept), n))
+            layer, source = places[n]
+            start, end = at - starts[n], to - starts[n]
+            mention = Mention(source.src_uri, source.anchor, source.title, layer, texts[n], start, end)
+            self._mentions.setdefault(id(concept), []).append(mention)
+            self._named.setdefault((source.src_uri, source.anchor), []).append(concept)
+
+    def of(self, concept: Concept) -> list[Mention]:
+        """The places that name `concept`, in the order they were scanned."""
+        return self._mentions.get(id(concept), [])
+
+    def named_in(self, src_uri: str, anchor: str) -> list[Concept]:
+        """The concepts the text shown at (src_uri, anchor) names, in the order they first appear."""
+        return self._named.get((src_uri, anchor), [])

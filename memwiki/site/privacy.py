@@ -1,0 +1,649 @@
+"""The privacy gate: the one filter between a memory source and every page builder, the search index and the graph.
+
+`PrivacyFilter` wraps any `MemorySource` and is itself one: what it drops or redacts cannot reach any output,
+because builders only ever see the wrapped source. It works on records generically (`scrub` walks every
+string of a record, in every field, nested tuples, lists and dicts included), so a field added to a record
+type later is covered without touching this module.
+
+Two profiles:
+- `public` (the default): secrets are redacted (`memwiki.site.detectors`: `[redacted: api key · 3f2a9c]`, where the
+  tag is a keyed digest of the secret, so one secret has one label and two secrets never merge into one name),
+  private records are withheld entirely, and `[[links]]` to a withheld page or entity become plain text;
+- `private`: everything, for the owner's own machine.
+
+A record is private when any of its strings holds a marker (`[private]`, `#private`, `<private>`, `[私密]`),
+is exactly a private word (a tag, category, wing or room named `private` / `私密`), or matches one of the
+`private_patterns`, or when one of its mappings (a memory's `meta`, an entity's properties) says
+`private: true`. A fact whose subject or object is private goes with it; an entity named only by withheld facts
+goes too. Persona lines are judged one by one.
+
+Vectors: the store keeps the embeddings of what it was told (the owner's recall finds secrets, as it should).
+A memory whose text the gate changed gets, through this filter, the embedding of its redacted text: no vector
+that leaves the machine is a fingerprint of a secret.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from memwiki.errors import MemwikiError
+from memwiki.readers.locate import default_cache_dir
+from memwiki.semantic import index_text
+from memwiki.site.concept_index import norm, slugify
+from memwiki.site.detectors import RULES, Detectors
+from memwiki.site.speed import cache_file
+from memwiki.source import (
+    Entity,
+    HotFile,
+    Memory,
+    MemorySource,
+    Message,
+    Persona,
+    ScoredMemory,
+    Session,
+    SessionHit,
+    SinkRecord,
+    SourceInfo,
+    Triple,
+    WikiPage,
+)
+
+PROFILES = ("public", "private")
+PROFILE_ENV = "MEMWIKI_PROFILE"  # overrides the plugin's `profile` option
+DEFAULT_MARKERS = ("[private]", "#private", "<private>", "[私密]", "#私密")
+PRIVATE_WORDS = ("private", "私密")  # a tag, category, wing or room with exactly this name
+KEY_FILE = "privacy.key"  # in memwiki's cache folder: the redaction tags' key (stable labels and URLs)
+NAMES_FILE = "withheld-names.marshal"  # in cache_dir: see PrivacyFilter.layer_fingerprints
+NAME_LAYERS = ("wiki", "graph", "sessions")  # the layers whose withheld records others may name
+_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]+))?\]\]")
+
+# what the audit counts, per layer (the names memwiki.site.speed.layer_cache keeps layers under)
+LAYERS = {
+    "persona": "L0 persona",
+    "hot": "L1 hot memory",
+    "memories": "L2 semantic memory",
+    "graph": "L3 knowledge graph",
+    "sessions": "L4 session history",
+    "wiki": "wiki pages",
+}
+WITHHELD_PRIVATE = "private record"  # a record withheld for a private marker
+WITHHELD_EXCLUDED = "excluded record"  # a record withheld by `exclude_categories` / `exclude_wings`
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PrivacyRules:
+    """What the gate removes; built from the plugin's `profile` and `privacy:` options."""
+
+    profile: str = "public"
+    markers: tuple[str, ...] = DEFAULT_MARKERS
+    private_patterns: tuple[re.Pattern[str], ...] = ()
+    exclude_categories: frozenset[str] = frozenset()
+    exclude_wings: frozenset[str] = frozenset()
+    contact: bool = True  # e-mail addresses, phone numbers, private addresses, internal host names
+    redact: tuple[re.Pattern[str], ...] = ()  # the user's own secret patterns, on top of the detectors
+    detectors: Detectors = field(init=False, compare=False, repr=False)  # made from `contact` and `redact`
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "detectors", Detectors(contact=self.contact, extra=self.redact))
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any] | None, profile: str | None = None) -> PrivacyRules:
+        """`options`: the plugin's `privacy:` mapping; `profile`: the plugin's option ($MEMWIKI_PROFILE wins)."""
+        options = dict(options or {})
+        if "profile" in options:
+            raise MemwikiError(
+                "privacy.profile: the profile is the plugin's own `profile:` option (or $MEMWIKI_PROFILE)"
+            )
+        profile = os.environ.get(PROFILE_ENV) or profile or "public"
+        if profile not in PROFILES:
+            raise MemwikiError(f"privacy profile {profile!r}: choose one of {', '.join(PROFILES)}")
+        known = {"private_markers", "private_patterns", "exclude_categories", "exclude_wings", "contact", "redact"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise MemwikiError(f"privacy.{unknown[0]}: unknown option (known: {', '.join(sorted(known))})")
+
+        def patterns(name: str) -> tuple[re.Pattern[str], ...]:
+            try:
+                return tuple(re.compile(p) for p in options.get(name, ()))
+            except (re.error, TypeError) as exc:
+                raise MemwikiError(f"privacy.{name}: invalid regular expression ({exc})") from None
+
+        contact = bool(options.get("contact", True))
+        redact = patterns("redact")
+        return cls(
+            profile=profile,
+            markers=tuple(options.get("private_markers", DEFAULT_MARKERS)),
+            private_patterns=patterns("private_patterns"),
+            exclude_categories=frozenset(options.get("exclude_categories", ())),
+            exclude_wings=frozenset(options.get("exclude_wings", ())),
+            contact=contact,
+            redact=redact,
+        )
+
+    @property
+    def public(self) -> bool:
+        return self.profile == "public"
+
+    def fingerprint(self) -> str:
+        raw = [
+            _code_digest(),
+            self.profile,
+            self.markers,
+            [p.pattern for p in self.private_patterns],
+            sorted(self.exclude_categories),
+            sorted(self.exclude_wings),
+            self.contact,
+            [p.pattern for p in self.redact],
+            [(r.kind, r.pattern) for r in RULES],
+            _library_version(),
+        ]
+        return hashlib.sha1(json.dumps(raw, ensure_ascii=False).encode()).hexdigest()
+
+    def private_text(self, text: str) -> bool:
+        """A string that makes its record private: a marker, a private word, or a private pattern."""
+        if not text:
+            return False
+        low = text.casefold()
+        if low.strip() in PRIVATE_WORDS or any(m.casefold() in low for m in self.markers):
+            return True
+        return any(p.search(text) for p in self.private_patterns)
+
+    def private(self, record: object) -> bool:
+        """Whether any string of `record` (walked as `scrub` walks it) or any `private: true` in it says so."""
+        return any(self.private_text(s) for s in strings(record, keys=False)) or _flagged(record)
+
+
+@functools.cache
+def _code_digest() -> str:
+    """The gate's own code (this module and its detectors): a change to either filters every layer again."""
+    from memwiki.site import detectors
+
+    digest = hashlib.sha1()
+    for path in (Path(__file__), Path(detectors.__file__)):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _library_version() -> str:
+    try:
+        import importlib.metadata
+
+        return importlib.metadata.version("detect-secrets")
+    except Exception:  # noqa: BLE001 - not installed: the detectors say so
+        return ""
+
+
+def load_key(folder: Path | None = None) -> bytes:
+    """The redaction tags' key: this user's, kept in memwiki's cache folder (made on first use, readable by its
+    owner only), so one secret has one label in every build on this machine; a fresh key for this process when
+    the folder cannot be written."""
+    path = Path(folder or default_cache_dir()) / KEY_FILE
+    try:
+        key = path.read_bytes()
+        if len(key) == 32:
+            return key
+    except OSError:
+        pass
+    key = secrets.token_bytes(32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(key)
+        os.link(tmp, path)  # the first build to make it wins; the others read its key
+        tmp.unlink()
+    except FileExistsError:  # another build made it meanwhile, or a damaged one is there: use a good one
+        try:
+            if len(theirs := path.read_bytes()) == 32:
+                tmp.unlink(missing_ok=True)
+                return theirs
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    except OSError:
+        pass  # labels are stable within this build only
+    return key
+
+
+def _name_keys(*names: str) -> set[str]:
+    """The keys a `[[link]]` to one of these names resolves by (memwiki.site.concept_index: the normal form and the slug)."""
+    return {key for n in names if n for key in (norm(n), slugify(n)) if key}
+
+
+# ── walking records ──
+
+
+def strings(value: object, keys: bool = True) -> Iterator[str]:
+    """Every string in a record: its fields, and the items, keys (unless `keys` is false) and values of its
+    tuples, lists, sets and dicts."""
+    if isinstance(value, str):
+        yield value
+    elif is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            yield from strings(getattr(value, f.name), keys)
+    elif isinstance(value, (tuple, list, set, frozenset)):
+        for item in value:
+            yield from strings(item, keys)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if keys:
+                yield from strings(k, keys)
+            yield from strings(v, keys)
+
+
+def _flagged(value: object) -> bool:
+    """A mapping anywhere in the record that says `private: true` (frontmatter, meta, properties)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return any(_flagged(getattr(value, f.name)) for f in fields(value))
+    if isinstance(value, dict):
+        if value.get("private") is True or str(value.get("private", "")).casefold() in ("true", "yes", "1"):
+            return True
+        return any(_flagged(v) for v in value.values())
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return any(_flagged(v) for v in value)
+    return False
+
+
+def scrub(value: T, clean: Callable[[str], str]) -> T:
+    """`value` with `clean` applied to every string in it (a record comes back as the same type; unchanged
+    parts are the same objects)."""
+    if isinstance(value, str):
+        return clean(value)  # type: ignore[return-value]
+    if is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in fields(value):
+            if not f.init:
+                continue
+            old = getattr(value, f.name)
+            new = scrub(old, clean)
+            if new is not old:
+                changes[f.name] = new
+        return replace(value, **changes) if changes else value  # type: ignore[type-var]
+    if isinstance(value, (tuple, list, set, frozenset)):
+        items = [scrub(v, clean) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        if hasattr(value, "_fields"):  # a named tuple
+            return type(value)(*items)  # type: ignore[return-value]
+        return type(value)(items)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        pairs = [(scrub(k, clean), scrub(v, clean)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)  # type: ignore[return-value]
+    return value
+
+
+class PrivacyFilter:
+    """A `MemorySource` that shows another one minus what the rules remove (see the module's docstring)."""
+
+    def __init__(
+        self,
+        source: MemorySource,
+        rules: PrivacyRules | None = None,
+        base_dir: Path | None = None,
+        key: bytes | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.source = source
+        self.rules = rules or PrivacyRules()
+        self._key = key if key is not None else secrets.token_bytes(32)
+        self._cache_dir = cache_dir  # where the digest of what is withheld by name is kept (layer_fingerprints)
+        # Local paths say who built the site and where: shown relative to the site's folder, or from ~.
+        prefixes = {str(Path.home()): "~"}
+        if base_dir is not None:
+            prefixes[str(Path(base_dir).resolve())] = "."
+        self._prefixes = [
+            (prefix, re.compile(re.escape(prefix) + r"(?![^/\s\"'<>)\]])"), short)
+            for prefix, short in sorted(prefixes.items(), key=lambda kv: -len(kv[0]))
+            if prefix.strip("/")  # (a home of "/" would eat every slash)
+        ]
+        self._cleaned: dict[str, tuple[str, Counter[str]]] = {}  # text -> (shown, redactions made)
+        self._counts: dict[str, Counter[str]] = {}  # part ("memories", "sessions/<id>", ...) -> kind -> count
+        self._kinds: Counter[str] = Counter()  # redactions made by the string being cleaned now
+        self._hidden_entities: set[str] | None = None
+        self._graph_read: tuple[list[Triple], list[Entity]] | None = None
+        self._private_names: set[str] | None = None
+        self._private_sessions: set[str] | None = None
+        self._session_ids: dict[str, str] = {}  # shown session id -> the source's
+        self._memory_ids: dict[str, str] = {}  # shown memory id -> the source's
+        self._redacted_texts: dict[str, str] = {}  # shown memory id -> its redacted embedded text (text changed)
+
+    @property
+    def profile(self) -> str:
+        return self.rules.profile
+
+    # ── strings ──
+
+    def local(self, text: str) -> str:
+        """`text` with the build machine's folders shortened (`/home/lin/site/x` → `./x`, `/home/lin` → `~`)."""
+        for prefix, pattern, short in self._prefixes:
+            if prefix in text:
+                text = pattern.sub(short, text)
+        return text
+
+    def _label(self, kind: str, secret: str, made: Counter[str]) -> str:
+        made[kind] += 1
+        tag = hmac.new(self._key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:6]
+        return f"[redacted: {kind} · {tag}]"
+
+    def clean(self, text: str) -> str:
+        """One string as the public site may show it (memoised: each distinct string is cleaned once)."""
+        done = self._cleaned.get(text)
+        if done is None:
+            made: Counter[str] = Counter()
+            out = self.local(text)
+            if self.rules.public:
+                out = self.rules.detectors.redact(out, lambda kind, secret: self._label(kind, secret, made))[0]
+                if "[[" in out:
+                    out = self._unlink_private(out)
+            done = self._cleaned[text] = (out, made)
+        self._kinds.update(done[1])
+        return done[0]
+
+    def _record(self, record: T) -> T:
+        return scrub(record, self.clean)
+
+    def _count(
+        self, part: str, records: Iterable[T], keep: Callable[[T], bool | str], show: Callable[[T], T] | None = None
+    ) -> list[T]:
+        """The records to show, cleaned (by `show`, else `_record`); what was withheld or redacted is counted
+        under `part`."""
+        counts: Counter[str] = Counter()
+        out = []
+        self._kinds = Counter()
+        show = show or self._record
+        for record in records:
+            verdict = keep(record)
+            if verdict is True:
+                out.append(show(record))
+            else:
+                counts[verdict or WITHHELD_PRIVATE] += 1
+        counts.update(self._kinds)
+        self._counts[part] = counts
+        return out
+
+    def _unlink_private(self, text: str) -> str:
+        """`[[a withheld page or entity]]` as plain text (its label, or its name)."""
+        names = self._names()
+
+        def plain(match: re.Match[str]) -> str:
+            target = match.group(1).strip()
+            if norm(target) not in names and slugify(target) not in names:
+                return match.group(0)
+            return (match.group(3) or target).strip()
+
+        return _WIKILINK.sub(plain, text)
+
+    def _names(self) -> set[str]:
+        """Names of withheld wiki pages and entities (their titles, aliases, file stems, ids), case-folded."""
+        if self._private_names is None:
+            self._load_withheld_by_name()
+        return self._private_names  # type: ignore[return-value]
+
+    def _load_withheld_by_name(self) -> None:
+        """What other records may name that is withheld: kept in cache_dir by the fingerprints of the layers it
+        comes from (reading the wiki and graph to learn it was most of a rebuild's reading)."""
+        if not self.rules.public:
+            self._private_names, self._private_sessions = set(), set()
+            return
+        get = getattr(self.source, "layer_fingerprints", None)
+        got = dict(get()) if get else {}
+        path = self._cache_dir / NAMES_FILE if self._cache_dir is not None and got else None
+        key = cache_file.version("withheld-names", self._rules_key(), *(got.get(k, "") for k in NAME_LAYERS))
+        saved = cache_file.load(path, key) if path is not None else None
+        if isinstance(saved, list) and len(saved) == 2:
+            self._private_names, self._private_sessions = set(saved[0]), set(saved[1])
+            return
+        names: set[str] = set()
+        for page in self.source.wiki_pages():
+            if self.rules.private(page):
+                stem = page.path.rsplit("/", 1)[-1].removesuffix(".md")
+                names.update(_name_keys(page.title, stem, page.path, *page.aliases))
+        hidden = self._hidden()
+        for entity in self._graph()[1]:
+            if entity.id in hidden:
+                names.update(_name_keys(entity.name, entity.id))
+        self._private_names = names
+        self._private_sessions = {s.id for s in self.source.sessions() if self.rules.private(s)}
+        if path is not None:
+            cache_file.dump(path, key, [sorted(names), sorted(self._private_sessions)])
+
+    # ── the interface ──
+
+    def withheld(self) -> dict[str, dict[str, int]]:
+        """What this build withheld, per layer (`LAYERS`' keys) and kind: counts, never values."""
+        out: dict[str, Counter[str]] = {}
+        for part, counts in self._counts.items():
+            out.setdefault(part.split("/", 1)[0], Counter()).update(counts)
+        return {layer: dict(c) for layer, c in out.items() if c}
+
+    def info(self) -> SourceInfo:
+        return self._record(self.source.info())
+
+    def persona(self) -> Persona | None:
+        persona = self.source.persona()
+        if persona is None:
+            return None
+        # private lines go one by one; the rest is cleaned as one text (a PEM key spans lines)
+        lines = persona.text.splitlines(keepends=True)
+        kept = [line for line in lines if not (self.rules.public and self.rules.private_text(line))]
+        self._kinds = Counter()
+        shown = self._record(replace(persona, text="".join(kept)))
+        self._counts["persona"] = Counter({WITHHELD_PRIVATE: len(lines) - len(kept)}) + self._kinds
+        return shown
+
+    def hot_files(self) -> Sequence[HotFile]:
+        out = []
+        for hot in self.source.hot_files():
+            entries = self._count(f"hot/{hot.target}", hot.entries, self._keep)
+            shown = replace(self._record(replace(hot, entries=())), entries=tuple(entries), counted=hot.chars)
+            out.append(shown)  # (its usage stays the agent's: what the gate took out still fills the file)
+        return out
+
+    def _keep(self, record: Any) -> bool | str:  # noqa: ANN401 - a HotEntry, a SinkRecord or a Memory
+        """True to show `record`, else why it is withheld (by its category or wing, or for a private marker)."""
+        r = self.rules
+        if not r.public:
+            return True
+        if record.category in r.exclude_categories or getattr(record, "wing", "") in r.exclude_wings:
+            return WITHHELD_EXCLUDED
+        return not r.private(record)
+
+    def sinks(self) -> Sequence[SinkRecord]:
+        """What sank from hot memory, minus what sank into a memory that is withheld now."""
+        sinks = list(self.source.sinks())
+        withheld = self._withheld_memories({s.memory_id for s in sinks}) if sinks and self.rules.public else set()
+
+        def keep(sink: SinkRecord) -> bool | str:
+            return WITHHELD_PRIVATE if sink.memory_id in withheld else self._keep(sink)
+
+        return self._count("hot/sinks", sinks, keep)
+
+    def _withheld_memories(self, ids: set[str]) -> set[str]:
+        """Which of these L2 memory ids the gate withholds (or are gone)."""
+        found = {m.id: m for m in self.source.memories() if m.id in ids}
+        return {i for i in ids if i not in found or self._keep(found[i]) is not True}
+
+    def _memory(self, memory: Memory) -> Memory:
+        if self.rules.public and memory.session_id in self._private_session_ids():
+            memory = replace(memory, session_id="", message_id="")  # its session is withheld: no link to it
+        shown = self._record(memory)
+        self._memory_ids[shown.id] = memory.id
+        if index_text(shown) != index_text(memory):
+            self._redacted_texts[shown.id] = index_text(shown)
+        return shown
+
+    def memories(self) -> Iterator[Memory]:
+        return iter(self._count("memories", self.source.memories(), self._keep, self._memory))
+
+    def memory_count(self) -> int:
+        return sum(1 for _ in self.memories())
+
+    def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
+        """The source's vectors of shown memories; one whose text was redacted gets the embedding of its redacted
+        text. None when that cannot be made here (no embedder), or when an id is not a shown memory's."""
+        if any(i not in self._memory_ids for i in ids):
+            for _ in self.memories():  # learn the shown ids of this build
+                pass
+            if any(i not in self._memory_ids for i in ids):
+                return None
+        vectors = self.source.memory_vectors([self._memory_ids[i] for i in ids])
+        redacted = [n for n, i in enumerate(ids) if i in self._redacted_texts]
+        if vectors is None or not redacted:
+            return vectors
+        fresh = self.source.embed([self._redacted_texts[ids[n]] for n in redacted])
+        if fresh is None:
+            return None
+        vectors = np.array(vectors, dtype=np.float32, copy=True)
+        vectors[redacted] = fresh
+        return vectors
+
+    def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
+        hits = self.source.search_memories(vector, k * 2 + 10)
+        return [replace(h, memory=self._memory(h.memory)) for h in hits if self._keep(h.memory) is True][:k]
+
+    def embed(self, texts: list[str]) -> np.ndarray | None:
+        return self.source.embed(texts)
+
+    def l2_index(self) -> None:
+        """None: recall ranks the store's own (unfiltered) vectors and words, so it does not run through the gate."""
+        return None
+
+    def _graph(self) -> tuple[list[Triple], list[Entity]]:
+        """One read of the graph for this build, facts first (a fact's entities are written before it)."""
+        if self._graph_read is None:
+            triples = list(self.source.triples())
+            self._graph_read = (triples, list(self.source.entities()))
+        return self._graph_read
+
+    def _hidden(self) -> set[str]:
+        """Entities withheld: private ones, and those named only by withheld facts."""
+        if self._hidden_entities is None:
+            if not self.rules.public:
+                self._hidden_entities = set()
+                return self._hidden_entities
+            triples, entities = self._graph()
+            hidden = {e.id for e in entities if self.rules.private(e)}
+            named_by_kept: set[str] = set()
+            named_by_withheld: set[str] = set()
+            for t in triples:
+                ends = {t.subject, t.object}
+                if self.rules.private(t) or ends & hidden:
+                    named_by_withheld |= ends
+                else:
+                    named_by_kept |= ends
+            self._hidden_entities = hidden | (named_by_withheld - named_by_kept)
+        return self._hidden_entities
+
+    def entities(self) -> Sequence[Entity]:
+        hidden = self._hidden()
+        return self._count("graph/entities", self._graph()[1], lambda e: e.id not in hidden)
+
+    def triples(self) -> Sequence[Triple]:
+        hidden = self._hidden()
+
+        def keep(t: Triple) -> bool:
+            return not self.rules.public or not (t.subject in hidden or t.object in hidden or self.rules.private(t))
+
+        return self._count("graph/triples", self._graph()[0], keep)
+
+    def _private_session_ids(self) -> set[str]:
+        if self._private_sessions is None:
+            self._load_withheld_by_name()
+        return self._private_sessions  # type: ignore[return-value]
+
+    def sessions(self) -> Sequence[Session]:
+        hidden = self._private_session_ids()
+        every = list(self.source.sessions())
+        originals = [s for s in every if s.id not in hidden]
+        shown = self._count("sessions", every, lambda s: s.id not in hidden)
+        self._session_ids = {s.id: o.id for s, o in zip(shown, originals, strict=True)}
+        return shown
+
+    def _source_session(self, session_id: str) -> str:
+        if not self._session_ids:
+            self.sessions()
+        return self._session_ids.get(session_id, "")
+
+    def messages(self, session_id: str) -> Sequence[Message]:
+        original = self._source_session(session_id)
+        if not original:
+            return []
+
+        def keep(m: Message) -> bool:
+            return not self.rules.public or not self.rules.private(m)
+
+        return self._count(f"sessions/{original}", list(self.source.messages(original)), keep)
+
+    def search_sessions(self, query: str, limit: int = 10) -> list[SessionHit]:
+        hidden = self._private_session_ids()
+        hits = []
+        for hit in self.source.search_sessions(query, limit):
+            if hit.session.id in hidden:
+                continue
+            hits.append(self._record(self._shown_turns(hit)))
+        return hits
+
+    def _shown_turns(self, hit: SessionHit) -> SessionHit:
+        """The hit without the turns a private marker withholds (their id, snippet and text go together)."""
+        if not self.rules.public:
+            return hit
+        n = max(len(hit.snippets), len(hit.texts))
+
+        def part(values: tuple[str, ...], i: int) -> str:
+            return values[i] if i < len(values) else ""
+
+        keep = [
+            i
+            for i in range(n)
+            if not (self.rules.private_text(part(hit.snippets, i)) or self.rules.private_text(part(hit.texts, i)))
+        ]
+        return replace(
+            hit,
+            snippets=tuple(hit.snippets[i] for i in keep if i < len(hit.snippets)),
+            texts=tuple(hit.texts[i] for i in keep if i < len(hit.texts)),
+            message_ids=tuple(hit.message_ids[i] for i in keep if i < len(hit.message_ids)),
+        )
+
+    def wiki_pages(self) -> Sequence[WikiPage]:
+        public = self.rules.public
+        return self._count("wiki", list(self.source.wiki_pages()), lambda p: not (public and self.rules.private(p)))
+
+    def fingerprint(self) -> str:
+        return hashlib.sha1(f"{self.source.fingerprint()}:{self._rules_key()}".encode()).hexdigest()
+
+    def _rules_key(self) -> str:
+        return f"{self.rules.fingerprint()}:{hashlib.sha1(self._key).hexdigest()}"
+
+    def layer_fingerprints(self) -> dict[str, str]:
+        """The source's per-layer fingerprints with the rules and the key folded in ({} when the source has none).
+        Every layer also depends on what is withheld by name (its links to withheld pages and entities become
+        text, its memories' links to withheld sessions go): a digest of those names, made again only when the
+        wiki, graph or session layer changed."""
+        get = getattr(self.source, "layer_fingerprints", None)
+        got = dict(get()) if get else {}
+        if not got:
+            return {}
+        shared = f"{self._rules_key()}:{self._withheld_names_digest()}"
+        return {k: hashlib.sha1(f"{v}:{shared}".encode()).hexdigest() for k, v in got.items()}
+
+    def _withheld_names_digest(self) -> str:
+        names = sorted(self._names()) + ["\0sessions"] + sorted(self._private_session_ids())
+        return hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,1 @@
+"""How a build is made fast, behind one door (see `PageStore`)."""

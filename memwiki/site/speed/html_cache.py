@@ -1,0 +1,361 @@
+"""Reuse the final HTML of generated pages that did not change since the last build.
+
+Rendering Markdown and the theme template is most of a build's time. A generated page outside the
+navigation depends only on its own Markdown and on the site's layout (mkdocs.yml, the navigation, the
+plugin's code, the MkDocs / Material versions); when both fingerprints match the last build, the page is
+not given to MkDocs at all: after the build its cached HTML is put into site_dir (hard-linked when that is
+safe) and its search-index entries (recorded per page, from on_page_context on) are spliced into the index
+the search plugin writes (`complete_search_index`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import lru_cache, partial
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.pages import Page
+
+from memwiki.site.builder_io import GeneratedAsset, GeneratedPage
+from memwiki.site.render import page_url
+from memwiki.site.speed import cache_file
+
+MANIFEST = "manifest.marshal"  # marshal (memwiki.site.speed.cache_file): ~5x faster than JSON for this big dict
+NAV = "nav.json"  # the navigation of the last build
+LINK_THREADS = 4
+ASSETS = "assets"  # builders' asset files, named by the hash of their content
+_CODE = Path(__file__).resolve().parent
+
+
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "?"
+
+
+def _nav_json(nav: Any) -> str:  # noqa: ANN401 - MkDocs' nav setting
+    return json.dumps(nav, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _with_nav(base: str, nav: Any) -> str:  # noqa: ANN401 - MkDocs' nav setting
+    """The layout's fingerprint: changes whenever something other than a page's own Markdown could change its
+    HTML (`base`: see `_layout_base`)."""
+    return hashlib.sha1(f"{base}\0{_nav_json(nav)}".encode()).hexdigest()
+
+
+def _layout_base(config: MkDocsConfig) -> str:
+    """Everything of the layout but the navigation: mkdocs.yml, URL style, versions, this code, theme overrides."""
+    digest = hashlib.sha1()
+    if config.config_file_path and Path(config.config_file_path).is_file():
+        digest.update(Path(config.config_file_path).read_bytes())
+    digest.update(f"{config.use_directory_urls}:{_version('mkdocs')}:{_version('mkdocs-material')}".encode())
+    for path in sorted(_CODE.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".css", ".js", ".html"):
+            digest.update(path.relative_to(_CODE).as_posix().encode() + path.read_bytes())
+    overrides = Path(config.theme.custom_dir) if config.theme.custom_dir else None
+    if overrides and overrides.is_dir():
+        for path in sorted(overrides.rglob("*")):
+            if path.is_file():
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def search_index(config: MkDocsConfig) -> Any:  # noqa: ANN401 - material's SearchIndex
+    """The search plugin's index (its `entries` list), or None when there is no such plugin."""
+    for plugin in config.plugins.values():
+        index = getattr(plugin, "search_index", None)
+        if index is not None and hasattr(index, "entries"):
+            return index
+    return None
+
+
+def output_path(src_uri: str, directory_urls: bool) -> str:
+    """The page's HTML file, relative to site_dir."""
+    url = page_url(src_uri, directory_urls)
+    return url + "index.html" if url.endswith("/") or not url else url
+
+
+def _write(path: Path | str, data: str | bytes) -> None:
+    cache_file.replace_file(path, data.encode("utf-8") if isinstance(data, str) else data)
+
+
+@lru_cache(maxsize=1 << 16)  # asked twice per page (the builders' memos, then lookup)
+def _html_name(src_uri: str) -> str:
+    return hashlib.sha1(src_uri.encode()).hexdigest() + ".html"
+
+
+def link_file(pair: tuple[str, str]) -> None:
+    """Hard-link (dest, source): `source` into `dest`, replacing what `dest` was."""
+    dest, source = pair
+    try:
+        os.link(source, dest)
+    except FileExistsError:
+        os.unlink(dest)
+        os.link(source, dest)
+
+
+def _listing(folder: Path) -> dict[str, int]:
+    """The names in a folder with their inode numbers (none when it is missing)."""
+    try:
+        with os.scandir(folder) as entries:
+            return {e.name: e.inode() for e in entries}
+    except OSError:
+        return {}
+
+
+def _device(folder: Path) -> int:
+    try:
+        return os.stat(folder).st_dev
+    except OSError:
+        return -1
+
+
+def link_in_place(triples: list[tuple[str, str, int]], device: int) -> None:
+    """Hard-link each (dest, source, inode of source) unless `dest` is that file already (a kept site, see
+    memwiki.site.speed.kept_site); folders are made where missing."""
+    for dest, source, inode in triples:
+        try:
+            st = os.lstat(dest)
+            if st.st_ino == inode and st.st_dev == device:
+                continue
+        except FileNotFoundError:
+            pass
+        try:
+            link_file((dest, source))
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            link_file((dest, source))
+
+
+def _load_nav(path: Path) -> Any:  # noqa: ANN401 - MkDocs' nav setting
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _put(triples: list[tuple[str, str, int]], link: bool, device: int) -> None:
+    """Put each (dest, source, inode of source) file into place: hard-linked when `link` and the file system
+    allows (nothing to do for a link in place already), else copied."""
+    if link:
+        try:  # the links are metadata writes: a few threads keep the disk busy (one task each: a
+            # future per link cost more than the link)
+            with ThreadPoolExecutor(max_workers=LINK_THREADS, thread_name_prefix="memwiki-link") as pool:
+                slices = [triples[i::LINK_THREADS] for i in range(LINK_THREADS)]
+                list(pool.map(partial(link_in_place, device=device), slices))
+            return
+        except OSError:
+            pass  # another file system, or no hard links there: copy instead
+    for parent in {os.path.dirname(dest) for dest, _, _ in triples}:
+        os.makedirs(parent, exist_ok=True)
+    for dest, source, _ in triples:
+        if os.path.lexists(dest):
+            os.unlink(dest)  # it may be a link to the cache file: never write through it
+        shutil.copyfile(source, dest)
+
+
+def _manifest_file(folder: Path) -> cache_file.JournaledDict:
+    return cache_file.JournaledDict(folder / MANIFEST, cache_file.version("pages"))
+
+
+def load_manifest(folder: Path) -> dict[str, dict[str, Any]]:
+    """src_uri -> {"fp", "layout", "search"} of the pages cached in `folder` ({} when none or damaged)."""
+    return _manifest_file(folder).data
+
+
+class PageCache:
+    """The cache folder of one site: the manifest (what each page was made from, its search entries) plus one
+    HTML file per cached page."""
+
+    def __init__(self, folder: Path, config: MkDocsConfig) -> None:
+        self.folder = folder
+        self.config = config
+        # Pages are looked up before the plugin has made the navigation from them (see memwiki.site.speed.memo): until
+        # `settle_layout`, the layout is the one with the last build's navigation, or with the configured one.
+        self._nav = config.nav if config.nav else _load_nav(folder / NAV)
+        self._layout_base = _layout_base(config)
+        self.layout = _with_nav(self._layout_base, self._nav)
+        self._manifest = _manifest_file(folder)  # a few pages change per rebuild: a journal of them is saved
+        self.manifest = self._manifest.data
+        self.seen: set[str] = set()
+        self.hits: list[str] = []
+        self._marks: dict[str, int] = {}
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-pagecache")
+        self._pending: list[Future[None]] = []
+        self.assets: dict[str, str] = {}  # dest_uri -> cache file, see put_asset
+        self._assets_used: set[str] = set()  # their names in the cache's asset folder
+        # what the cache folder holds, listed once (a stat per page was a tenth of a 10k rebuild)
+        self._html_files = _listing(folder)
+        self._restoring: threading.Thread | None = None  # see begin_restore
+        self._restore_failure: BaseException | None = None
+        self._asset_files = _listing(folder / ASSETS)
+        self.placed: set[str] = set()  # the files begin_restore put into the site (f"{site}/{rel}")
+        self.released: set[tuple[int, int, int]] = set()  # (device, inode, mtime) of files let go (see `release`)
+
+    def html_path(self, src_uri: str) -> Path:
+        """Where the cache keeps this page's HTML."""
+        return self.folder / _html_name(src_uri)
+
+    def release(self, path: Path | str) -> None:
+        """Note the file at `path` before the cache deletes or replaces it: a hard link to it in a kept site is
+        then known as a leftover (memwiki.site.speed.kept_site), though the cache's unlink gave it a new ctime."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        self.released.add((st.st_dev, st.st_ino, st.st_mtime_ns))
+
+    def settle_layout(self) -> bool:
+        """The layout with the navigation now in the config; False when it is not the one assumed until now."""
+        layout = _with_nav(self._layout_base, self.config.nav)
+        same = layout == self.layout
+        self.layout = layout
+        return same
+
+    def reusable(self, src_uri: str, fingerprint: str) -> bool:
+        """True when last build's HTML of the page with this fingerprint is here, made with this layout."""
+        entry = self.manifest.get(src_uri)
+        return (
+            entry is not None
+            and entry.get("fp") == fingerprint
+            and entry.get("layout") == self.layout
+            and _html_name(src_uri) in self._html_files
+        )
+
+    def lookup(self, page: GeneratedPage) -> bool:
+        """True when last build's HTML for this page can be reused (nothing it depends on changed)."""
+        self.seen.add(page.src_uri)
+        if not self.reusable(page.src_uri, page.fingerprint):
+            return False
+        self.hits.append(page.src_uri)
+        return True
+
+    def put_asset(self, asset: GeneratedAsset) -> None:
+        """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
+        dest_uri, content, name = asset.dest_uri, asset.content, asset.digest
+        path = f"{self.folder}/{ASSETS}/{name}"  # a string: 5k Path objects were a tenth of a second
+        if name not in self._assets_used and name not in self._asset_files:
+            self._pending.append(self._writer.submit(_write, path, content))
+        self.assets[dest_uri] = path
+        self._assets_used.add(name)
+
+    def begin(self, page: Page) -> None:
+        """Remember where this page's search entries start (called in on_page_context, before the search plugin)."""
+        index = search_index(self.config)
+        self._marks[page.file.src_uri] = len(index.entries) if index is not None else 0
+
+    def store(self, generated: GeneratedPage, page: Page, html: str) -> None:
+        """Keep a page MkDocs rendered, with the search entries the search plugin added since `begin`."""
+        index = search_index(self.config)
+        start = self._marks.pop(page.file.src_uri, None)
+        self.put(generated, html, index.entries[start:] if index is not None and start is not None else [])
+
+    def put(self, generated: GeneratedPage, html: str, entries: list[dict[str, Any]]) -> None:
+        """Keep a page's final HTML and its search entries for the next build."""
+        # file I/O off the build's thread; finish() waits and raises what failed
+        path = self.html_path(generated.src_uri)
+        self.release(path)
+        self._pending.append(self._writer.submit(_write, path, html))
+        self.record(generated, entries)
+
+    def record(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
+        """Note a page whose final HTML was written to `html_path` by someone else (memwiki.site.speed.parallel_pages); its search
+        entries are kept as the JSON the search plugin writes for them (see `complete_search_index`)."""
+        fragment = ",".join(json.dumps(e, separators=(",", ":"), default=str) for e in entries)
+        self._manifest.set(generated.src_uri, {"fp": generated.fingerprint, "layout": self.layout, "search": fragment})
+
+    def begin_restore(self, site_dir: Path, link: bool) -> None:
+        """Start putting the reused pages and the builders' assets into the site, in a thread, while MkDocs
+        renders the rest (MkDocs never sees these files: no render, no copy; they do not change any more in
+        this build, and MkDocs writes none of their paths).
+
+        `link`: hard-link them from the cache (one metadata write per page) instead of copying. Only safe when
+        nothing writes into site_dir in place afterwards (a plain `mkdocs build`, not `--dirty` or `serve`):
+        the cache itself never rewrites a file in place (see `_write`)."""
+        if self._restoring is not None:
+            return
+        folder, site, du = str(self.folder), str(site_dir), self.config.use_directory_urls
+        html, assets = self._html_files, self._asset_files
+        triples = []  # plain strings: pathlib's overhead was most of this for 10k pages
+        for u in self.hits:
+            name = _html_name(u)
+            triples.append((f"{site}/{output_path(u, du)}", f"{folder}/{name}", html[name]))
+        for rel, source in self.assets.items():  # (an asset written in this build has no inode listed yet)
+            triples.append((f"{site}/{rel}", source, assets.get(os.path.basename(source), -1)))
+        self.placed = {dest for dest, _, _ in triples}
+        written = list(self._pending)  # the asset files among them
+        device = _device(self.folder)
+
+        def run() -> None:
+            try:
+                for done in written:
+                    done.result()
+                _put(triples, link, device)
+            except BaseException as exc:  # noqa: BLE001 - raised by restore(), on the build's thread
+                self._restore_failure = exc
+
+        self._restoring = threading.Thread(target=run, name="memwiki-restore")
+        self._restoring.start()
+
+    def restore(self, site_dir: Path, link: bool) -> None:
+        """Wait for `begin_restore` (begun now if it was not); raise what failed."""
+        self.begin_restore(site_dir, link)
+        self.drain()
+
+    def complete_search_index(self, site_dir: Path) -> None:
+        """Put the reused pages' search entries into the search index the search plugin has just written.
+
+        They are kept as the JSON that plugin writes for them (Material: one `json.dumps` with
+        `separators=(",", ":")`), so they are spliced in as text: making 30k entries into dicts for it to
+        serialise again was a tenth of a 10k rebuild. The file is then byte for byte what the plugin would have
+        written with those entries at the end of its list (tests compare). An index of another shape is read
+        and written again as JSON."""
+        fragments = [f for u in self.hits if (f := self.manifest[u].get("search"))]
+        path = site_dir / "search" / "search_index.json"
+        if not fragments or search_index(self.config) is None or not path.is_file():
+            return
+        text = path.read_text(encoding="utf-8")
+        if text.endswith("]}") and '"docs":[' in text:
+            sep = "" if text.endswith('"docs":[]}') else ","
+            text = text[:-2] + sep + ",".join(fragments) + "]}"
+        else:
+            data = json.loads(text)
+            data["docs"] = list(data.get("docs", [])) + json.loads("[" + ",".join(fragments) + "]")
+            text = json.dumps(data, separators=(",", ":"), default=str)
+        cache_file.replace_file(path, text.encode("utf-8"))
+
+    def drain(self) -> None:
+        """Wait for the cache writes and the restore of this build; raise the first that failed. (No thread of
+        the cache runs afterwards, so the build may fork.)"""
+        if self._restoring is not None:
+            self._restoring.join()
+            failure, self._restore_failure = self._restore_failure, None
+            if failure is not None:
+                raise failure
+        self._writer.shutdown(wait=True)
+        pending, self._pending = self._pending, []
+        for done in pending:
+            done.result()
+
+    def finish(self) -> None:
+        """Drop pages that are gone, save the manifest if it changed."""
+        self.drain()
+        for src_uri in [u for u in self.manifest if u not in self.seen]:
+            self._manifest.drop(src_uri)
+            self.release(self.html_path(src_uri))
+            self.html_path(src_uri).unlink(missing_ok=True)
+        for name in self._asset_files.keys() - self._assets_used:  # assets no page uses any more
+            self.release(self.folder / ASSETS / name)
+            (self.folder / ASSETS / name).unlink(missing_ok=True)
+        self._manifest.save()
+        if _nav_json(self.config.nav) != _nav_json(self._nav) or not (self.folder / NAV).is_file():
+            _write(self.folder / NAV, _nav_json(self.config.nav))

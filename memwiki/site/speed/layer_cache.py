@@ -1,0 +1,201 @@
+"""A MemorySource that keeps each layer's records across site builds, read again only when the layer changed.
+
+A rebuild after one memory changed used to read all of a large store again: every wiki file parsed, every
+fact and message read and passed through the privacy filter. The source tells what each layer's state is
+(`layer_fingerprints()`: e.g. sizes and modification times of the layer's files, with the privacy rules
+folded in by the filter); a layer whose fingerprint is the one saved with its records is loaded from the
+cache folder (one file per layer) instead of from the source. L2 vectors are kept by memory id and a
+hash of what was embedded, so a changed L2 layer only asks the source for the vectors of changed memories.
+
+Files hold plain data (memwiki.site.speed.cache_file: records as tuples of their fields) under a version key that also
+covers the code, so a damaged, foreign or older file is ignored and the layer read again. A source without
+`layer_fingerprints()` is read in full every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memwiki.site.speed import cache_file
+from memwiki.source import Entity, Memory, MemorySource, Message, Session, Triple, WikiPage
+from memwiki.vector_cache import memory_digest
+
+# how each layer's value is made plain and back: records become tuples of their fields
+_PLAIN: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
+
+
+def _rows(cls: type) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    names = [f.name for f in fields(cls)]
+    return (
+        lambda records: [tuple(getattr(r, n) for n in names) for r in records],
+        lambda rows: [cls(*row) for row in rows],
+    )
+
+
+def _register() -> None:
+    memories, wiki = _rows(Memory), _rows(WikiPage)
+    entities, triples = _rows(Entity), _rows(Triple)
+    sessions, messages = _rows(Session), _rows(Message)
+    _PLAIN["memories"] = memories
+    _PLAIN["wiki"] = wiki
+    _PLAIN["graph"] = (
+        lambda v: (entities[0](v[0]), triples[0](v[1])),
+        lambda v: (entities[1](v[0]), triples[1](v[1])),
+    )
+    _PLAIN["sessions"] = (
+        lambda v: (sessions[0](v[0]), {k: messages[0](m) for k, m in v[1].items()}),
+        lambda v: (sessions[1](v[0]), {k: messages[1](m) for k, m in v[1].items()}),
+    )
+    _PLAIN[VECTORS] = (
+        lambda v: {k: (a.shape[0], a.astype(np.float32).tobytes()) for k, a in v.items()},
+        lambda v: {k: np.frombuffer(b, dtype=np.float32, count=n).copy() for k, (n, b) in v.items()},
+    )
+
+
+VECTORS = "vectors"  # the vectors file is not tied to one state of the source: its keys say what they are of
+
+
+def _vector_key(embedder: str, memory: Memory) -> str:
+    return f"{embedder}\0{memory_digest(memory)}"
+
+
+_register()
+
+
+class CachedSource:
+    """`source` with its layers' records kept in `folder` (see the module's docstring); everything else passes on."""
+
+    def __init__(self, source: MemorySource, folder: Path) -> None:
+        self.source = source
+        self.folder = folder
+        get = getattr(source, "layer_fingerprints", None)
+        self.fingerprints: dict[str, str] = dict(get()) if get is not None else {}
+        self._loaded: dict[str, Any] = {}
+        self.reads: list[str] = []  # layers read from the source in this build (the others came from the cache)
+        self._vectors: dict[str, np.ndarray] | None = None
+        self._vectors_changed = False
+        self._memories_by_id: dict[str, Memory] | None = None
+        self._withheld: dict[str, dict[str, int]] = {}  # layer -> what the privacy gate withheld from it, by kind
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - whatever the source offers beyond the layers
+        return getattr(self.source, name)
+
+    # ── one file per layer ──
+
+    def _path(self, layer: str) -> Path:
+        return self.folder / f"{layer}.marshal"
+
+    def _layer(self, layer: str, read: Callable[[], Any]) -> Any:  # noqa: ANN401
+        if layer in self._loaded:
+            return self._loaded[layer]
+        fp = self.fingerprints.get(layer)
+        value = self._load(layer, fp) if fp else None
+        withheld = (
+            cache_file.load(self._path(f"{layer}.withheld"), cache_file.version("withheld", layer, fp)) if fp else None
+        )
+        if value is None or not isinstance(withheld, dict):
+            value = read()
+            self.reads.append(layer)
+            withheld = self.source.withheld().get(layer, {})
+            if fp:
+                self._save(layer, fp, value)
+                cache_file.dump(self._path(f"{layer}.withheld"), cache_file.version("withheld", layer, fp), withheld)
+        self._withheld[layer] = withheld
+        self._loaded[layer] = value
+        return value
+
+    def withheld(self) -> dict[str, dict[str, int]]:
+        """What the privacy gate withheld, per layer: the source's count for layers read in this build, the
+        count saved with a layer's records for layers kept from the last build."""
+        out = {k: v for k, v in self.source.withheld().items() if k not in self._withheld}
+        out.update({k: v for k, v in self._withheld.items() if v})
+        return out
+
+    def _load(self, layer: str, fp: str) -> Any:  # noqa: ANN401
+        plain = cache_file.load(self._path(layer), cache_file.version("layer", layer, fp))
+        if plain is None:
+            return None
+        try:
+            return _PLAIN[layer][1](plain)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+            return None  # not what this code writes: read the layer again
+
+    def _save(self, layer: str, fp: str, value: Any) -> None:  # noqa: ANN401
+        cache_file.dump(self._path(layer), cache_file.version("layer", layer, fp), _PLAIN[layer][0](value))
+
+    # ── the layers ──
+
+    def memories(self) -> Iterator[Memory]:
+        return iter(self._layer("memories", lambda: list(self.source.memories())))
+
+    def memory_count(self) -> int:
+        return len(self._layer("memories", lambda: list(self.source.memories())))
+
+    def _by_id(self) -> dict[str, Memory]:
+        """The memories by id, made once per build (memory_vectors is asked batch by batch)."""
+        if self._memories_by_id is None:
+            self._memories_by_id = {m.id: m for m in self.memories()}
+        return self._memories_by_id
+
+    def _vector_key(self, memory: Memory) -> str:
+        info = self.source.info()
+        return _vector_key(f"{info.embedder}:{info.dim}", memory)
+
+    def _graph(self) -> tuple[list[Entity], list[Triple]]:
+        def read() -> tuple[list[Entity], list[Triple]]:
+            triples = list(self.source.triples())  # first: a fact's entities are written before it
+            return list(self.source.entities()), triples
+
+        return self._layer("graph", read)
+
+    def entities(self) -> Sequence[Entity]:
+        return self._graph()[0]
+
+    def triples(self) -> Sequence[Triple]:
+        return self._graph()[1]
+
+    def _sessions(self) -> tuple[list[Session], dict[str, list[Message]]]:
+        def read() -> tuple[list[Session], dict[str, list[Message]]]:
+            sessions = list(self.source.sessions())
+            return sessions, {s.id: list(self.source.messages(s.id)) for s in sessions}
+
+        return self._layer("sessions", read)
+
+    def sessions(self) -> Sequence[Session]:
+        return self._sessions()[0]
+
+    def messages(self, session_id: str) -> Sequence[Message]:
+        found = self._sessions()[1].get(session_id)
+        return found if found is not None else list(self.source.messages(session_id))
+
+    def wiki_pages(self) -> Sequence[WikiPage]:
+        return self._layer("wiki", lambda: list(self.source.wiki_pages()))
+
+    def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
+        """The source's vectors, kept by (embedder, id, embedded text): only new or changed memories are asked for."""
+        by_id = self._by_id() if "memories" in self.fingerprints else {}
+        if not ids or not by_id or any(i not in by_id for i in ids):
+            return self.source.memory_vectors(ids)
+        if self._vectors is None:
+            self._vectors = self._load("vectors", VECTORS) or {}
+        keys = [self._vector_key(by_id[i]) for i in ids]
+        missing = [(i, k) for i, k in zip(ids, keys, strict=True) if k not in self._vectors]
+        if missing:
+            got = self.source.memory_vectors([i for i, _ in missing])
+            if got is None:
+                return None
+            for (_, key), vector in zip(missing, np.asarray(got, dtype=np.float32), strict=True):
+                self._vectors[key] = vector
+            self._vectors_changed = True
+        return np.stack([self._vectors[k] for k in keys])
+
+    def save(self) -> None:
+        """Keep the vectors asked for in this build (those of memories that are gone are dropped)."""
+        if self._vectors is not None and self._vectors_changed:
+            live = {self._vector_key(m) for m in self.memories()}
+            self._save("vectors", VECTORS, {k: v for k, v in self._vectors.items() if k in live})

@@ -1,0 +1,73 @@
+"""What a build derives from each memory text (its links, heading anchors, rendered HTML), kept across builds.
+
+Parsing memory text with markdown-it was most of the plugin's own time, and most texts do not change
+between two builds. Results are keyed by the text's hash and by what was derived (`kind`), and saved in
+the plugin's cache folder (memwiki.site.speed.cache_file: marshal, about five times faster to load than the JSON it
+was); a change to the code drops the whole file. Within a build each text is parsed at most once,
+whatever is derived.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from markdown_it.token import Token
+
+from memwiki.site.speed import cache_file
+from memwiki.site.wikilinks import scanner
+
+
+class TextCache:
+    """Memoises `compute()` per (text, kind); `path`: the file it persists to (None: this build only)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.version = cache_file.version("texts")
+        self._store = cache_file.JournaledDict(path, self.version) if path is not None else None
+        self._old: dict[str, dict[str, Any]] = self._store.data if self._store is not None else {}
+        self._new: dict[str, dict[str, Any]] = {}  # what this build used
+        self._changed: set[str] = set()  # texts that got a new derived value in this build
+        self._tokens: dict[str, list[Token]] = {}
+        self.misses = 0
+
+    def parse(self, text: str) -> list[Token]:
+        """The token stream of a text (parsed once per build; shared, so never change it)."""
+        tokens = self._tokens.get(text)
+        if tokens is None:
+            tokens = self._tokens[text] = scanner().parse(text)
+        return tokens
+
+    def derived(self, text: str, kind: str, compute: Callable[[], Any], *, last: bool = False) -> Any:  # noqa: ANN401
+        """`compute()` (a plain-data value derived from `text`, e.g. from `parse(text)`), from the cache when
+        this text was seen before.
+
+        `last`: this is usually the text's last use in a build, so its tokens are let go."""
+        key = hashlib.sha1(text.encode()).hexdigest()
+        entry = self._new.get(key)
+        if entry is None:
+            entry = self._new[key] = self._old.get(key, {})
+        if kind in entry:
+            return entry[kind]
+        self.misses += 1
+        self._changed.add(key)
+        value = entry[kind] = compute()
+        if last:
+            self._tokens.pop(text, None)
+        return value
+
+    def save(self, prune: bool = True) -> None:
+        """Keep what this build derived anew (memwiki.site.speed.cache_file.JournaledDict: a few entries, not the whole file).
+        `prune`: this build saw every text, so the texts it did not use are dropped when the file holds more
+        than twice what it used."""
+        if self._store is None:
+            return
+        if prune and len(self._old) > 2 * len(self._new):
+            self._store.replace_all(self._new)
+        else:
+            for key in self._changed:
+                self._store.set(key, self._new[key])
+        self._changed.clear()
+        self._store.save()

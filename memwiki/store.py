@@ -1,0 +1,296 @@
+"""The store: one folder holding the five layers, and the operations an agent runs on them.
+
+Layout of a store folder::
+
+    store.json              settings: caps, overflow threshold, embedder (name + dimension), where L2 lives
+    SOUL.md                 L0 persona
+    MEMORY.md, USER.md      L1 hot memory, hermes-agent format (+ .lock files)
+    sinks.jsonl             what sank from L1 into L2, when and why
+    l2/                     L2 semantic memory (Chroma) and its lexical side index; with `chroma.url` set the
+                            Chroma collection is on that server, and l2/ holds the lexical index only
+    knowledge_graph.sqlite3 L3 knowledge graph, MemPalace's schema
+    sessions.sqlite3        L4 session history with FTS5
+    wiki/                   hand-written Markdown concept pages
+
+`store.json` is written last by `init`, so a folder whose creation was interrupted is not mistaken
+for a store; running `init` again completes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from pathlib import Path
+
+from memwiki.config import EMBEDDED_COLLECTION, STORE_FILE, StoreConfig, load_config, new_collection_name, save_config
+from memwiki.context import FrozenContext
+from memwiki.core_guard import CoreGuard
+from memwiki.damage import damaged
+from memwiki.embedders import USE_NAME, Embedder, check_embedder, make_embedder
+from memwiki.errors import MemwikiError, NotAStoreError, SourceError, StoreLockedError
+from memwiki.graph import KnowledgeGraph
+from memwiki.graph_pages import recall_pages
+from memwiki.hot import FILE_NAMES, HotMemoryFile
+from memwiki.overflow import SinkLog, remember, sink
+from memwiki.persona import read_persona, write_persona
+from memwiki.recall import Hit, RecallConfig, Recaller
+from memwiki.recovery import REBUILD_SUFFIX, finish_interrupted, recovery_lock
+from memwiki.semantic import SemanticMemory
+from memwiki.sessions import SessionHistory
+from memwiki.source import HotFile, Persona, SinkRecord
+from memwiki.times import utc_now
+
+HOT_TARGETS = ("memory", "user")
+LAYER_PATHS = {
+    "persona": "SOUL.md",
+    "sinks": "sinks.jsonl",
+    "l2": "l2",
+    "graph": "knowledge_graph.sqlite3",
+    "sessions": "sessions.sqlite3",
+    "wiki": "wiki",
+}
+REQUIRED_PARTS = ("SOUL.md", *FILE_NAMES.values(), "l2", "knowledge_graph.sqlite3", "sessions.sqlite3", "wiki")
+
+
+@contextlib.contextmanager
+def _names_damage(part: str, path: Path) -> Iterator[None]:
+    """Turn a SQLite layer that will not open (garbage, half-written, not our schema) into a DamagedStoreError
+    naming the layer; a locked file stays a StoreLockedError."""
+    try:
+        yield
+    except (sqlite3.DatabaseError, SourceError) as exc:
+        raise damaged(part, path, exc) from None
+    except MemwikiError as exc:
+        if isinstance(exc, StoreLockedError) or "SQLite" not in str(exc):
+            raise
+        raise damaged(part, path, exc) from None
+
+
+def missing_parts(root: Path) -> list[str]:
+    """The parts of a store that are not in `root` (`store.json` aside)."""
+    return [name for name in REQUIRED_PARTS if not (root / name).exists()]
+
+
+class Store:
+    """A memwiki store folder. Layers open lazily; `close()` releases the SQLite connections."""
+
+    def __init__(self, root: Path, config: StoreConfig, embedder: Embedder | None = None) -> None:
+        self.root = root
+        self.config = config
+        if embedder is not None:
+            check_embedder(config.embedder, embedder)
+        self._embedder = embedder
+        self._frozen: FrozenContext | None = None
+        self.repaired: list[str] = []  # parts `init` had to recreate empty
+        self._may_create_l2 = False  # only `init` makes a server's collection: opening never hides its loss
+
+    # ---- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, root: str | Path, config: StoreConfig | None = None, embedder: Embedder | None = None) -> Store:
+        """Create a store at `root`, or complete one whose creation was interrupted (its missing parts are
+        created empty and listed in `store.repaired`). An existing store keeps its own settings."""
+        root = Path(root)
+        if root.exists() and not root.is_dir():
+            raise MemwikiError(f"{root}: exists and is not a folder")
+        existing = (root / STORE_FILE).is_file()
+        if existing:
+            config = load_config(root)
+        else:
+            config = config or StoreConfig()
+            config.created_at = config.created_at or utc_now()
+            if config.chroma.url and config.chroma.collection == EMBEDDED_COLLECTION:
+                config.chroma.collection = new_collection_name(root)  # its own, on a server others may share
+            if embedder is None:
+                embedder = make_embedder(config.embedder)
+            if config.embedder.name != USE_NAME:
+                config.embedder.dim = embedder.dim or int(embedder.embed(["dimension probe"]).shape[1])
+        root.mkdir(parents=True, exist_ok=True)
+        store = cls(root, config, embedder)
+        store.repaired = missing_parts(root) if existing else []
+        store._may_create_l2 = True
+        for name in ("SOUL.md", "MEMORY.md", "USER.md"):
+            (root / name).touch(exist_ok=True)
+        store.wiki_dir.mkdir(exist_ok=True)
+        if store.semantic.created and existing:
+            store.repaired.append(f"L2 collection {config.chroma.collection} on {config.chroma.url}")
+        store._may_create_l2 = False
+        store.graph.stats()
+        store.sessions.stats()
+        if not existing:
+            save_config(root, config)
+        return store
+
+    @classmethod
+    def open(cls, root: str | Path, embedder: Embedder | None = None) -> Store:
+        """Open an existing store; a folder that is not one, or is missing a layer, is refused (opening
+        never recreates a missing layer empty: that would hide the loss)."""
+        root = Path(root)
+        config = load_config(root)
+        if (root / f"{LAYER_PATHS['l2']}{REBUILD_SUFFIX}").exists():  # an L2 rebuild a crash cut short
+            with recovery_lock(root / LAYER_PATHS["l2"]):
+                finish_interrupted(root / LAYER_PATHS["l2"])
+        missing = missing_parts(root)
+        if missing:
+            raise NotAStoreError(
+                f"{root}: half-written store, missing {', '.join(missing)} "
+                "(restore them, or run `memwiki init` to recreate them empty)"
+            )
+        return cls(root, config, embedder)
+
+    def close(self) -> None:
+        for name in ("graph", "sessions", "semantic"):
+            layer = self.__dict__.pop(name, None)
+            if layer is not None and hasattr(layer, "close"):
+                layer.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- layers --------------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self.config.embedder)
+        return self._embedder
+
+    def hot(self, target: str) -> HotMemoryFile:
+        cap = self.config.caps.memory if target == "memory" else self.config.caps.user
+        return HotMemoryFile(self.root / FILE_NAMES.get(target, target), target, cap, self.config.overflow_threshold)
+
+    @cached_property
+    def semantic(self) -> SemanticMemory:
+        """L2, where store.json puts it: `l2/` (embedded Chroma), or its own collection on a Chroma server."""
+        chroma = self.config.chroma
+        if not chroma.url:
+            return SemanticMemory(self.root / LAYER_PATHS["l2"], self.embedder, collection=chroma.collection)
+        return SemanticMemory(
+            self.root / LAYER_PATHS["l2"],
+            self.embedder,
+            collection=chroma.collection,
+            url=chroma.url,
+            create=self._may_create_l2,
+        )
+
+    @cached_property
+    def graph(self) -> KnowledgeGraph:
+        path = self.root / LAYER_PATHS["graph"]
+        with _names_damage("L3 knowledge graph", path):
+            return KnowledgeGraph(path)
+
+    @cached_property
+    def sessions(self) -> SessionHistory:
+        path = self.root / LAYER_PATHS["sessions"]
+        with _names_damage("L4 session history", path):
+            return SessionHistory(path)
+
+    @cached_property
+    def core_guard(self) -> CoreGuard:
+        return CoreGuard(self.embedder)
+
+    @cached_property
+    def sink_log(self) -> SinkLog:
+        return SinkLog(self.root / LAYER_PATHS["sinks"])
+
+    @property
+    def wiki_dir(self) -> Path:
+        return self.root / LAYER_PATHS["wiki"]
+
+    # ---- L0 + L1 -------------------------------------------------------------------------------
+
+    def persona(self) -> Persona:
+        return read_persona(self.root / LAYER_PATHS["persona"], self.config.caps.persona)
+
+    def set_persona(self, text: str) -> None:
+        write_persona(self.root / LAYER_PATHS["persona"], text, self.config.caps.persona)
+
+    def hot_files(self) -> list[HotFile]:
+        return [self.hot(target).view() for target in HOT_TARGETS]
+
+    def start_session(self) -> str:
+        """Freeze the per-turn context block; writes after this show from the next session on."""
+        self._frozen = FrozenContext.freeze(self.persona(), self.hot_files())
+        return self._frozen.text
+
+    def context(self) -> str:
+        """The per-turn injection block frozen at session start (frozen now if no session started)."""
+        if self._frozen is None:
+            return self.start_session()
+        return self._frozen.text
+
+    def _warm_if_sinking(self, target: str, added_chars: int) -> None:
+        """Load the embedder before a write that may sink, so the model never loads under the hot lock."""
+        try:
+            hot = self.hot(target).view()
+        except MemwikiError:
+            return  # unreadable: the write itself backs the file up and refuses, with the reason
+        if hot.chars + added_chars + 3 > hot.cap * hot.threshold:
+            self.embedder.warm()
+
+    def remember(self, text: str, target: str = "memory", category: str | None = None) -> list[SinkRecord]:
+        """Add a hot-memory entry; non-core entries sink into L2 when the file passes its threshold."""
+        self._warm_if_sinking(target, len(text))
+        return remember(
+            self.hot(target), self.semantic, self.sink_log, text, category, guard=self.core_guard.looks_core
+        )
+
+    def replace(self, old_text: str, new_text: str, target: str = "memory") -> list[SinkRecord]:
+        self._warm_if_sinking(target, len(new_text))
+        self.hot(target).replace(old_text, new_text)
+        return sink(self.hot(target), self.semantic, self.sink_log, guard=self.core_guard.looks_core)
+
+    def forget(self, old_text: str, target: str = "memory") -> None:
+        self.hot(target).remove(old_text)
+
+    def sink(self, targets: Sequence[str] = HOT_TARGETS) -> list[SinkRecord]:
+        """Sink whatever is over threshold now (after a hand edit, or a lowered threshold)."""
+        records: list[SinkRecord] = []
+        for target in targets:
+            self._warm_if_sinking(target, 0)
+            records += sink(self.hot(target), self.semantic, self.sink_log, guard=self.core_guard.looks_core)
+        return records
+
+    # ---- recall and reading --------------------------------------------------------------------
+
+    @cached_property
+    def recaller(self) -> Recaller:
+        reader = self.reader()
+        return Recaller(
+            self.embedder,
+            hot_files=self.hot_files,
+            l2=self.semantic,
+            sessions=self.sessions.search,
+            wiki_pages=lambda: recall_pages(reader),
+            config=RecallConfig(),
+        )
+
+    def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
+        return self.recaller.recall(query, k=k, all_layers=all_layers)
+
+    def reader(self):  # noqa: ANN201 - StoreReader imported lazily to keep the import graph one-way
+        from memwiki.store_reader import StoreReader
+
+        return StoreReader(self)
+
+    def stats(self) -> dict:
+        hot = {
+            f.target: {"entries": len(f.entries), "chars": f.chars, "cap": f.cap, "usage": round(f.usage, 3)}
+            for f in self.hot_files()
+        }
+        persona = self.persona()
+        return {
+            "store": str(self.root),
+            "embedder": {"name": self.config.embedder.name, "dim": self.config.embedder.dim},
+            "L0": {"chars": persona.chars, "cap": persona.cap},
+            "L1": hot,
+            "L2": {"memories": self.semantic.count(), "sunk": len(self.sink_log.records())},
+            "L3": self.graph.stats(),
+            "L4": self.sessions.stats(),
+            "wiki": {"pages": sum(1 for _ in self.wiki_dir.rglob("*.md"))},
+        }

@@ -1,0 +1,66 @@
+"""Small file primitives shared by every layer: strict UTF-8 reads, atomic writes, a lock file."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from memwiki.errors import InputFormatError, StoreLockedError
+
+
+def read_text(path: Path) -> str:
+    """Read a UTF-8 file; invalid UTF-8 is an InputFormatError naming the file and byte offset."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputFormatError(f"{path}: invalid UTF-8 at line {line} (byte {exc.start})") from None
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically: a temp file in the same folder, fsync, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def file_lock(lock_path: Path, timeout: float = 10.0) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `lock_path` (created if missing), as hermes-agent does.
+
+    Raises StoreLockedError if another process keeps it for longer than `timeout` seconds.
+    """
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(lock_path, "a+")  # noqa: SIM115 - closed in finally
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreLockedError(
+                        f"{lock_path}: locked by another process for more than {timeout:g}s"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        fh.close()
