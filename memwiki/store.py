@@ -1,19 +1,7 @@
 """The store: one folder holding the five layers, and the operations an agent runs on them.
 
-Layout of a store folder::
-
-    store.json              settings: caps, overflow threshold, embedder (name + dimension), where L2 lives
-    SOUL.md                 L0 persona
-    MEMORY.md, USER.md      L1 hot memory, hermes-agent format (+ .lock files)
-    sinks.jsonl             what sank from L1 into L2, when and why
-    l2/                     L2 semantic memory (Chroma) and its lexical side index; with `chroma.url` set the
-                            Chroma collection is on that server, and l2/ holds the lexical index only
-    knowledge_graph.sqlite3 L3 knowledge graph, MemPalace's schema
-    sessions.sqlite3        L4 session history with FTS5
-    wiki/                   hand-written Markdown concept pages
-
-`store.json` is written last by `init`, so a folder whose creation was interrupted is not mistaken
-for a store; running `init` again completes it.
+The layout of the folder: memwiki.layout. `store.json` is written last by `init`, so a folder whose creation was
+interrupted is not mistaken for a store; running `init` again completes it.
 """
 
 from __future__ import annotations
@@ -23,6 +11,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memwiki.config import EMBEDDED_COLLECTION, STORE_FILE, StoreConfig, load_config, new_collection_name, save_config
 from memwiki.context import FrozenContext
@@ -33,6 +22,7 @@ from memwiki.errors import MemwikiError, NotAStoreError, SourceError, StoreLocke
 from memwiki.graph import KnowledgeGraph
 from memwiki.graph_pages import recall_pages
 from memwiki.hot import FILE_NAMES, HotMemoryFile
+from memwiki.layout import LAYER_PATHS
 from memwiki.overflow import SinkLog, remember, sink
 from memwiki.persona import read_persona, write_persona
 from memwiki.recall import Hit, RecallConfig, Recaller
@@ -42,15 +32,10 @@ from memwiki.sessions import SessionHistory
 from memwiki.source import HotFile, Persona, SinkRecord
 from memwiki.times import utc_now
 
+if TYPE_CHECKING:
+    from memwiki.store_reader import StoreReader
+
 HOT_TARGETS = ("memory", "user")
-LAYER_PATHS = {
-    "persona": "SOUL.md",
-    "sinks": "sinks.jsonl",
-    "l2": "l2",
-    "graph": "knowledge_graph.sqlite3",
-    "sessions": "sessions.sqlite3",
-    "wiki": "wiki",
-}
 REQUIRED_PARTS = ("SOUL.md", *FILE_NAMES.values(), "l2", "knowledge_graph.sqlite3", "sessions.sqlite3", "wiki")
 
 
@@ -273,8 +258,9 @@ class Store:
     def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
         return self.recaller.recall(query, k=k, all_layers=all_layers)
 
-    def reader(self):  # noqa: ANN201 - StoreReader imported lazily to keep the import graph one-way
-        from memwiki.store_reader import StoreReader
+    def reader(self) -> StoreReader:
+        """The store's read-only `MemorySource`."""
+        from memwiki.store_reader import StoreReader  # here: `import memwiki.store` need not load every reader
 
         return StoreReader(self)
 

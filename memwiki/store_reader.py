@@ -6,11 +6,14 @@ import hashlib
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from memwiki.config import STORE_FILE
 from memwiki.embedders import embedder_label
+from memwiki.hot import FILE_NAMES
+from memwiki.layout import LAYER_PATHS
 from memwiki.passages import cut_to_bytes
 from memwiki.readers.chroma_file import DOCUMENT_KEY, read_collection, read_queued_vectors
 from memwiki.semantic import memory_from_record
@@ -31,7 +34,36 @@ from memwiki.source import (
 from memwiki.wiki import iter_wiki_pages
 
 if TYPE_CHECKING:
-    from memwiki.store import Store
+    from memwiki.config import StoreConfig
+    from memwiki.embedders import Embedder
+    from memwiki.graph import KnowledgeGraph
+    from memwiki.overflow import SinkLog
+    from memwiki.semantic import SemanticMemory
+    from memwiki.sessions import SessionHistory
+
+
+class StoreLayers(Protocol):
+    """What `StoreReader` reads of a store (`memwiki.store.Store`: described here, not imported, as the store hands
+    out its reader)."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def config(self) -> StoreConfig: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def semantic(self) -> SemanticMemory: ...
+    @property
+    def graph(self) -> KnowledgeGraph: ...
+    @property
+    def sessions(self) -> SessionHistory: ...
+    @property
+    def sink_log(self) -> SinkLog: ...
+    @property
+    def wiki_dir(self) -> Path: ...
+    def persona(self) -> Persona | None: ...
+    def hot_files(self) -> Sequence[HotFile]: ...
 
 
 def _walk(root: str, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
@@ -52,24 +84,20 @@ def _walk(root: str, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
 def _layer_files() -> dict[str, tuple[str, ...]]:
     """The files (top-level names in the store) each layer is read from; the settings file goes with all
     that it sets (caps, the embedder)."""
-    from memwiki.config import STORE_FILE
-    from memwiki.hot import FILE_NAMES
-    from memwiki.store import LAYER_PATHS as P
-
     return {
-        "persona": (P["persona"], STORE_FILE),
-        "hot": (*FILE_NAMES.values(), P["sinks"], STORE_FILE),
-        "memories": (P["l2"], STORE_FILE),
-        "graph": (P["graph"],),
-        "sessions": (P["sessions"],),
-        "wiki": (P["wiki"],),
+        "persona": (LAYER_PATHS["persona"], STORE_FILE),
+        "hot": (*FILE_NAMES.values(), LAYER_PATHS["sinks"], STORE_FILE),
+        "memories": (LAYER_PATHS["l2"], STORE_FILE),
+        "graph": (LAYER_PATHS["graph"],),
+        "sessions": (LAYER_PATHS["sessions"],),
+        "wiki": (LAYER_PATHS["wiki"],),
     }
 
 
 class StoreReader:
     """Reads a memwiki store through its layers' own read methods; it never writes."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreLayers) -> None:
         self.store = store
 
     def info(self) -> SourceInfo:
@@ -120,8 +148,6 @@ class StoreReader:
     @property
     def _chroma_file(self) -> Path | None:
         """`l2/chroma.sqlite3` of an embedded L2 once it exists; None for L2 on a Chroma server."""
-        from memwiki.store import LAYER_PATHS
-
         if self.store.config.chroma.url:
             return None
         path = self.store.root / LAYER_PATHS["l2"] / "chroma.sqlite3"

@@ -7,17 +7,14 @@ Forms: `[[name]]`, `[[name|label]]`, `[[name#heading]]`, `[[name#heading|label]]
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
-
-if TYPE_CHECKING:
-    from memwiki.site.speed.text_cache import TextCache
 
 _MAX_TARGET = 200
 MIN_SENTENCE = 40  # characters: a shorter linking sentence is shown with the one before it
@@ -131,7 +128,15 @@ def links_in(tokens: list[Token]) -> list[Found]:
     ]
 
 
-def link_rows(text: str, texts: TextCache) -> list[list[str]]:
+class TextMemo(Protocol):
+    """What `link_rows` needs of a memo of texts: their tokens, and values derived from them
+    (memwiki.site.speed.text_cache.TextCache is one; it parses with `scanner`, so it depends on this module)."""
+
+    def parse(self, text: str) -> list[Token]: ...
+    def derived(self, text: str, kind: str, compute: Callable[[], Any], *, last: bool = False) -> Any: ...  # noqa: ANN401
+
+
+def link_rows(text: str, texts: TextMemo) -> list[list[str]]:
     """`find_links` as plain rows [target, heading, label, sentence], memoised in `texts` (shared: never change
     them)."""
     if "[[" not in text:
@@ -143,7 +148,7 @@ def link_rows(text: str, texts: TextCache) -> list[list[str]]:
     return texts.derived(text, "links", compute)
 
 
-def find_links(text: str, texts: TextCache | None = None) -> list[Found]:
+def find_links(text: str, texts: TextMemo | None = None) -> list[Found]:
     """Every wikilink of a Markdown text outside code, each with its sentence (`texts`: memoised there)."""
     if "[[" not in text:
         return []
