@@ -302,7 +302,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.probes[probe] = posixpath.dirname(probe)
             files.append(File.generated(config, probe, content=probe_markdown(self.nonce)))
         if self.cache is not None:
-            self.cache.begin_restore(Path(config.site_dir), self.link_pages)  # while MkDocs renders the rest
+            self.cache.begin_restore(Path(config.site_dir))  # while MkDocs renders the rest
             log.info(
                 "memwiki: %d generated pages, %d reused from the cache (%d not made again)",
                 len(pages),
@@ -387,13 +387,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     @event_priority(-100)  # MkDocs writes files right after this event
     def on_env(self, env: Environment, /, *, config: MkDocsConfig, files: Files) -> Environment:
         """Keep the theme's compiled templates across builds (compiling them was a tenth of a 10k rebuild).
-        Jinja keys each one by its name and the checksum of its source, so an edited template is compiled anew.
-        In a kept site, a file MkDocs (or the search plugin) is about to write in place must not be a hard link."""
-        if self.kept is not None:
-            site_dir = config.site_dir
-            written = [*config.theme.static_templates, *config.extra_templates, "sitemap.xml.gz"]
-            written += ["search/search_index.json"]  # (Material's search plugin)
-            self.kept.unlink_shared([f.abs_dest_path for f in files] + [os.path.join(site_dir, t) for t in written])
+        Jinja keys each one by its name and the checksum of its source, so an edited template is compiled anew."""
         if self.config.page_cache and env.bytecode_cache is None:
             folder = self._cache_dir(config) / JINJA
             folder.mkdir(parents=True, exist_ok=True)
@@ -440,7 +434,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.entries.save()
         t1 = time.perf_counter()
         if self.cache is not None:
-            self.cache.restore(Path(config.site_dir), self.link_pages)
+            self.cache.restore(Path(config.site_dir))
             self.cache.finish()
         self.times[f"{len(self.fast)} pages written"] = t1 - t0
         self.times["cache"] = time.perf_counter() - t1
@@ -452,7 +446,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             self.cache.complete_search_index(Path(config.site_dir))
         if self.kept is not None and self.cache is not None:
             t0 = time.perf_counter()
-            removed = self.kept.sweep(self.cache.placed, self.cache.released)
+            removed = self.kept.sweep(self.cache.placed)
             if removed >= 0:  # (-1: not swept, and said why)
                 seconds = time.perf_counter() - t0
                 log.info("memwiki: kept the last site; %d stale files removed in %.2f s", removed, seconds)
@@ -489,7 +483,6 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             directory_urls=du,
             entries=self.entries if index is not None else None,
             cache_path=self.cache.html_path if self.cache is not None else None,
-            link=self.link_pages,
         )
         missing = sorted({shell_folder(p.src_uri) for p in self.fast} - self.shells.keys())
         if missing:
@@ -499,8 +492,6 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             )
         if self.cache is not None:
             self.cache.drain()  # no writer thread running while workers fork
-            for page in self.fast:  # the workers replace these cache files
-                self.cache.release(self.cache.html_path(page.src_uri))
         workers = self.config.render_workers if self.link_pages else 1  # no forking under `mkdocs serve`
         for page, entries in zip(self.fast, write_pages(job, workers), strict=True):
             if index is not None:

@@ -3,20 +3,22 @@
 Rendering Markdown and the theme template is most of a build's time. A generated page outside the
 navigation depends only on its own Markdown and on the site's layout (mkdocs.yml, the navigation, the
 plugin's code, the MkDocs / Material versions); when both fingerprints match the last build, the page is
-not given to MkDocs at all: after the build its cached HTML is put into site_dir (hard-linked when that is
-safe) and its search-index entries (recorded per page, from on_page_context on) are spliced into the index
-the search plugin writes (`complete_search_index`).
+not given to MkDocs at all: after the build its cached HTML is copied into site_dir (unless last build's copy
+is still there, see `_place`) and its search-index entries (recorded per page, from on_page_context on) are
+spliced into the index the search plugin writes (`complete_search_index`). Every file in site_dir is a file
+of its own: a deploy step may edit one in place, and the next build puts the cached page back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import lru_cache, partial
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -27,10 +29,11 @@ from mkdocs.structure.pages import Page
 from memwiki.site.builder_io import GeneratedAsset, GeneratedPage
 from memwiki.site.render import page_url
 from memwiki.site.speed import cache_file
+from memwiki.site.speed.kept_site import ctime_mark
 
 MANIFEST = "manifest.marshal"  # marshal (memwiki.site.speed.cache_file): ~5x faster than JSON for this big dict
 NAV = "nav.json"  # the navigation of the last build
-LINK_THREADS = 4
+PLACED = "placed.marshal"  # the files the cache put into the site in the last build (see `_place`)
 ASSETS = "assets"  # builders' asset files, named by the hash of their content
 _CODE = Path(__file__).resolve().parent
 
@@ -93,16 +96,6 @@ def _html_name(src_uri: str) -> str:
     return hashlib.sha1(src_uri.encode()).hexdigest() + ".html"
 
 
-def link_file(pair: tuple[str, str]) -> None:
-    """Hard-link (dest, source): `source` into `dest`, replacing what `dest` was."""
-    dest, source = pair
-    try:
-        os.link(source, dest)
-    except FileExistsError:
-        os.unlink(dest)
-        os.link(source, dest)
-
-
 def _listing(folder: Path) -> dict[str, int]:
     """The names in a folder with their inode numbers (none when it is missing)."""
     try:
@@ -112,30 +105,6 @@ def _listing(folder: Path) -> dict[str, int]:
         return {}
 
 
-def _device(folder: Path) -> int:
-    try:
-        return os.stat(folder).st_dev
-    except OSError:
-        return -1
-
-
-def link_in_place(triples: list[tuple[str, str, int]], device: int) -> None:
-    """Hard-link each (dest, source, inode of source) unless `dest` is that file already (a kept site, see
-    memwiki.site.speed.kept_site); folders are made where missing."""
-    for dest, source, inode in triples:
-        try:
-            st = os.lstat(dest)
-            if st.st_ino == inode and st.st_dev == device:
-                continue
-        except FileNotFoundError:
-            pass
-        try:
-            link_file((dest, source))
-        except FileNotFoundError:
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            link_file((dest, source))
-
-
 def _load_nav(path: Path) -> Any:  # noqa: ANN401 - MkDocs' nav setting
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -143,24 +112,43 @@ def _load_nav(path: Path) -> Any:  # noqa: ANN401 - MkDocs' nav setting
         return None
 
 
-def _put(triples: list[tuple[str, str, int]], link: bool, device: int) -> None:
-    """Put each (dest, source, inode of source) file into place: hard-linked when `link` and the file system
-    allows (nothing to do for a link in place already), else copied."""
-    if link:
-        try:  # the links are metadata writes: a few threads keep the disk busy (one task each: a
-            # future per link cost more than the link)
-            with ThreadPoolExecutor(max_workers=LINK_THREADS, thread_name_prefix="memwiki-link") as pool:
-                slices = [triples[i::LINK_THREADS] for i in range(LINK_THREADS)]
-                list(pool.map(partial(link_in_place, device=device), slices))
-            return
-        except OSError:
-            pass  # another file system, or no hard links there: copy instead
-    for parent in {os.path.dirname(dest) for dest, _, _ in triples}:
-        os.makedirs(parent, exist_ok=True)
-    for dest, source, _ in triples:
-        if os.path.lexists(dest):
-            os.unlink(dest)  # it may be a link to the cache file: never write through it
+Record = tuple[int, int, int, int, int]  # a site file as the cache left it: see `_record`
+
+
+def _record(dest: os.stat_result, source_inode: int) -> Record:
+    """What says a site file still holds what the cache put there: its inode, size, mtime and ctime (no
+    program can set a ctime back; any write or rename sets it) and the inode of the cache file it is a
+    copy of (a cache file is never written in place: see `_write`)."""
+    return (dest.st_ino, dest.st_size, dest.st_mtime_ns, dest.st_ctime_ns, source_inode)
+
+
+def _copy(source: str, dest: str) -> Record:
+    """Copy `source` into a new file at `dest` (a file there is unlinked first, never written through); folders
+    are made where missing."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(dest)
+    try:
         shutil.copyfile(source, dest)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(source, dest)
+    return _record(os.lstat(dest), os.lstat(source).st_ino)
+
+
+def _place(site: str, files: list[tuple[str, str, int]], before: dict[str, Record]) -> dict[str, Record]:
+    """Put each (rel, source, inode of source) file into the site, unless it is in place already: its record
+    from the last build (`before`, see `PageCache._save_records`) is what it is now (a kept site, see
+    memwiki.site.speed.kept_site). Anything else (missing, edited in place, replaced) is copied from the cache
+    again. Returns the record of each file."""
+    after: dict[str, Record] = {}
+    for rel, source, inode in files:
+        dest = f"{site}/{rel}"
+        try:
+            kept = _record(os.lstat(dest), inode) == before.get(rel)
+        except FileNotFoundError:
+            kept = False
+        after[rel] = before[rel] if kept else _copy(source, dest)
+    return after
 
 
 def _manifest_file(folder: Path) -> cache_file.JournaledDict:
@@ -173,8 +161,8 @@ def load_manifest(folder: Path) -> dict[str, dict[str, Any]]:
 
 
 class PageCache:
-    """The cache folder of one site: the manifest (what each page was made from, its search entries) plus one
-    HTML file per cached page."""
+    """The cache folder of one site: the manifest (what each page was made from, its search entries), one
+    HTML file per cached page, and the records of the files the last build put into the site (`PLACED`)."""
 
     def __init__(self, folder: Path, config: MkDocsConfig) -> None:
         self.folder = folder
@@ -199,20 +187,13 @@ class PageCache:
         self._restore_failure: BaseException | None = None
         self._asset_files = _listing(folder / ASSETS)
         self.placed: set[str] = set()  # the files begin_restore put into the site (f"{site}/{rel}")
-        self.released: set[tuple[int, int, int]] = set()  # (device, inode, mtime) of files let go (see `release`)
+        self._site: str | None = None  # the site of begin_restore
+        self._records: dict[str, Record] = {}  # rel -> record of the files begin_restore put into the site
+        self._written: list[str] = []  # src_uri of the pages written into the site and the cache (see `record`)
 
     def html_path(self, src_uri: str) -> Path:
         """Where the cache keeps this page's HTML."""
         return self.folder / _html_name(src_uri)
-
-    def release(self, path: Path | str) -> None:
-        """Note the file at `path` before the cache deletes or replaces it: a hard link to it in a kept site is
-        then known as a leftover (memwiki.site.speed.kept_site), though the cache's unlink gave it a new ctime."""
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return
-        self.released.add((st.st_dev, st.st_ino, st.st_mtime_ns))
 
     def settle_layout(self) -> bool:
         """The layout with the navigation now in the config; False when it is not the one assumed until now."""
@@ -262,54 +243,82 @@ class PageCache:
     def put(self, generated: GeneratedPage, html: str, entries: list[dict[str, Any]]) -> None:
         """Keep a page's final HTML and its search entries for the next build."""
         # file I/O off the build's thread; finish() waits and raises what failed
-        path = self.html_path(generated.src_uri)
-        self.release(path)
-        self._pending.append(self._writer.submit(_write, path, html))
-        self.record(generated, entries)
+        self._pending.append(self._writer.submit(_write, self.html_path(generated.src_uri), html))
+        self._keep(generated, entries)
 
     def record(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
-        """Note a page whose final HTML was written to `html_path` by someone else (memwiki.site.speed.parallel_pages); its search
-        entries are kept as the JSON the search plugin writes for them (see `complete_search_index`)."""
+        """Note a page whose final HTML was written to `html_path` and into the site by someone else
+        (memwiki.site.speed.parallel_pages)."""
+        self._keep(generated, entries)
+        self._written.append(generated.src_uri)
+
+    def _keep(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
+        """The manifest's entry of a page; its search entries are kept as the JSON the search plugin writes for
+        them (see `complete_search_index`)."""
         fragment = ",".join(json.dumps(e, separators=(",", ":"), default=str) for e in entries)
         self._manifest.set(generated.src_uri, {"fp": generated.fingerprint, "layout": self.layout, "search": fragment})
 
-    def begin_restore(self, site_dir: Path, link: bool) -> None:
+    def begin_restore(self, site_dir: Path) -> None:
         """Start putting the reused pages and the builders' assets into the site, in a thread, while MkDocs
         renders the rest (MkDocs never sees these files: no render, no copy; they do not change any more in
-        this build, and MkDocs writes none of their paths).
-
-        `link`: hard-link them from the cache (one metadata write per page) instead of copying. Only safe when
-        nothing writes into site_dir in place afterwards (a plain `mkdocs build`, not `--dirty` or `serve`):
-        the cache itself never rewrites a file in place (see `_write`)."""
+        this build, and MkDocs writes none of their paths). Each is copied, unless last build's copy is still
+        in place (see `_place`)."""
         if self._restoring is not None:
             return
         folder, site, du = str(self.folder), str(site_dir), self.config.use_directory_urls
         html, assets = self._html_files, self._asset_files
-        triples = []  # plain strings: pathlib's overhead was most of this for 10k pages
+        files = []  # plain strings: pathlib's overhead was most of this for 10k pages
         for u in self.hits:
             name = _html_name(u)
-            triples.append((f"{site}/{output_path(u, du)}", f"{folder}/{name}", html[name]))
+            files.append((output_path(u, du), f"{folder}/{name}", html[name]))
         for rel, source in self.assets.items():  # (an asset written in this build has no inode listed yet)
-            triples.append((f"{site}/{rel}", source, assets.get(os.path.basename(source), -1)))
-        self.placed = {dest for dest, _, _ in triples}
+            files.append((rel, source, assets.get(os.path.basename(source), -1)))
+        self._site = site
+        self.placed = {f"{site}/{rel}" for rel, _, _ in files}
+        before = self._last_records(site)
         written = list(self._pending)  # the asset files among them
-        device = _device(self.folder)
 
         def run() -> None:
             try:
                 for done in written:
                     done.result()
-                _put(triples, link, device)
+                self._records = _place(site, files, before)
             except BaseException as exc:  # noqa: BLE001 - raised by restore(), on the build's thread
                 self._restore_failure = exc
 
         self._restoring = threading.Thread(target=run, name="memwiki-restore")
         self._restoring.start()
 
-    def restore(self, site_dir: Path, link: bool) -> None:
+    def restore(self, site_dir: Path) -> None:
         """Wait for `begin_restore` (begun now if it was not); raise what failed."""
-        self.begin_restore(site_dir, link)
+        self.begin_restore(site_dir)
         self.drain()
+
+    def _last_records(self, site: str) -> dict[str, Record]:
+        """The records the last build saved of the files it put into this site ({} when it built another)."""
+        saved = cache_file.load(self.folder / PLACED, cache_file.version(PLACED))
+        if isinstance(saved, tuple) and len(saved) == 2 and saved[0] == site and isinstance(saved[1], dict):
+            return saved[1]
+        return {}
+
+    def _save_records(self) -> None:
+        """Save the record of each file the cache put or wrote into the site in this build (see `_place`). The
+        kernel stamps ctimes with a coarse clock: first it is let tick past theirs, so that any later write
+        gives a file another ctime."""
+        if self._site is None:
+            return
+        site, folder, du = self._site, str(self.folder), self.config.use_directory_urls
+        records = dict(self._records)
+        for u in self._written:
+            rel = output_path(u, du)
+            with contextlib.suppress(FileNotFoundError):
+                records[rel] = _record(os.lstat(f"{site}/{rel}"), os.lstat(f"{folder}/{_html_name(u)}").st_ino)
+        try:
+            ticked = ctime_mark(site) is not None
+        except OSError:
+            ticked = False
+        # (a clock that does not tick within half a second: no record, the next build copies every file)
+        cache_file.dump(self.folder / PLACED, cache_file.version(PLACED), (site, records if ticked else {}))
 
     def complete_search_index(self, site_dir: Path) -> None:
         """Put the reused pages' search entries into the search index the search plugin has just written.
@@ -347,15 +356,14 @@ class PageCache:
             done.result()
 
     def finish(self) -> None:
-        """Drop pages that are gone, save the manifest if it changed."""
+        """Drop pages that are gone, save the manifest if it changed and the records of the site's files."""
         self.drain()
         for src_uri in [u for u in self.manifest if u not in self.seen]:
             self._manifest.drop(src_uri)
-            self.release(self.html_path(src_uri))
             self.html_path(src_uri).unlink(missing_ok=True)
         for name in self._asset_files.keys() - self._assets_used:  # assets no page uses any more
-            self.release(self.folder / ASSETS / name)
             (self.folder / ASSETS / name).unlink(missing_ok=True)
         self._manifest.save()
+        self._save_records()
         if _nav_json(self.config.nav) != _nav_json(self._nav) or not (self.folder / NAV).is_file():
             _write(self.folder / NAV, _nav_json(self.config.nav))

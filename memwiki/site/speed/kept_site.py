@@ -1,27 +1,24 @@
 """Keep the last build's site in place through a plain `mkdocs build`, and end with what a clean build leaves.
 
 MkDocs empties site_dir before every build (`clean_directory`), and the page cache then put 10k unchanged pages
-back (a folder and a hard link each). Deleting and making 20k inodes was most of a 10k rebuild, and its
-noisiest part (on a disk mounted with `discard` each delete is a trim). Instead:
+back (a folder and a file each). Deleting and making 20k inodes was most of a 10k rebuild, and its noisiest
+part (on a disk mounted with `discard` each delete is a trim). Instead:
 
 1. `set_aside` (first of all on_pre_build handlers): the time is marked on the site's own file-system clock
    (`fresh_after`), then the site's top-level folders move into a hidden folder inside it, which MkDocs' clean
    leaves alone (it skips hidden names). Top-level files are few and are left to the clean.
 2. `put_back` (first of all on_files handlers): the folders move back; a folder some plugin has written since
    wins over the kept one.
-3. The build writes as usual; the page cache links only the reused pages that are not in place already.
+3. The build writes as usual; the page cache copies only the reused pages that are not in place already
+   (memwiki.site.speed.html_cache: a page is in place when its file is as the cache left it).
 4. `sweep` (after every other on_post_build handler): each file the build did not write and that is not a reused
    page in place is deleted, and folders left empty are removed; hidden and symlinked top-level entries are
    kept, as MkDocs' clean keeps them.
 
 A file is "written by this build" when its status-change time (ctime, which no program can set back) is after
-the mark: any write, copy, link or rename sets it. One exception: a hard link into the page cache left from an
-earlier build gets a new ctime when the cache drops or replaces its own name for that file, so the cache notes
-each file it lets go (device, inode, mtime, taken just before) and a site file that is one of those is stale.
-A wall clock stepping back during the build would make fresh files look old: the sweep compares how far the
-ctime clock moved with the monotonic clock and does not sweep when the two disagree. Files that were
-hard links into the cache and are to be written again in place are unlinked first (`unlink_shared`), so the
-cache never changes through the site. Anything going wrong while setting aside makes the build a clean one.
+the mark: any write, copy or rename sets it. A wall clock stepping back during the build would make fresh
+files look old: the sweep compares how far the ctime clock moved with the monotonic clock and does not sweep
+when the two disagree. Anything going wrong while setting aside makes the build a clean one.
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable
 from pathlib import Path
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -66,7 +62,7 @@ class KeptSite:
             if not names:
                 return False
             os.mkdir(self.kept)
-            mark = _mark(self.kept)
+            mark = ctime_mark(self.kept)
         except OSError as exc:
             log.info("memwiki: the last site is not kept (%s)", exc)
             _remove_quietly(self.kept)
@@ -95,7 +91,7 @@ class KeptSite:
                 else:
                     os.rename(source, target)
                     self.returned[name] = os.lstat(target).st_ino
-            except OSError as exc:  # what cannot come back is made again (reused pages are linked anew)
+            except OSError as exc:  # what cannot come back is made again (reused pages are copied anew)
                 log.info("memwiki: %s of the last site is not kept (%s)", name, exc)
         self.aside = []
         _remove_quietly(self.kept)
@@ -105,18 +101,9 @@ class KeptSite:
         self.put_back()
         self.fresh_after = None
 
-    def unlink_shared(self, paths: Iterable[str]) -> None:
-        """Unlink each of these files that has other hard links (a cache file, or a snapshot made with
-        `cp -al`): they are about to be written in place (MkDocs opens an existing file and writes into it)."""
-        for path in paths:
-            with contextlib.suppress(FileNotFoundError):
-                if os.lstat(path).st_nlink > 1:
-                    os.unlink(path)
-
-    def sweep(self, keep: set[str], released: set[tuple[int, int, int]]) -> int:
+    def sweep(self, keep: set[str]) -> int:
         """Delete what this build did not write, but the files in `keep` (paths as `f"{site}/{rel}"`); remove
-        folders left empty. `released`: (device, inode, mtime) of the files the page cache let go in this build.
-        Returns how many files went (-1: not swept, the clock cannot be trusted)."""
+        folders left empty. Returns how many files went (-1: not swept, the clock cannot be trusted)."""
         if self.fresh_after is None:
             return 0
         mark, self.fresh_after = self.fresh_after, None
@@ -130,11 +117,6 @@ class KeptSite:
             log.warning("memwiki: the clock went back during the build; files of the last site may be left over")
             return -1
         removed = 0
-
-        def stale(entry: os.DirEntry[str]) -> bool:
-            st = entry.stat(follow_symlinks=False)
-            # a link to a cache file from an earlier build: the cache's own unlink or rename touched its ctime
-            return st.st_ctime_ns <= mark or (st.st_dev, st.st_ino, st.st_mtime_ns) in released
 
         def walk(folder: str, top: bool) -> tuple[bool, bool]:
             """Sweep `folder`: (whether it is empty now, whether the sweep removed anything from it). As MkDocs'
@@ -161,7 +143,7 @@ class KeptSite:
                             emptied = True
                         else:
                             empty = False
-                    elif entry.path in keep or not stale(entry):
+                    elif entry.path in keep or entry.stat(follow_symlinks=False).st_ctime_ns > mark:
                         empty = False
                     else:
                         os.unlink(entry.path)
@@ -213,16 +195,20 @@ def _stamp(folder: str) -> int:
         os.unlink(path)
 
 
-def _mark(folder: str) -> int | None:
+def ctime_mark(folder: str) -> int | None:
     """A ctime (ns) on `folder`'s file system such that everything changed before has a ctime at most it and
     everything changed after has a later one (the kernel stamps ctimes with a coarse clock); None when that
-    clock does not move on within `_TICK_WAIT`."""
+    clock does not move on within `_TICK_WAIT`. (The page cache's records of site files wait for it too, see
+    memwiki.site.speed.html_cache.)"""
     tick = _new_file(folder)
-    mark = os.lstat(tick).st_ctime_ns
-    deadline = time.monotonic() + _TICK_WAIT
-    while time.monotonic() < deadline:
-        os.utime(tick)
-        if os.lstat(tick).st_ctime_ns > mark:
-            return mark
-        time.sleep(0.001)
-    return None
+    try:
+        mark = os.lstat(tick).st_ctime_ns
+        deadline = time.monotonic() + _TICK_WAIT
+        while time.monotonic() < deadline:
+            os.utime(tick)
+            if os.lstat(tick).st_ctime_ns > mark:
+                return mark
+            time.sleep(0.001)
+        return None
+    finally:
+        os.unlink(tick)

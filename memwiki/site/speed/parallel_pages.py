@@ -4,8 +4,8 @@ Converting a page's Markdown, filling its shell and making its search entries (C
 is independent from page to page and was most of a large cold build. `write_pages` splits the pages into
 slices for worker processes forked from the build (they inherit the pages, shells and converter settings, so
 nothing big is pickled), or does them in this process when there are few pages or one CPU. Each page's HTML
-is written once: into the page cache (when there is one) and hard-linked from there into the site, or into
-the site directly. Workers send back each page's search entries and the Chinese runs they segmented.
+is written into the site, and into the page cache when there is one (two files: the site's may be edited in
+place later). Workers send back each page's search entries and the Chinese runs they segmented.
 
 Forking is done on Linux only, after the page cache's writer thread has finished; the workers run only
 this module's Python (Markdown, jieba, file writes). Threads of libraries the build used (e.g. a Chroma
@@ -17,7 +17,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import posixpath
-import shutil
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from urllib.parse import quote
 from memwiki.site.builder_io import GeneratedPage
 from memwiki.site.render import page_url
 from memwiki.site.speed.cache_file import replace_file
-from memwiki.site.speed.html_cache import link_file, output_path
+from memwiki.site.speed.html_cache import output_path
 from memwiki.site.speed.search_entries import EntryMaker, strip_search_attrs
 from memwiki.site.speed.theme_frame import FastPages, PageShell, shell_folder
 
@@ -48,31 +47,17 @@ class WriteJob:
     directory_urls: bool
     entries: EntryMaker | None  # None: no search index to add to
     cache_path: Any = None  # src_uri -> where the page cache keeps its HTML (None: no page cache)
-    link: bool = False  # hard-link cache files into the site (see PageCache.restore)
 
 
 _JOB: WriteJob | None = None  # the job of this process (set before the workers fork)
 
 
 def _place(job: WriteJob, page: GeneratedPage, html: str) -> None:
-    """Write a page's HTML once: into the cache and linked into the site, or into the site."""
-    dest = f"{job.site_dir}/{output_path(page.src_uri, job.directory_urls)}"
+    """Write a page's HTML into the cache (when there is one), then into the site."""
     data = html.encode("utf-8")
-    if job.cache_path is None:
-        replace_file(dest, data)
-        return
-    source = str(job.cache_path(page.src_uri))
-    replace_file(source, data)
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    if job.link:
-        try:
-            link_file((dest, source))
-            return
-        except OSError:
-            pass  # another file system: copy
-    if os.path.lexists(dest):
-        os.unlink(dest)  # never write through a link into the cache
-    shutil.copyfile(source, dest)
+    if job.cache_path is not None:
+        replace_file(job.cache_path(page.src_uri), data)
+    replace_file(f"{job.site_dir}/{output_path(page.src_uri, job.directory_urls)}", data)
 
 
 def _write_slice(bounds: tuple[int, int]) -> tuple[list[list[dict[str, Any]]], dict[str, str]]:
