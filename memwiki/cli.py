@@ -189,7 +189,7 @@ def _warnings_to_stderr() -> None:
         def emit(self, record: logging.LogRecord) -> None:
             print(self.format(record), file=sys.stderr)
 
-    logger = logging.getLogger("memory")
+    logger = logging.getLogger("memwiki")
     if not any(getattr(h, "memwiki_cli", False) for h in logger.handlers):
         handler = Stderr(logging.WARNING)
         handler.setFormatter(logging.Formatter("memwiki: warning: %(message)s"))
@@ -427,7 +427,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
     def served(thread: StoreThread) -> Served:
         if _uses_sources(args):
-            from memwiki.readers.locate import open_sources
+            from memwiki.readers.open_sources import open_sources
             from memwiki.source_recall import recaller_for
 
             source = open_sources(args.store, args.hermes_home, args.palace, None)
@@ -443,7 +443,7 @@ def _mcp(args: argparse.Namespace) -> int:
 def _run_on_sources(args: argparse.Namespace) -> int:
     """Read-only commands over a hermes home and/or a MemPalace palace, read in place."""
     from memwiki.graph import select_facts, select_timeline
-    from memwiki.readers.locate import open_sources
+    from memwiki.readers.open_sources import open_sources
     from memwiki.source_recall import recaller_for
 
     read_only = {"context", "recall", "session", "stats", "kg"}

@@ -12,6 +12,7 @@ import itertools
 import logging
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -189,6 +190,7 @@ class Recaller:
         self.wiki_pages = wiki_pages
         self.config = config or RecallConfig()
         self._text_vectors: dict[str, np.ndarray] = {}  # small layers' texts (hot entries, wiki pages)
+        self._dense: ThreadPoolExecutor | None = None  # see rank_l2
 
     # -- query --------------------------------------------------------------------------------------
 
@@ -277,9 +279,13 @@ class Recaller:
             query = cut_query(query)
             qv = self.query_vector(query)
         depth = max(k, self.config.depth)
-        dense = self.l2.search_ids(qv, depth)
+        # the dense search (mostly a wait: on a Chroma server, or in Chroma's own threads) runs beside the
+        # lexical one (Python and SQLite, in this thread): a recall takes the longer of the two, not their sum
+        if self._dense is None:
+            self._dense = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-dense")
+        searching = self._dense.submit(self.l2.search_ids, qv, depth)
         lexical = self.l2.lexical_search(query, depth) if self.config.lexical_weight > 0 else []
-        ranked = fuse(dense, lexical, self.config)
+        ranked = fuse(searching.result(), lexical, self.config)
         hits: list[Hit] = []
         shown: set[str] = set()  # memories with a hit: a long one gives its best passage only
         for start in range(0, len(ranked), k):  # usually the first k are k memories

@@ -241,3 +241,13 @@ class MemorySource(Protocol):
     def fingerprint(self) -> str:
         """Changes whenever anything readable here changes (for incremental site builds)."""
         ...
+
+    def layer_fingerprints(self) -> dict[str, str]:
+        """Per layer ("memories", "wiki", "graph", "sessions"), a string that changes whenever that layer's records
+        do (e.g. its files' sizes and modification times), for the layers this source can tell cheaply; a site
+        build keeps the others' records only for one build."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what reading opened (indexes, connections); what the source reads stays as it was."""
+        ...

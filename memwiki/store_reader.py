@@ -210,6 +210,9 @@ class StoreReader:
             out[layer] = digest.hexdigest()
         return out
 
+    def close(self) -> None:
+        """Nothing of its own to let go: the store is its opener's to close."""
+
     def fingerprint(self) -> str:
         """Changes on any write to the store."""
         return hashlib.sha1(repr(sorted(self.layer_fingerprints().items())).encode()).hexdigest()

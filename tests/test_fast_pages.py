@@ -1,4 +1,4 @@
-"""The fast page path (memwiki.site.speed.theme_frame + memwiki.site.speed.search_entries) against MkDocs' own rendering.
+"""The fast page path (speed.theme_frame + speed.search_entries) against MkDocs' own rendering.
 
 The demo wiki is built twice with real MkDocs + Material, the page cache off: once with `fast_pages: false`
 (every generated page rendered by MkDocs, its search entries made by Material's search plugin) and once with
@@ -19,8 +19,9 @@ import pytest
 from mkdocs.structure.toc import get_toc
 
 from memwiki.demo import build_demo_store
+from memwiki.site.speed import cache_file
 from memwiki.site.speed.search_entries import EntryMaker, sections
-from memwiki.site.speed.theme_frame import PageShell, probe_name
+from memwiki.site.speed.theme_frame import ThemeFrame, probe_name
 from memwiki.source import Memory
 from memwiki.store import Store
 from tests.hostile import payload
@@ -67,7 +68,7 @@ def both(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, hostile_demo: Path
 ) -> tuple[Path, Path, object]:
     """The demo (with hostile text) built by MkDocs alone, and with fast pages: in the build's process without a
-    page cache, or by two forked workers writing into the page cache and linking into the site."""
+    page cache, or by two forked workers writing into the page cache and into the site."""
     root = tmp_path_factory.mktemp("fast-pages")
     store = {"store": str(hostile_demo), "demo_src": None}
     _, error = build_site(root / "slow", root / "cache-slow", page_cache=False, fast_pages=False, **store)
@@ -80,7 +81,7 @@ def both(
 
 def test_fast_pages_are_the_pages_mkdocs_renders(both: tuple[Path, Path, object]) -> None:
     slow, fast, plugin = both
-    assert len(plugin.fast) > 20, "the demo's generated pages should take the fast path"  # type: ignore[attr-defined]
+    assert len(plugin.framed) > 20, "the demo's generated pages should take the fast path"  # type: ignore[attr-defined]
     slow_pages = {p.relative_to(slow).as_posix() for p in slow.rglob("*.html")}
     fast_pages = {p.relative_to(fast).as_posix() for p in fast.rglob("*.html")}
     assert slow_pages == fast_pages  # no page missing, no probe page left behind
@@ -133,7 +134,7 @@ def test_shell_refuses_a_page_layout_it_does_not_know() -> None:
     from memwiki.errors import MemwikiError
 
     with pytest.raises(MemwikiError, match="fast_pages: false"):
-        PageShell.parse("<html><body><p>no markers</p></body></html>", "abc")
+        ThemeFrame.parse("<html><body><p>no markers</p></body></html>", "abc")
 
 
 def test_entry_maker_segments_each_run_once() -> None:
@@ -146,15 +147,15 @@ def test_entry_maker_segments_each_run_once() -> None:
 
 
 def test_segmented_runs_are_kept_across_builds(tmp_path: Path) -> None:
-    cache = tmp_path / "segments.json"
+    cache = tmp_path / "segments.marshal"
     toc = get_toc([{"level": 1, "id": "t", "name": "t", "children": []}])
     page = '<h1 id="t">t</h1><p>嵌入服务器上的长期记忆库</p>'
     first = EntryMaker(segment=True, cache=cache)
     entries = first.entries(page, toc, "x.html", "t", {})
     remembered = first.entries(page, toc, "y.html", "t", {}, remember=True)
     first.save()
-    saved = json.loads(cache.read_text(encoding="utf-8"))
-    assert "嵌入服务器上的长期记忆库" in saved["runs"] and len(saved["pages"]) == 1
+    runs, pages = cache_file.load(cache, first.key)
+    assert "嵌入服务器上的长期记忆库" in runs and len(pages) == 1
     second = EntryMaker(segment=True, cache=cache)
     assert second.entries(page, toc, "x.html", "t", {}) == entries
     assert not second._added  # nothing new to segment: jieba was not asked
@@ -178,7 +179,7 @@ def test_sitemap_lists_every_page_and_no_probe(tmp_path: Path) -> None:
 
 
 def test_a_title_with_quotes_stays_text_in_every_place_the_theme_prints_it() -> None:
-    shell = PageShell.parse(
+    frame = ThemeFrame.parse(
         '<html><head><title>mwtitleN - site</title></head><body><a href="#mwtitleN" class="md-skip">跳转</a>'
         '<a href="x?t=mwtitleN">f</a><nav class="md-nav md-nav--secondary" aria-label="t">'
         '<label class="md-nav__title" for="__toc">TOC</label><ul></ul></nav>'
@@ -186,6 +187,6 @@ def test_a_title_with_quotes_stays_text_in_every_place_the_theme_prints_it() -> 
         "N",
     )
     toc = get_toc([{"level": 1, "id": "t", "name": "t", "children": []}])
-    page = shell.fill(title='x" onmouseover="alert(1)', content="<p>c</p>", toc=toc, name="p")
+    page = frame.fill(title='x" onmouseover="alert(1)', content="<p>c</p>", toc=toc, name="p")
     assert 'onmouseover="' not in page and "x&quot; onmouseover=&quot;alert(1)" in page
     assert '<a href="#t" class="md-skip">\n跳转\n</a>' in page  # the theme's own words for the skip link

@@ -14,9 +14,12 @@ import pytest
 from fixture_copies import copy_fixtures
 
 from memwiki.readers.mempalace import MemPalace
-from memwiki.site.builder_io import BuildContext, GeneratedAsset
-from memwiki.site.builders import graph
+from memwiki.site.builder_io import BuildContext, BuildSettings
+from memwiki.site.builders import graph, site
+from memwiki.site.generated import GeneratedAsset
+from memwiki.site.privacy import PrivacyFilter
 from memwiki.site.pyvis_html import external_refs
+from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.store import Store
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -71,7 +74,9 @@ def test_entity_section_lists_current_and_ended_facts_with_dates_and_sources(bui
     assert "<time>2024-01-01</time> → <time>2024-06-30</time>" in rest  # invalidated, not superseded
     # the neighbourhood iframe points at a file that build() produced
     src = re.search(r'<iframe src="([^"]+)"', md).group(1)
-    assert _resolve(graph.default_entity_url("memwiki_agent"), src) == graph.entity_graph_uri("memwiki_agent")
+    here = site(ctx).entity_url("memwiki_agent")  # the page is served where the site shows the entity
+    assert here == "concepts/memwiki-agent.html"
+    assert _resolve(here, src) == graph.entity_graph_uri("memwiki_agent")
     assert graph.entity_graph_uri("memwiki_agent") in assets
 
 
@@ -141,7 +146,7 @@ def test_no_graph_file_references_anything_outside_the_site(built) -> None:
 
 
 def test_edges_labelled_coloured_and_ended_facts_dashed(built) -> None:
-    _, _, assets = built
+    ctx, _, assets = built
     data = _graph_data(assets[graph.GLOBAL_HTML].decode())
     nodes = {n["id"]: n for n in data["nodes"]}
     by_label = {n["label"]: n for n in data["nodes"]}
@@ -153,7 +158,7 @@ def test_edges_labelled_coloured_and_ended_facts_dashed(built) -> None:
     assert "dashes" not in new and "now" in new["title"]
     assert all(e.get("arrows") == "to" for e in data["edges"])
     # clicking a node leads to its entity page (relative to graph/global.html)
-    assert _resolve(graph.GLOBAL_HTML, by_label["GPU box"]["url"]) + "/" == graph.default_entity_url("gpu_box")
+    assert _resolve(graph.GLOBAL_HTML, by_label["GPU box"]["url"]) == site(ctx).entity_url("gpu_box")
 
 
 def test_global_graph_caps_what_it_draws_and_says_what_it_left_out(tmp_path: Path) -> None:
@@ -162,7 +167,7 @@ def test_global_graph_caps_what_it_draws_and_says_what_it_left_out(tmp_path: Pat
             st.graph.add_triple("hub", "knows", f"spoke {i:02d}")
             if i % 2:
                 st.graph.add_triple(f"spoke {i:02d}", "near", f"spoke {i - 1:02d}")
-        ctx = BuildContext(st.reader(), options={"graph_max_nodes": 20})
+        ctx = BuildContext(st.reader(), BuildSettings(graph_max_nodes=20))
         pages, assets = graph.build(ctx)
     data = _graph_data(next(a for a in assets if a.dest_uri == graph.GLOBAL_HTML).content.decode())
     assert len(data["nodes"]) == 20 and data["nodes"][0]["label"] == "hub"
@@ -226,6 +231,12 @@ def _write(root: Path, assets: list[GeneratedAsset]) -> None:
         path.write_bytes(a.content)
 
 
+def gated(st: Store) -> PrivacyFilter:
+    """The store through the gate with one key across builds (the plugin's is the user's, kept on disk): a new key
+    would pseudonymise differently, so nothing could be reused."""
+    return PrivacyFilter(st.reader(), key=b"k" * 32)
+
+
 def test_graph_files_are_cached_until_the_graph_changes(tmp_path: Path) -> None:
     cache = tmp_path / "cache" / "graph.marshal"
 
@@ -234,34 +245,39 @@ def test_graph_files_are_cached_until_the_graph_changes(tmp_path: Path) -> None:
 
     with Store.init(tmp_path / "s") as st:
         st.graph.add_triple("Agent", "uses", "Chroma")
-        options = {"cache_dir": str(tmp_path / "cache")}
-        assets = graph.build(BuildContext(st.reader(), options))[1]
+        assets = graph.build(BuildContext(gated(st), speed=BuildSpeed.at(tmp_path / "cache")))[1]
         first = {a.dest_uri: a.content for a in assets}
         assert all(a.digest == hashlib.sha1(a.content).hexdigest() for a in assets)  # content-addressed in the cache
         key = saved_key()
-        again = {a.dest_uri: a.content for a in graph.build(BuildContext(st.reader(), options))[1]}
+        again = {
+            a.dest_uri: a.content
+            for a in graph.build(BuildContext(gated(st), speed=BuildSpeed.at(tmp_path / "cache")))[1]
+        }
         assert again == first and saved_key() == key
         st.graph.add_triple("Agent", "runs_on", "GPU box")  # the graph changed: nothing stale may be served
-        third = {a.dest_uri: a.content for a in graph.build(BuildContext(st.reader(), options))[1]}
+        third = {
+            a.dest_uri: a.content
+            for a in graph.build(BuildContext(gated(st), speed=BuildSpeed.at(tmp_path / "cache")))[1]
+        }
     assert graph.entity_graph_uri("gpu_box") in third and graph.entity_graph_uri("gpu_box") not in first
     assert "runs_on" in third[graph.entity_graph_uri("agent")].decode()
     assert saved_key() != key
 
 
 def test_graph_files_drawn_in_a_forked_process_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A first build with many entities draws the graph files in a forked process (graph.prepare) while the
-    other builders run; `build` then takes them from the cache that process left."""
+    """A first build with many entities draws the graph files in a forked process (graph.prepare, through
+    BuildSpeed.apart) while the other builders run; `build` then takes what that process drew."""
     monkeypatch.setattr(graph, "FORK_MIN_FILES", 1)  # the demo-sized graph counts as many here
     with Store.init(tmp_path / "s") as st:
         st.graph.add_triple("Agent", "uses", "Chroma")
         st.graph.add_triple("Agent", "runs_on", "GPU box")
-        here = BuildContext(st.reader(), {"cache_dir": str(tmp_path / "c1")})
-        graph.prepare(here)  # no `fork` option: nothing started
-        assert "_memwiki_graph_drawing" not in here.__dict__
+        here = BuildContext(st.reader(), speed=BuildSpeed.at(tmp_path / "c1"))
+        graph.prepare(here)  # the host did not allow forking: nothing started
+        assert not here.speed.forked
         expected = {a.dest_uri: a.content for a in graph.build(here)[1]}
-        forked = BuildContext(st.reader(), {"cache_dir": str(tmp_path / "c2"), "fork": True})
+        forked = BuildContext(st.reader(), speed=BuildSpeed.at(tmp_path / "c2", may_fork=True))
         graph.prepare(forked)
-        drawing = forked.__dict__["_memwiki_graph_drawing"]
+        (drawing,) = forked.speed.forked
         got = {a.dest_uri: a.content for a in graph.build(forked)[1]}
     assert drawing.exitcode == 0 and (tmp_path / "c2" / "graph.marshal").is_file()
     assert got == expected and graph.entity_graph_uri("agent") in got

@@ -23,16 +23,7 @@ STORE_MODULES = ("memwiki.store", "memwiki.store_reader", "memwiki.store_thread"
 
 # Edges of known cycles whose fix waits for files others are editing: (importer, imported as an fnmatch pattern) ->
 # why it is a cycle and what ends it. Each must still close its cycle (test_pending_cycle_edges_are_still_needed).
-PENDING_CYCLE_EDGES: dict[tuple[str, str], str] = {
-    ("memwiki.site.builders", "memwiki.site.builders.*"): (
-        "builders/__init__.py is what every builder imports (BuildContext helpers, `site`) and also `build_all`, "
-        "which imports every builder: `build_all` in a module of its own ends it"
-    ),
-    ("memwiki.readers.locate", "memwiki.readers.mempalace"): (
-        "locate.py is where the sources live (mempalace reads those paths) and also `open_sources`, which opens "
-        "the readers: `open_sources` in a module of its own ends it, once memwiki.site.plugin imports it from there"
-    ),
-}
+PENDING_CYCLE_EDGES: dict[tuple[str, str], str] = {}  # cycles allowed for now, each with why and how it ends
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import pytest
 
 from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import audit
+from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory
 from memwiki.store import Store
 
@@ -75,9 +76,9 @@ def test_union_find_gives_the_connected_components() -> None:
 
 
 def test_a_looping_agent_is_one_cluster_shown_once_on_a_small_page(store: Store, tmp_path: Path) -> None:
-    ctx = BuildContext(store.reader(), {"cache_dir": str(tmp_path / "cache")})
+    ctx = BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "cache"))
     pages, _ = audit.build(ctx)
-    clusters = ctx.__dict__["_memwiki_clusters"]
+    clusters = ctx.part(audit.Audit).clusters
     assert [len(c.ids) for c in clusters] == [LOOPED, 2]
     assert clusters[1].ids == ("nas-1", "nas-2") and clusters[1].score >= audit.DUPLICATE_COSINE
     assert set(clusters[0].ids) == {f"loop-{i:04d}" for i in range(LOOPED)}
@@ -99,9 +100,9 @@ def test_a_looping_agent_is_one_cluster_shown_once_on_a_small_page(store: Store,
     (flag,) = audit.flags(ctx).memories["loop-0500"]  # every member's card is flagged, named by a few others
     assert flag.uri == "audit.md" and f'id="{flag.anchor}"' in section and f"and {LOOPED - 4:,} more" in flag.title
 
-    again = BuildContext(store.reader(), {"cache_dir": str(tmp_path / "cache")})
+    again = BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "cache"))
     assert audit.near_duplicates(again, list(store.reader().memories()))[0] == clusters  # from the cache
-    assert (tmp_path / "cache" / "duplicates.json").stat().st_size < 50_000
+    assert (tmp_path / "cache" / audit.DUPLICATES).stat().st_size < 50_000
 
 
 def test_every_audit_list_is_capped_and_paginated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,7 +111,7 @@ def test_every_audit_list_is_capped_and_paginated(tmp_path: Path, monkeypatch: p
     with Store.init(tmp_path / "s") as st:
         for i in range(70):
             (st.wiki_dir / f"page-{i}.md").write_text(f"# Page {i}\n\nSee [[Missing topic {i}]].\n", encoding="utf-8")
-        pages, _ = audit.build(BuildContext(st.reader(), {"cache_dir": str(tmp_path / "cache")}))
+        pages, _ = audit.build(BuildContext(st.reader(), speed=BuildSpeed.at(tmp_path / "cache")))
     by_uri = {p.src_uri: p.markdown for p in pages}
     follow_on = [f"audit/{kind}{suffix}.md" for kind in ("orphans", "wanted") for suffix in ("", "-2", "-3")]
     assert sorted(by_uri) == sorted(["audit.md", *follow_on])  # 70 pages nothing links to: 70 orphans too

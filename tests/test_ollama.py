@@ -22,7 +22,7 @@ import pytest
 from memwiki.config import EmbedderConfig, StoreConfig
 from memwiki.embedders import OllamaEmbedder, USEEmbedder
 from memwiki.errors import EmbedderMismatchError, MemwikiError
-from memwiki.readers.locate import open_sources
+from memwiki.readers.open_sources import open_sources
 from memwiki.source import Memory
 from memwiki.source_recall import recaller_for
 from memwiki.store import Store
@@ -130,7 +130,7 @@ def test_session_digests_embed_with_the_store_s_ollama_and_fall_back_when_it_is_
 ) -> None:
     from memwiki.site.builder_io import BuildContext
     from memwiki.site.builders import site
-    from memwiki.site.builders.sessions import digester_of
+    from memwiki.site.builders.sessions import Digester, prepare
 
     config = StoreConfig(embedder=EmbedderConfig("ollama", 0, "qwen3-embedding:0.6b", ollama_host))
     lines = [
@@ -147,17 +147,18 @@ def test_session_digests_embed_with_the_store_s_ollama_and_fall_back_when_it_is_
     (tmp_path / "s.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with Store.init(tmp_path / "s", config) as store:
         store.sessions.import_jsonl(tmp_path / "s.jsonl")
-        ctx = BuildContext(store.reader(), {})
-        s = site(ctx)  # reading the site starts embedding the sessions' messages in a thread
-        digests = digester_of(ctx, s)
+        ctx = BuildContext(store.reader())
+        s = site(ctx)
+        prepare(ctx)  # starts embedding the sessions' messages in a thread
+        digests = ctx.part(Digester)
         turns = digests.key_turns(s.messages["s1"])
         assert len(turns) == 2 and digests.method.startswith("embeddings")
         texts = [m.content for m in s.messages["s1"]]
         assert any(r["input"] == texts for r in OllamaProtocol.requests)  # the thread asked the server
     dead = OllamaEmbedder("qwen3-embedding:0.6b", "http://127.0.0.1:9", dim=DIM)
     with Store.open(tmp_path / "s", embedder=dead) as store:
-        ctx = BuildContext(store.reader(), {})
+        ctx = BuildContext(store.reader())
         s = site(ctx)
-        digests = digester_of(ctx, s)
+        digests = ctx.part(Digester)
         assert len(digests.key_turns(s.messages["s1"])) == 2
         assert digests.method.startswith("TF-IDF (embedder failed")

@@ -58,6 +58,7 @@ def test_a_session_digest_lists_only_the_facts_that_cite_that_session(tmp_path: 
     """`session s-1` must not claim the facts of `session s-10`."""
     from memwiki.site.builder_io import BuildContext
     from memwiki.site.builders import sessions as session_pages
+    from memwiki.site.speed.builder_speed import BuildSpeed
     from memwiki.store import Store
 
     with Store.init(tmp_path / "s") as store:
@@ -69,6 +70,6 @@ def test_a_session_digest_lists_only_the_facts_that_cite_that_session(tmp_path: 
         ]
         (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         store.sessions.import_jsonl(tmp_path / "s.jsonl")
-        pages, _ = session_pages.build(BuildContext(store.reader(), {"cache_dir": str(tmp_path / "cache")}))
+        pages, _ = session_pages.build(BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "cache")))
         digest = next(p for p in pages if p.src_uri.endswith("s-1.md"))
         assert "Chroma" in digest.markdown and "SQLite" not in digest.markdown

@@ -9,9 +9,10 @@ import pytest
 
 from memwiki.demo import build_demo_store
 from memwiki.site.builder_io import BuildContext
-from memwiki.site.builders import build_all
 from memwiki.site.detectors import REDACTED_PREFIX
 from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+from memwiki.site.site_build import build_all
+from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory
 from memwiki.store import Store
 
@@ -38,12 +39,7 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _everything(ctx: BuildContext) -> str:
     """Every page's Markdown and every text asset the builders make."""
-    shared = ROOT / ".cache" / "memwiki" / "use"  # the browser embedder export, keyed by its content hash
-    shared.mkdir(parents=True, exist_ok=True)
-    cache = Path(ctx.options["cache_dir"])
-    cache.mkdir(parents=True, exist_ok=True)
-    if not (cache / "use").exists():
-        (cache / "use").symlink_to(shared, target_is_directory=True)
+    ctx.speed.exports = ROOT / ".cache" / "memwiki" / "use"  # the browser embedder export, keyed by its content hash
     pages, assets = build_all(ctx)
     text = "\n".join(p.markdown for p in pages)
     return text + "\n".join(
@@ -58,7 +54,7 @@ def test_filter_removes_and_redacts_everywhere(store_dir: Path, tmp_path: Path) 
         ids = {m.id for m in source.memories()}
         assert "p-1" not in ids and "p-3" not in ids and "p-2" in ids
         assert source.memory_count() == len(ids)
-        ctx = BuildContext(source, {"cache_dir": str(tmp_path / "cache")})
+        ctx = BuildContext(source, speed=BuildSpeed.at(tmp_path / "cache"))
         out = _everything(ctx)
         assert "bank PIN" not in out and "diary lives" not in out
         assert SECRET not in out and f"{REDACTED_PREFIX}openai key · " in out
@@ -70,7 +66,7 @@ def test_unfiltered_source_shows_them(store_dir: Path, tmp_path: Path) -> None:
     """The same build in the private profile shows the texts (so the test above can fail)."""
     with Store.open(store_dir) as store:
         rules = PrivacyRules(profile="private")
-        ctx = BuildContext(PrivacyFilter(store.reader(), rules), {"cache_dir": str(tmp_path / "cache")})
+        ctx = BuildContext(PrivacyFilter(store.reader(), rules), speed=BuildSpeed.at(tmp_path / "cache"))
         out = _everything(ctx)
         assert "bank PIN" in out and SECRET in out
 

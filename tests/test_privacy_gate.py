@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from memwiki.site.builder_io import BuildContext
-from memwiki.site.builders import build_all
 from memwiki.site.privacy import PrivacyFilter, PrivacyRules, scrub, strings
+from memwiki.site.site_build import build_all
+from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory, Triple
 from memwiki.source_recall import recaller_for
 from memwiki.store import Store
@@ -89,7 +90,7 @@ def test_private_records_and_what_names_them_are_withheld(store_dir: Path, tmp_p
         withheld = gate.withheld()
         assert withheld["memories"]["private record"] == 3 and withheld["persona"]["private record"] == 1
         assert withheld["memories"]["openai key"] == 1 and withheld["sessions"]["email"] == 1
-        pages, assets = build_all(BuildContext(gate, {"cache_dir": str(tmp_path / "cache")}))
+        pages, assets = build_all(BuildContext(gate, speed=BuildSpeed.at(tmp_path / "cache")))
         out = "\n".join(p.markdown for p in pages) + "".join(
             a.content.decode("utf-8", "replace") for a in assets if a.dest_uri.endswith((".js", ".json", ".html"))
         )
@@ -152,7 +153,7 @@ def test_review_findings_stay_fixed(tmp_path: Path) -> None:
         assert "m-open" in {m.id for m in gate.memories()}
         body = next(p.body for p in gate.wiki_pages() if p.title == "Home")
         assert "[[" not in body, body
-        pages, _ = build_all(BuildContext(gate, {"cache_dir": str(tmp_path / "cache")}))
+        pages, _ = build_all(BuildContext(gate, speed=BuildSpeed.at(tmp_path / "cache")))
         out = "\n".join(p.markdown for p in pages)
         assert "wanted/dr-wang" not in out and "wanted/secret-plans" not in out
         assert memory.text not in out

@@ -25,6 +25,7 @@ from memwiki.embedders import USEEmbedder
 from memwiki.recall import RecallConfig, cut_query, fuse
 from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import search
+from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory
 from memwiki.store import Store
 from memwiki.tokens import coverage, fts_text, tokens
@@ -173,7 +174,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("search")
     with Store.init(tmp / "store", embedder=USEEmbedder()) as store:
         _fill(store)
-        ctx = BuildContext(store.reader(), options={"cache_dir": str(CACHE)})
+        ctx = BuildContext(store.reader(), speed=BuildSpeed.at(CACHE))
         pages, assets = search.build(ctx)
         _write_site(tmp / "site", assets)
         texts = (
@@ -348,7 +349,7 @@ def test_vectors_of_embedded_texts_are_kept_between_builds(tmp_path: Path) -> No
 
     with Store.init(tmp_path / "store", embedder=USEEmbedder()) as store:
         _fill(store)
-        first = search.search_data(BuildContext(store.reader(), options={"cache_dir": str(cache)}))[1]
+        first = search.search_data(BuildContext(store.reader(), speed=BuildSpeed.at(cache)))[1]
         reader = store.reader()
         embed = reader.embed
 
@@ -357,7 +358,7 @@ def test_vectors_of_embedded_texts_are_kept_between_builds(tmp_path: Path) -> No
             return embed(texts)
 
         reader.embed = counted  # type: ignore[method-assign]
-        second = search.search_data(BuildContext(reader, options={"cache_dir": str(cache)}))[1]
+        second = search.search_data(BuildContext(reader, speed=BuildSpeed.at(cache)))[1]
     assert first is not None and second is not None and np.array_equal(first, second)
     assert Counting.calls == 0
 
@@ -370,7 +371,7 @@ def test_lexical_only_when_the_browser_cannot_embed(tmp_path: Path) -> None:
             [Memory(id="a", text="备份目录挂载在 /mnt/backup"), Memory(id="b", text="peanut allergy")],
             vectors=np.eye(2, 8, dtype=np.float32),  # vectors as an Ollama server would have made them
         )
-        pages, assets = search.build(BuildContext(store.reader(), options={"cache_dir": str(tmp_path / "c")}))
+        pages, assets = search.build(BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "c")))
     uris = {a.dest_uri for a in assets}
     assert search.VECTORS_JS not in uris and not any("use-model" in u for u in uris)
     md = pages[0].markdown
@@ -391,7 +392,7 @@ def test_search_data_holds_no_planted_secret(tmp_path: Path) -> None:
         canaries = plant(store)
         for profile in ("public", "private"):
             gate = PrivacyFilter(store.reader(), PrivacyRules.from_options({}, profile))
-            _, assets = search.build(BuildContext(gate, options={"cache_dir": str(tmp_path / "cache")}))
+            _, assets = search.build(BuildContext(gate, speed=BuildSpeed.at(tmp_path / "cache")))
             _write_site(tmp_path / profile, [a for a in assets if "/search/" in a.dest_uri])
     data_js = (tmp_path / "public" / search.DATA_JS).read_text(encoding="utf-8")
     data = json.loads(data_js[len("window.MemwikiSearchData = ") : -2])

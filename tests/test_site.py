@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -66,23 +67,26 @@ class Built:
     overwrites its state, so tests look at this copy."""
 
     generated: dict[str, Any]  # src_uri -> GeneratedPage rendered by MkDocs
-    fast: list[str]  # pages made from a folder's shell
+    framed: list[str]  # pages filled into their folder's frame of the theme's HTML
     hits: list[str]  # pages whose cached HTML was reused
-    hollow: list[str]  # pages the builders did not make again
+    kept: list[str]  # pages the builders did not make again
     reads: list[str]  # layers read from the source (the others came from the layer cache)
     text_misses: int  # memory texts parsed or rendered again
 
     @classmethod
     def of(cls, plugin: Any) -> Built:  # noqa: ANN401 - the MkDocs plugin
         from memwiki.site.builders import site as shared
+        from memwiki.site.speed.layer_cache import CachedSource
 
+        pages, built = plugin.pages, plugin.built
+        source = built.ctx.source if built is not None else None
         return cls(
-            generated=dict(plugin.generated),
-            fast=[p.src_uri for p in plugin.fast],
-            hits=list(plugin.cache.hits) if plugin.cache is not None else [],
-            hollow=list(plugin.hollow),
-            reads=list(getattr(plugin.ctx.source, "reads", [])) if plugin.ctx is not None else [],
-            text_misses=shared(plugin.ctx).index.texts.misses if plugin.ctx is not None else 0,
+            generated=dict(pages.rendered_pages) if pages is not None else {},
+            framed=[p.src_uri for p in pages.framed] if pages is not None else [],
+            hits=list(pages.cache.hits) if pages is not None and pages.cache is not None else [],
+            kept=list(plugin.kept),
+            reads=list(source.reads) if isinstance(source, CachedSource) else [],
+            text_misses=shared(built.ctx).index.texts.misses if built is not None else 0,
         )
 
 
@@ -254,15 +258,15 @@ def test_strict_build_fails_on_configured_audit_error(rebuilt: tuple[Path, Any, 
 
 def test_rebuild_renders_only_what_changed(rebuilt: tuple[Path, Any, Abort | None]) -> None:
     site, plugin, _ = rebuilt
-    # rendered again, by MkDocs or from a folder's shell (section indexes always are)
-    rendered = {u for u, p in plugin.generated.items() if not p.in_nav} | set(plugin.fast)
+    # rendered again, by MkDocs or into a folder's frame (section indexes always are)
+    rendered = {u for u, p in plugin.generated.items() if not p.in_nav} | set(plugin.framed)
     reused = set(plugin.hits)
     assert "memory/category/technical.md" in rendered  # the changed memory's page
     assert "concepts/wanted/rebuild-probe.md" in rendered  # the new stub it links to
     assert "concepts/juniper.md" in reused and "sessions/s-1015-kb.md" in reused
     # and their Markdown was not made again: the builders' memos knew their inputs had not changed
-    assert {"concepts/juniper.md", "sessions/s-1015-kb.md"} <= set(plugin.hollow)
-    assert "concepts/embed-01.md" not in plugin.hollow
+    assert {"concepts/juniper.md", "sessions/s-1015-kb.md"} <= set(plugin.kept)
+    assert "concepts/embed-01.md" not in plugin.kept
     assert len(rendered) <= 5 and len(reused) > 40, rendered
     assert "Rebuild check: <a" in (site / "memory" / "category" / "technical.html").read_text(encoding="utf-8")
     assert "concepts/embed-01.md" in rendered  # it has a new backlink (made again, not taken from the memo)
@@ -306,7 +310,7 @@ def test_a_new_navigation_makes_every_page_again(
         plugin, error = build_site(tmp_path / "site", cache, docs_dir=str(docs))
     assert error is None, error
     assert "the navigation changed" in caplog.text
-    assert not plugin.hollow and not plugin.hits
+    assert not plugin.kept and not plugin.hits
     juniper = (tmp_path / "site" / "concepts" / "juniper.html").read_text(encoding="utf-8")
     assert 'href="../nav-probe.html"' in juniper and 'id="backlinks"' in juniper
 
@@ -326,7 +330,7 @@ def _site_files(root: Path) -> dict[str, bytes]:
 def test_a_rebuild_into_the_same_site_keeps_it_and_ends_as_a_clean_build(
     demo_build: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A plain rebuild keeps the last site through MkDocs' clean (memwiki.site.speed.kept_site): reused pages stay in place,
+    """A plain rebuild keeps the last site through MkDocs' clean (speed.kept_site): reused pages stay in place,
     and what this build did not write goes. The result is the site a build into an empty folder makes."""
     store_dir, cache, site = tmp_path / "store", tmp_path / "cache", tmp_path / "site"
     shutil.copytree(ROOT / ".cache" / "demo-store", store_dir)
@@ -420,3 +424,10 @@ def test_rebuild_search_index_is_the_one_mkdocs_alone_writes(
         return sorted(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in index["docs"])
 
     assert docs(site) == docs(tmp_path / "site")
+    # and without the page cache nothing derived from the memory was kept: the cache folder holds only the
+    # browser model's export (kept whatever page_cache says: it follows from the installed package alone)
+    kept = []
+    for folder, dirs, files in os.walk(tmp_path / "cache"):  # (the export folder is a link: not followed)
+        kept += [os.path.relpath(os.path.join(folder, f), tmp_path / "cache") for f in files]
+        kept += [os.path.relpath(os.path.join(folder, d), tmp_path / "cache") for d in dirs if d != "use"]
+    assert not kept, kept

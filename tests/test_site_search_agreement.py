@@ -28,6 +28,7 @@ from memwiki.recall import LAYERS, cut_query
 from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import search
 from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory
 from memwiki.store import Store
 
@@ -80,7 +81,7 @@ def export(store_dir: Path, site_dir: Path, cache_dir: Path) -> None:
     not the store's: what the site must not show it cannot rank by), and this test compares the ranking."""
     with Store.open(store_dir) as store:
         gate = PrivacyFilter(store.reader(), PrivacyRules.from_options({}, "private"))
-        ctx = BuildContext(gate, options={"cache_dir": str(cache_dir)})
+        ctx = BuildContext(gate, speed=BuildSpeed.at(cache_dir))
         _, assets = search.build(ctx)
     for asset in assets:
         path = site_dir / asset.dest_uri

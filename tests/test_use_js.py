@@ -32,7 +32,7 @@ from memwiki.site.use_export import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-USE_JS = ROOT / "plugins" / "assets" / "use" / "use.js"
+USE_JS = ROOT / "memwiki" / "site" / "assets" / "use" / "use.js"
 HARNESS = ROOT / "tests" / "js" / "use_harness.js"
 
 SENTENCES = [

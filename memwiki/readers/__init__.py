@@ -2,7 +2,7 @@
 
 from memwiki.readers.combined import CombinedSource
 from memwiki.readers.hermes import HermesHome
-from memwiki.readers.locate import open_sources
 from memwiki.readers.mempalace import MemPalace
+from memwiki.readers.open_sources import open_sources
 
 __all__ = ["CombinedSource", "HermesHome", "MemPalace", "open_sources"]

@@ -147,6 +147,9 @@ class CombinedSource:
         source = self._get("files")
         return source.wiki_pages() if source is not None else []
 
+    def layer_fingerprints(self) -> dict[str, str]:
+        return {}  # each layer mixes several sources': only `fingerprint()` as a whole
+
     def fingerprint(self) -> str:
         digest = hashlib.sha1()
         for source in self.sources():
@@ -169,9 +172,7 @@ class CombinedSource:
 
     def close(self) -> None:
         for source in self.sources():
-            close = getattr(source, "close", None)
-            if close is not None and not hasattr(source, "store"):
-                close()
+            source.close()
 
     def __enter__(self) -> CombinedSource:
         return self

@@ -225,6 +225,9 @@ class HermesHome:
     def wiki_pages(self) -> Sequence[WikiPage]:
         return []
 
+    def layer_fingerprints(self) -> dict[str, str]:
+        return {}  # its layers share files: only `fingerprint()` as a whole
+
     def fingerprint(self) -> str:
         digest = hashlib.sha1()
         for rel in ("SOUL.md", "config.yaml", "memories/MEMORY.md", "memories/USER.md", "state.db", "state.db-wal"):

@@ -188,6 +188,9 @@ class MemPalace:
     def wiki_pages(self) -> Sequence[WikiPage]:
         return []
 
+    def layer_fingerprints(self) -> dict[str, str]:
+        return {}  # its layers share files: only `fingerprint()` as a whole
+
     def fingerprint(self) -> str:
         digest = hashlib.sha1()
         paths = [self.root / "chroma.sqlite3", self.root / "mempalace_embedder.json"]

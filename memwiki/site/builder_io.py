@@ -1,14 +1,18 @@
-"""What page builders produce and what they are given. Builders depend on this module, the records of
-`memwiki.source` and small helpers of this package, not on MkDocs: the plugin turns their output into
-MkDocs files, so another engine could host the same builders later."""
+"""What every page builder is given: the source through the privacy gate, the build's settings, and the door
+to everything that makes a build fast (speed.builder_speed). Builders depend on this module, the records of
+`memwiki.source` and small helpers of this package, never on MkDocs."""
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import MemorySource
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -26,52 +30,47 @@ class GatedSource(MemorySource, Protocol):
 
 
 @dataclass(frozen=True)
-class GeneratedPage:
-    """A Markdown page for the site. `src_uri` is its path under docs_dir, e.g. "concepts/chroma.md"."""
+class BuildSettings:
+    """What the site's configuration says about its pages: the same for every page of a build (every memo key
+    includes `memo_key()`, see BuildSpeed)."""
 
-    src_uri: str
-    title: str
-    markdown: str
-    section: str = ""  # section index it is listed on ("concepts", "sessions", ...); "" = top level
-    in_nav: bool = False  # only a few pages go into the navigation; the rest hang off section indexes
-    meta: dict[str, Any] = field(default_factory=dict)  # "lexical": False keeps it out of the theme's text search
-    # changes when the page's content changes (used to skip unchanged pages on rebuild); made from the title and
-    # the Markdown unless given
-    fingerprint: str = ""
-    # a page kept from the last build whose Markdown was not made again: its final HTML is in the page cache
-    # (see memwiki.site.speed.memo), so `markdown` is empty and the page must not be rendered
-    hollow: bool = False
+    directory_urls: bool = False
+    today: str = ""  # the day that counts as today for expired facts ("YYYY-MM-DD"; "" = the real date)
+    graph_max_nodes: int = 300
+    audit_errors: tuple[str, ...] = ()  # audit kinds that are build warnings
 
-    def __post_init__(self) -> None:
-        if not self.fingerprint:
-            object.__setattr__(self, "fingerprint", hashlib.sha1(f"{self.title}\0{self.markdown}".encode()).hexdigest())
+    def day(self) -> str:
+        return self.today or datetime.now(UTC).strftime("%Y-%m-%d")
 
-
-@dataclass(frozen=True)
-class GeneratedAsset:
-    """A file copied as it is into the built site, e.g. "graph/global.html" or "search/vectors.bin"."""
-
-    dest_uri: str
-    content: bytes
-    sha1: str = ""  # hex SHA-1 of `content`, when the builder has it at hand (made once per asset otherwise)
-
-    @property
-    def digest(self) -> str:
-        return self.sha1 or hashlib.sha1(self.content).hexdigest()
+    def memo_key(self) -> tuple[object, ...]:
+        """What memoised pages depend on: every setting (a new one included by itself) but `audit_errors`, which
+        only the audit page shows (made every build), so that making a finding a build error does not remake
+        the whole site; `today` as the day it stands for."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "audit_errors"}
+        return tuple(sorted({**values, "today": self.day()}.items()))
 
 
 @dataclass
 class BuildContext:
-    """What every builder is given: the source through the privacy gate, and the plugin's options. A source
-    that has not been through the gate is put through it with the default (public) rules here, so no builder
-    ever reads around it."""
+    """One build, as the builders see it. A source that has not been through the gate is put through it with
+    the default (public) rules here, so no builder ever reads around it."""
 
     source: GatedSource
-    options: dict[str, Any] = field(default_factory=dict)
+    settings: BuildSettings = field(default_factory=BuildSettings)
+    speed: BuildSpeed = field(default_factory=BuildSpeed)
     notes: list[str] = field(default_factory=list)  # things a person should see on the audit page
+    _parts: dict[type, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, GatedSource):
             from memwiki.site.privacy import PrivacyFilter
 
             self.source = PrivacyFilter(self.source)
+
+    def part(self, kind: type[T], make: Callable[[BuildContext], T] | None = None) -> T:
+        """The build's one `kind` (the site's records, the graph index, the audit's findings, ...): made on first
+        use by `make(self)` (default `kind(self)`), then shared by every builder."""
+        found = self._parts.get(kind)
+        if found is None:
+            found = self._parts[kind] = (make or kind)(self)
+        return found

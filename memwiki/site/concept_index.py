@@ -219,7 +219,7 @@ class ConceptIndex:
 
     # -- kept across builds -------------------------------------------------------------------------
     def export(self, wiki: Sequence[WikiPage], entities: Sequence[Entity]) -> tuple:
-        """The index as plain data (for memwiki.site.speed.cache_file), before any scan: wiki pages and entities by their
+        """The index as plain data (for speed.cache_file), before any scan: wiki pages and entities by their
         position in `wiki` and `entities`, the lists it was built from."""
         assert not any(c.backlinks or c.wanted for c in self.concepts), "export the index before scanning"
         wiki_at = {id(page): i for i, page in enumerate(wiki)}

@@ -222,7 +222,7 @@ def load_key(folder: Path | None = None) -> bytes:
 
 
 def _name_keys(*names: str) -> set[str]:
-    """The keys a `[[link]]` to one of these names resolves by (memwiki.site.concept_index: the normal form and the slug)."""
+    """The keys a `[[link]]` to one of these names resolves by (concept_index: the normal form and the slug)."""
     return {key for n in names if n for key in (norm(n), slugify(n)) if key}
 
 
@@ -628,6 +628,9 @@ class PrivacyFilter:
 
     def fingerprint(self) -> str:
         return hashlib.sha1(f"{self.source.fingerprint()}:{self._rules_key()}".encode()).hexdigest()
+
+    def close(self) -> None:
+        self.source.close()
 
     def _rules_key(self) -> str:
         return f"{self.rules.fingerprint()}:{hashlib.sha1(self._key).hexdigest()}"

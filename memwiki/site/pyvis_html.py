@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from memwiki.site.builder_io import GeneratedAsset
+from memwiki.site.generated import GeneratedAsset
 
 if TYPE_CHECKING:
     from pyvis.network import Network

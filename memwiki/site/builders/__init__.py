@@ -1,29 +1,27 @@
 """Page builders: one module per kind of page, each `build(ctx) -> (pages, assets)`.
 
 `site(ctx)` reads the (privacy-filtered) source once per build and holds what several builders share:
-the records, the concept index with its backlinks, the text renderer, where each memory is shown and where
-each concept is named (`mentions`). `provenance` resolves a fact's source to the place that shows it.
-`build_all(ctx)` runs every builder, the graph and search builders included when they are present.
+the records, the concept index with its backlinks, the text renderer, where each memory and entity is shown
+and where each concept is named (`mentions`). `provenance` resolves a fact's source to the place that shows it.
+memwiki.site.site_build runs them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from functools import cached_property
 from typing import Any
 
-from memwiki.site.builder_io import BuildContext, GeneratedAsset, GeneratedPage
+from memwiki.site.builder_io import BuildContext
 from memwiki.site.concept_index import Concept, ConceptIndex, TextSource, UniquePaths, claim_order, paged_uri
+from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.mentions import MentionIndex
-from memwiki.site.render import TextRenderer, block, esc, href
-from memwiki.site.speed import cache_file
-from memwiki.site.speed.memo import PageMemo, key_of
+from memwiki.site.render import TextRenderer, block, esc, href, page_url
+from memwiki.site.speed.builder_speed import BuildSpeed
+from memwiki.site.speed.memo import key_of
 from memwiki.site.speed.text_cache import TextCache
 from memwiki.source import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
 
@@ -40,7 +38,7 @@ SEARCH = "search/index.md"
 SESSION_PAGES = re.compile(r"sessions/(index|page-\d+)\.md")  # the timeline's own pages (builders.sessions)
 PER_PAGE = 40
 INDEX_CACHE = "concept-index.marshal"  # in cache_dir: the concept index before the scan (see _fill_index)
-TEXT_CACHE = "texts.marshal"  # in cache_dir: what was derived from each memory text (see memwiki.site.speed.text_cache)
+TEXT_CACHE = "texts.marshal"  # in cache_dir: what was derived from each memory text (see speed.text_cache)
 
 BuildResult = tuple[list[GeneratedPage], list[GeneratedAsset]]
 
@@ -79,6 +77,7 @@ class Site:
     renderer: TextRenderer
     directory_urls: bool
     today: str
+    fingerprints: dict[str, str]  # the source's fingerprint of each layer it can tell (MemorySource.layer_fingerprints)
     memory_home: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (page, anchor) of its card
     entity_names: dict[str, str] = field(default_factory=dict)
     session_by_id: dict[str, Session] = field(default_factory=dict)
@@ -89,6 +88,29 @@ class Site:
     memory_anchors: dict[str, str] = field(default_factory=dict)  # memory id -> anchor of its card
     _memory_ids: dict[str, Memory] = field(default_factory=dict)
     _mentions: MentionIndex | None = None
+
+    def layer_version(self, layer: str, records: object) -> str:
+        """The state of one layer: the source's fingerprint of it when it has one, else a digest of its records."""
+        if layer in self.fingerprints:
+            return f"fp:{self.fingerprints[layer]}"
+        return key_of(records)
+
+    @cached_property
+    def names_version(self) -> str:
+        """How every name resolves in this build (see ConceptIndex.digest), and so where every entity and memory
+        link points: what each page's links depend on besides the page's own text."""
+        built_from = key_of(self.layer_version("wiki", self.wiki), self.layer_version("graph", self.entities))
+        return key_of(self.index.digest(built_from), self.directory_urls)
+
+    def entity_url(self, entity_id: str) -> str:
+        """The URL (from the site root) of the page that shows an entity; "" when none does."""
+        concept = self.index.for_entity(entity_id)
+        return page_url(concept.src_uri, self.directory_urls) if concept else ""
+
+    def memory_url(self, memory: Memory) -> str:
+        """The URL (from the site root) of a memory's card."""
+        page, anchor = self.memory_home.get(memory.id, ("", ""))
+        return f"{page_url(page, self.directory_urls)}#{anchor}" if page else ""
 
     def memory_by_id(self) -> dict[str, Memory]:
         """Memory id -> memory (made on first use)."""
@@ -170,8 +192,8 @@ def _read(ctx: BuildContext) -> Site:
     triples = list(source.triples())
     entities = list(source.entities())
     sessions = sorted(source.sessions(), key=lambda s: (s.started, s.id), reverse=True)
-    index = ConceptIndex(TextCache(cache_path(ctx, TEXT_CACHE)))
-    directory_urls = bool(ctx.options.get("use_directory_urls", False))
+    index = ConceptIndex(TextCache(ctx.speed.cache_path(TEXT_CACHE)))
+    directory_urls = ctx.settings.directory_urls
     site = Site(
         info=source.info(),
         persona=source.persona(),
@@ -186,10 +208,11 @@ def _read(ctx: BuildContext) -> Site:
         index=index,
         renderer=TextRenderer(index, directory_urls),
         directory_urls=directory_urls,
-        today=ctx.options.get("today") or datetime.now(UTC).strftime("%Y-%m-%d"),
+        today=ctx.settings.day(),
+        fingerprints=dict(source.layer_fingerprints()),
     )
     site.session_by_id = {x.id: x for x in sessions}
-    _fill_index(ctx, site)
+    _fill_index(ctx.speed, site)
     site.entity_names = {e.id: e.name or e.id for e in site.entities}
     _paths(site)
     for category, memories in site.by_category().items():
@@ -228,15 +251,12 @@ def _paths(site: Site) -> None:
     site.memory_anchors = {m: anchors.claim(m, "mem-") for m in sorted((m.id for m in site.memories), key=claim_order)}
 
 
-def _fill_index(ctx: BuildContext, site: Site) -> None:
+def _fill_index(speed: BuildSpeed, site: Site) -> None:
     """The concept index's pages, wiki pages and entities (before the scan for links): kept across builds by
     the wiki and graph layers' fingerprints (making it was a tenth of a 10k-page rebuild)."""
-    fingerprints = getattr(ctx.source, "fingerprints", None)
-    path = cache_path(ctx, INDEX_CACHE)
-    if not (isinstance(fingerprints, dict) and {"wiki", "graph"} <= fingerprints.keys()):
-        path = None  # the index is kept only by the layers' fingerprints
-    key = cache_file.version("concept-index", names_version(ctx, site)) if path is not None else ""
-    saved = cache_file.load(path, key) if path is not None else None
+    kept = {"wiki", "graph"} <= site.fingerprints.keys()  # the index is kept only by the layers' fingerprints
+    key = key_of(site.fingerprints["wiki"], site.fingerprints["graph"]) if kept else ""
+    saved = speed.load(INDEX_CACHE, key) if kept else None
     index = site.index
     if saved is not None:
         try:
@@ -250,87 +270,13 @@ def _fill_index(ctx: BuildContext, site: Site) -> None:
         index.add_wiki(page)
     for entity in site.entities:
         index.add_entity(entity)
-    if path is not None:
-        cache_file.dump(path, key, index.export(site.wiki, site.entities))
-
-
-def layer_version(ctx: BuildContext, layer: str, records: object) -> str:
-    """The state of one layer: the source's fingerprint of it when it has one (see memwiki.site.speed.layer_cache), else a
-    digest of its records."""
-    fingerprints = getattr(ctx.source, "fingerprints", None)
-    if isinstance(fingerprints, dict) and layer in fingerprints:
-        return f"fp:{fingerprints[layer]}"
-    return key_of(records)
-
-
-def names_version(ctx: BuildContext, s: Site) -> str:
-    """How every name resolves in this build (see ConceptIndex.digest): what each page's links depend on
-    besides the page's own text."""
-    cached = ctx.__dict__.get("_memwiki_names")
-    if cached is None:
-        built_from = key_of(layer_version(ctx, "wiki", s.wiki), layer_version(ctx, "graph", s.entities))
-        cached = ctx.__dict__["_memwiki_names"] = s.index.digest(built_from)
-    return cached
-
-
-def cache_path(ctx: BuildContext, name: str) -> Path | None:
-    """A file in the plugin's cache folder; None when caches are off (no cache_dir, or page_cache: false)."""
-    cache_dir = ctx.options.get("cache_dir")
-    keep = bool(cache_dir) and ctx.options.get("page_cache", True)
-    return Path(cache_dir) / name if keep else None
-
-
-def page_memo(ctx: BuildContext, name: str) -> PageMemo:
-    """A builder's memo of its pages across builds (see memwiki.site.speed.memo); the plugin gives the page cache's
-    `reusable_page`."""
-    return PageMemo(cache_path(ctx, f"memo/{name}.marshal"), ctx.options.get("reusable_page"))
+    if kept:
+        speed.keep(INDEX_CACHE, key, index.export(site.wiki, site.entities))
 
 
 def site(ctx: BuildContext) -> Site:
-    """The shared state of this build (read on first use, then kept on the context)."""
-    cached = ctx.__dict__.get("_memwiki_site")
-    if cached is None:
-        cached = ctx.__dict__["_memwiki_site"] = _read(ctx)
-    return cached
-
-
-def _optional(module: str) -> Callable[[BuildContext], BuildResult] | None:
-    """The `build` of an optional builder module, or None while it does not exist yet."""
-    try:
-        return importlib.import_module(module).build
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        return None
-
-
-def build_all(ctx: BuildContext) -> BuildResult:
-    """Run every builder; the concept builder goes after the others so it sees every backlink."""
-    from memwiki.site.builders import audit, concepts, home, persona, privacy, semantic, sessions
-
-    site(ctx)
-    with contextlib.suppress(ModuleNotFoundError):  # the graph files may be drawn in a forked process meanwhile
-        importlib.import_module("memwiki.site.builders.graph").prepare(ctx)
-    # then (no thread may run while the build forks) session digests embed in a thread while the others build
-    s = site(ctx)
-    sessions.digester_of(ctx, s).prefetch([s.messages.get(x.id, []) for x in s.sessions])
-    builders: list[Callable[[BuildContext], BuildResult]] = [home.build, persona.build, semantic.build, sessions.build]
-    for name in ("memwiki.site.builders.graph", "memwiki.site.builders.search"):
-        build = _optional(name)
-        if build is not None:
-            builders.append(build)
-        else:
-            ctx.notes.append(f"{name} is not available: its pages were not built")
-    builders += [concepts.build, audit.build, privacy.build]
-    pages: list[GeneratedPage] = []
-    assets: list[GeneratedAsset] = []
-    for build in builders:
-        p, a = build(ctx)
-        pages += p
-        assets += a
-    # a build that kept pages without making them did not see every text: it must not drop the unseen ones
-    site(ctx).index.texts.save(prune=not any(p.hollow for p in pages))
-    return pages, assets
+    """The shared state of this build (read on first use)."""
+    return ctx.part(Site, _read)
 
 
 def pager(base: str, page: int, pages: int, here: str, du: bool) -> str:

@@ -7,23 +7,23 @@ warnings, so `mkdocs build --strict` fails on them); `build(ctx)` is the page.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from pathlib import Path
+from functools import cached_property
 
 import numpy as np
 
-from memwiki.site.builder_io import BuildContext, GeneratedPage
+from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, paged_uri, pager, site
 from memwiki.site.builders.privacy import profile_line, withheld_table
 from memwiki.site.builders.provenance import origin, source_html
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.render import block, esc, href, md_esc
 from memwiki.source import Memory, Triple
-from memwiki.textio import atomic_write_text
 from memwiki.tokens import tokens
 
 KINDS = ("conflicts", "expired", "wanted", "orphans", "duplicates", "hot_over_threshold", "persona_over_cap", "source")
@@ -31,7 +31,8 @@ DUPLICATE_COSINE = 0.95
 DUPLICATE_JACCARD = 0.9
 BLOCK = 1024  # rows of the similarity matrix computed at once ...
 PAIR_CELLS = 1 << 22  # ... and at most this many similarities (16 MB of float32), whatever the store's size
-CLUSTERS_VERSION = 2  # of the cache in cache_dir/duplicates.json (1 held pairs)
+CLUSTERS_VERSION = 3  # of the clusters kept in DUPLICATES
+DUPLICATES = "duplicates.marshal"  # in cache_dir: the last build's clusters, by the memories' ids and texts
 # What one audit page lists: at most LISTED findings of a kind; the next ones go on that kind's follow-on pages
 # (audit/<kind>-2.md, ...), at most PAGES pages in all; the rest are counted, not listed. A cluster shows its
 # first MEMBERS_SHOWN memories. 745 copies of one memory were 132,360 pairs, a 20.9 MB audit page and a
@@ -140,15 +141,10 @@ def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Clu
     for m in memories:
         digest.update(f"{m.id}\1{m.text}\0".encode())
     key = digest.hexdigest()
-    cache_dir = ctx.options.get("cache_dir")
-    path = Path(cache_dir) / "duplicates.json" if cache_dir else None
-    if path and path.is_file():
-        try:
-            cached = json.loads(path.read_text(encoding="utf-8"))
-            if cached.get("key") == key:
-                return [Cluster(tuple(ids), float(score)) for ids, score in cached["clusters"]], cached["method"]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    kept = ctx.speed.load(DUPLICATES, key)
+    if isinstance(kept, tuple) and len(kept) == 2:
+        with contextlib.suppress(TypeError, ValueError):
+            return [Cluster(tuple(ids), float(score)) for ids, score in kept[1]], str(kept[0])
     ids = [m.id for m in memories]
     vectors = ctx.source.memory_vectors(ids)
     found: list[tuple[list[int], float]] = []
@@ -164,9 +160,7 @@ def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Clu
         method = "not checked (no usable vectors, too many memories for a lexical check)"
     method += "; memories joined by a chain of such pairs form one cluster"
     clusters = [Cluster(tuple(ids[n] for n in members), score) for members, score in found]
-    if path:
-        data = {"key": key, "method": method, "clusters": [[list(c.ids), c.score] for c in clusters]}
-        atomic_write_text(path, json.dumps(data, ensure_ascii=False))
+    ctx.speed.keep(DUPLICATES, key, (method, [(list(c.ids), c.score) for c in clusters]))
     return clusters, method
 
 
@@ -180,56 +174,96 @@ def cluster_message(cluster: Cluster) -> str:
     return f"{shown}{tail} ({len(cluster.ids):,} memories, closest pair {cluster.score:.3f})"
 
 
+class Audit:
+    """What the audit finds in this build, found once: the audit page, the flags on cards and pages, and the
+    plugin's build warnings all read it."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.site = s = site(ctx)
+        self.conflicts = conflicts(s.triples)  # groups of conflicting current facts
+        self.clusters, self.duplicate_method = near_duplicates(ctx, s.memories)
+        self.findings = self._find()
+
+    def _find(self) -> list[Finding]:
+        """Every problem found, in page order."""
+        s = self.site
+        out: list[Finding] = []
+        names = s.entity_names
+
+        def fact(t: Triple) -> str:
+            subject = names.get(t.subject, t.subject_name or t.subject)
+            return f"{subject} {t.predicate} {names.get(t.object, t.object_name or t.object)}"
+
+        for group in self.conflicts:
+            c = s.index.for_entity(group[0].subject)
+            objects = " | ".join(names.get(t.object, t.object) for t in group)
+            subject = names.get(group[0].subject, group[0].subject)
+            out.append(Finding("conflicts", f"{subject} {group[0].predicate} → {objects}", c.src_uri if c else ""))
+        for t in expired(s.triples, s.today):
+            c = s.index.for_entity(t.subject)
+            out.append(
+                Finding("expired", f"{fact(t)} (valid {t.valid_from or '?'} → {t.valid_to})", c.src_uri if c else "")
+            )
+        for c in s.index.wanted:
+            out.append(Finding("wanted", f"{c.title} (wanted by {len(c.backlinks)})", c.src_uri))
+        for c in s.orphans():
+            out.append(Finding("orphans", c.title, c.src_uri))
+        for cluster in self.clusters:
+            page, anchor = s.memory_home.get(cluster.ids[0], ("", ""))
+            out.append(Finding("duplicates", cluster_message(cluster), page, anchor))
+        for hot in s.hot:
+            if hot.usage > hot.threshold:
+                out.append(
+                    Finding(
+                        "hot_over_threshold",
+                        f"{hot.target}: {hot.chars:,}/{hot.cap:,} chars ({hot.usage:.0%} > {hot.threshold:.0%})",
+                        PERSONA,
+                    )
+                )
+        if s.persona and s.persona.truncated:
+            out.append(
+                Finding("persona_over_cap", f"SOUL.md has {s.persona.chars:,} chars, cap {s.persona.cap:,}", PERSONA)
+            )
+        for note in s.info.notes:
+            out.append(Finding("source", note))
+        return out
+
+    @cached_property
+    def flags(self) -> Flags:
+        """The near-duplicate and conflict findings, keyed by the memories and entities they concern (a conflict
+        also flags the memories its facts came from)."""
+        s = self.site
+        out = Flags()
+        clusters = self.clusters
+        for i, cluster in enumerate(clusters):
+            uri, anchor = _where("duplicates", i, len(clusters), duplicate_anchor(s, cluster))
+            more = len(cluster.ids) - 4  # others than the three named (a looping agent's cluster has thousands)
+            for memory_id in cluster.ids:
+                named = [m for m in cluster.ids[:4] if m != memory_id][:3]
+                title = f"near-duplicate of {', '.join(named)}" + (f" and {more:,} more" if more > 0 else "")
+                out.memories.setdefault(memory_id, []).append(Flag("duplicates", "near-duplicate", title, uri, anchor))
+        groups = self.conflicts
+        for i, group in enumerate(groups):
+            uri, anchor = _where("conflicts", i, len(groups), conflict_anchor(group))
+            subject = s.entity_names.get(group[0].subject, group[0].subject)
+            objects = " | ".join(s.entity_names.get(t.object, t.object) for t in group)
+            flag = Flag("conflicts", "conflicting facts", f"{subject} {group[0].predicate} → {objects}", uri, anchor)
+            out.entities.setdefault(group[0].subject, []).append(flag)
+            for t in group:
+                found = origin(s, t)
+                if found is not None and found.kind == "memory" and flag not in out.memories.get(found.ref, []):
+                    out.memories.setdefault(found.ref, []).append(flag)
+        return out
+
+
 def findings(ctx: BuildContext) -> list[Finding]:
     """Every problem the audit finds, in page order."""
-    cached = ctx.__dict__.get("_memwiki_findings")
-    if cached is not None:
-        return cached
-    s = site(ctx)
-    out: list[Finding] = []
-    names = s.entity_names
+    return ctx.part(Audit).findings
 
-    def fact(t: Triple) -> str:
-        subject = names.get(t.subject, t.subject_name or t.subject)
-        return f"{subject} {t.predicate} {names.get(t.object, t.object_name or t.object)}"
 
-    for group in _conflicts(ctx):
-        c = s.index.for_entity(group[0].subject)
-        objects = " | ".join(names.get(t.object, t.object) for t in group)
-        subject = names.get(group[0].subject, group[0].subject)
-        out.append(Finding("conflicts", f"{subject} {group[0].predicate} → {objects}", c.src_uri if c else ""))
-    for t in expired(s.triples, s.today):
-        c = s.index.for_entity(t.subject)
-        out.append(
-            Finding("expired", f"{fact(t)} (valid {t.valid_from or '?'} → {t.valid_to})", c.src_uri if c else "")
-        )
-    for c in s.index.wanted:
-        out.append(Finding("wanted", f"{c.title} (wanted by {len(c.backlinks)})", c.src_uri))
-    for c in s.orphans():
-        out.append(Finding("orphans", c.title, c.src_uri))
-    clusters, method = near_duplicates(ctx, s.memories)
-    ctx.__dict__["_memwiki_dup_method"] = method
-    ctx.__dict__["_memwiki_clusters"] = clusters
-    for cluster in clusters:
-        page, anchor = s.memory_home.get(cluster.ids[0], ("", ""))
-        out.append(Finding("duplicates", cluster_message(cluster), page, anchor))
-    for hot in s.hot:
-        if hot.usage > hot.threshold:
-            out.append(
-                Finding(
-                    "hot_over_threshold",
-                    f"{hot.target}: {hot.chars:,}/{hot.cap:,} chars ({hot.usage:.0%} > {hot.threshold:.0%})",
-                    PERSONA,
-                )
-            )
-    if s.persona and s.persona.truncated:
-        out.append(
-            Finding("persona_over_cap", f"SOUL.md has {s.persona.chars:,} chars, cap {s.persona.cap:,}", PERSONA)
-        )
-    for note in s.info.notes:
-        out.append(Finding("source", note))
-    ctx.__dict__["_memwiki_findings"] = out
-    return out
+def flags(ctx: BuildContext) -> Flags:
+    """The audit's flags of memories and entities (see Audit.flags)."""
+    return ctx.part(Audit).flags
 
 
 TITLES = {
@@ -242,14 +276,6 @@ TITLES = {
     "persona_over_cap": "Persona over its cap",
     "source": "Source notes",
 }
-
-
-def _conflicts(ctx: BuildContext) -> list[list[Triple]]:
-    """`conflicts` of this build's facts (found once: the findings and the audit page both list them)."""
-    cached = ctx.__dict__.get("_memwiki_conflicts")
-    if cached is None:
-        cached = ctx.__dict__["_memwiki_conflicts"] = conflicts(site(ctx).triples)
-    return cached
 
 
 SIDE_SHOWN = 3  # texts shown side by side for a finding (a cluster's first members; a conflict's facts)
@@ -382,38 +408,6 @@ def _where(kind: str, i: int, total: int, anchor: str) -> tuple[str, str]:
     return (paged_uri(f"audit/{kind}", n), anchor) if n <= PAGES else (AUDIT, "")
 
 
-def flags(ctx: BuildContext) -> Flags:
-    """The near-duplicate and conflict findings, keyed by the memories and entities they concern (a conflict
-    also flags the memories its facts came from). Found once per build."""
-    cached = ctx.__dict__.get("_memwiki_flags")
-    if cached is not None:
-        return cached
-    s = site(ctx)
-    findings(ctx)
-    out = Flags()
-    clusters = ctx.__dict__.get("_memwiki_clusters", [])
-    for i, cluster in enumerate(clusters):
-        uri, anchor = _where("duplicates", i, len(clusters), duplicate_anchor(s, cluster))
-        more = len(cluster.ids) - 4  # others than the three named (a looping agent's cluster has thousands)
-        for memory_id in cluster.ids:
-            named = [m for m in cluster.ids[:4] if m != memory_id][:3]
-            title = f"near-duplicate of {', '.join(named)}" + (f" and {more:,} more" if more > 0 else "")
-            out.memories.setdefault(memory_id, []).append(Flag("duplicates", "near-duplicate", title, uri, anchor))
-    groups = _conflicts(ctx)
-    for i, group in enumerate(groups):
-        uri, anchor = _where("conflicts", i, len(groups), conflict_anchor(group))
-        subject = s.entity_names.get(group[0].subject, group[0].subject)
-        objects = " | ".join(s.entity_names.get(t.object, t.object) for t in group)
-        flag = Flag("conflicts", "conflicting facts", f"{subject} {group[0].predicate} → {objects}", uri, anchor)
-        out.entities.setdefault(group[0].subject, []).append(flag)
-        for t in group:
-            found = origin(s, t)
-            if found is not None and found.kind == "memory" and flag not in out.memories.get(found.ref, []):
-                out.memories.setdefault(found.ref, []).append(flag)
-    ctx.__dict__["_memwiki_flags"] = out
-    return out
-
-
 def flag_html(s: Site, found: list[Flag], page: str) -> str:
     """The flags of a card or page: each a link to its finding on the audit page."""
     return " ".join(
@@ -445,9 +439,9 @@ def _listing(ctx: BuildContext, kind: str, items: list, page: str) -> str:
 def _items(ctx: BuildContext, kind: str, found: list[Finding]) -> list:
     """What the page lists for a kind, in the findings' order: conflict groups, clusters, or the findings."""
     if kind == "conflicts":
-        return _conflicts(ctx)
+        return ctx.part(Audit).conflicts
     if kind == "duplicates":
-        return ctx.__dict__.get("_memwiki_clusters", [])
+        return ctx.part(Audit).clusters
     return found
 
 
@@ -489,7 +483,7 @@ def _kind_pages(ctx: BuildContext, kind: str, items: list) -> tuple[str, list[Ge
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     found = findings(ctx)
-    errors = set(ctx.options.get("audit_errors", ()))
+    errors = set(ctx.settings.audit_errors)
     by_kind: dict[str, list[Finding]] = {}
     for f in found:
         by_kind.setdefault(f.kind, []).append(f)
@@ -512,7 +506,7 @@ def build(ctx: BuildContext) -> BuildResult:
         items = _items(ctx, kind, by_kind.get(kind, []))
         md += f"\n## {TITLES[kind]}\n"
         if kind == "duplicates":
-            md += f"\nMethod: {esc(ctx.__dict__.get('_memwiki_dup_method', ''))}.\n"
+            md += f"\nMethod: {esc(ctx.part(Audit).duplicate_method)}.\n"
         if not items:
             md += "\nNone.\n"
         elif len(items) <= LISTED:

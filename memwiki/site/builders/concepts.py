@@ -3,71 +3,30 @@ sentence that links), stub pages for wanted concepts, and the concept index."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from dataclasses import astuple
 
-from memwiki.site.builder_io import BuildContext, GeneratedPage
+from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import (
     AUDIT,
     CONCEPTS,
     BuildResult,
     Site,
-    cache_path,
     frontmatter,
-    layer_version,
-    names_version,
-    page_memo,
     safe_title,
     site,
 )
 from memwiki.site.builders.audit import Flags, flag_html, flags
-from memwiki.site.builders.provenance import origin_key, source_html
+from memwiki.site.builders.graph import entity_section
+from memwiki.site.builders.provenance import origin_key
 from memwiki.site.concept_index import Concept, norm
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.mentions import Mention
 from memwiki.site.render import block, esc, href, md_esc
-from memwiki.site.speed import cache_file
 from memwiki.site.speed.memo import PageMemo, key_of
 from memwiki.source import Triple
 
 PER_LIST_PAGE = 300
-
-
-def _entity_section() -> Callable[[BuildContext, str], str] | None:
-    """The graph builder's entity section (facts timeline + neighbourhood graph), when it exists."""
-    try:
-        return importlib.import_module("memwiki.site.builders.graph").entity_section
-    except ModuleNotFoundError as exc:
-        if exc.name != "memwiki.site.builders.graph":
-            raise
-        return None
-
-
-def facts_fallback(s: Site, concept: Concept) -> str:
-    """A plain list of an entity's facts, used only while the graph builder is missing."""
-    entity = concept.entity
-    assert entity is not None
-    rows = []
-
-    def url(src_uri: str, anchor: str) -> str:
-        return href(concept.src_uri, src_uri, anchor, s.directory_urls)
-
-    for t in s.triples:
-        if entity.id not in (t.subject, t.object):
-            continue
-        span = f"{t.valid_from or '?'} → {t.valid_to or 'now'}"
-        rows.append(
-            f"<tr><td>{esc(t.subject_name or t.subject)}</td><td>{esc(t.predicate)}</td>"
-            f"<td>{esc(t.object_name or t.object)}</td>"
-            f"<td>{esc(span)}</td><td>{source_html(s, t, url)}</td></tr>"
-        )
-    if not rows:
-        return ""
-    return "\n## Facts\n" + block(
-        "<table><thead><tr><th>subject</th><th>predicate</th><th>object</th><th>valid</th><th>source</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>",
-        cls="mw-facts",
-    )
+INDEX_MARKDOWN = "memo/concepts-index.marshal"  # in cache_dir: the Markdown of the concepts' first page
 
 
 def backlinks(s: Site, concept: Concept, *, heading: str = "Backlinks") -> str:
@@ -124,7 +83,7 @@ def mentioned_in(s: Site, concept: Concept) -> str:
     return head + intro + listing
 
 
-def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: Callable | None) -> GeneratedPage:
+def concept_page(ctx: BuildContext, s: Site, concept: Concept) -> GeneratedPage:
     uri = concept.src_uri
     md = frontmatter(concept.title) + f"# {md_esc(concept.title)}\n\n"
     labels = []
@@ -155,10 +114,7 @@ def concept_page(ctx: BuildContext, s: Site, concept: Concept, entity_section: C
     if concept.wiki is not None:
         md += block(s.renderer.html(concept.wiki.body, uri, skip_title=concept.title), cls="mw-text mw-wiki")
     if concept.entity is not None:
-        if entity_section is not None:
-            md += "\n" + entity_section(ctx, concept.entity.id) + "\n"
-        else:
-            md += facts_fallback(s, concept)
+        md += "\n" + entity_section(ctx, concept.entity.id) + "\n"
     md += backlinks(s, concept) + mentioned_in(s, concept)
     return GeneratedPage(uri, safe_title(concept.title), md, section="concepts")
 
@@ -225,24 +181,20 @@ def _list_pages(s: Site, chunks: list[list[Concept]], list_uris: list[str], memo
                 return GeneratedPage(uri, head, body, section="concepts", meta={"lexical": False})  # titles only
 
             shown = [(c.title, c.src_uri, c.kind, c.entity.type if c.entity else "", len(c.backlinks)) for c in chunk]
-            pages.append(memo.page(uri, key_of(s.directory_urls, head, shown), make))
+            pages.append(memo.page(uri, (head, shown), make))
     return pages
 
 
-def _cached_index(
-    ctx: BuildContext, s: Site, listed: list[Concept], world: str, lists: PageMemo
-) -> list[GeneratedPage]:
-    """`_index`, its first page (in the navigation: always rendered, never hollow) kept by what it lists: with
-    `world`, each concept's path and backlink count, and the wanted concepts' titles."""
-    path = cache_path(ctx, "memo/concepts-index.marshal")
-    key = key_of(world, [(c.src_uri, len(c.backlinks)) for c in listed], [c.title for c in listed if c.wanted])
-    markdown = cache_file.load(path, key) if path is not None else None
+def _cached_index(ctx: BuildContext, s: Site, listed: list[Concept], lists: PageMemo) -> list[GeneratedPage]:
+    """`_index`, its first page (in the navigation: always rendered, never kept) kept by what it lists: each
+    concept's path and backlink count, and the wanted concepts' titles, with what all concept pages share."""
+    key = key_of(lists.shared, [(c.src_uri, len(c.backlinks)) for c in listed], [c.title for c in listed if c.wanted])
+    markdown = ctx.speed.load(INDEX_MARKDOWN, key)
     if isinstance(markdown, str):
         main = GeneratedPage(CONCEPTS, "Concepts", markdown, section="concepts", in_nav=True, meta={"order": 2})
         return [main, *_list_pages(s, *_chunks(listed), lists)]
     pages = _index(s, listed, lists)
-    if path is not None:
-        cache_file.dump(path, key, pages[0].markdown)
+    ctx.speed.keep(INDEX_MARKDOWN, key, pages[0].markdown)
     return pages
 
 
@@ -255,8 +207,8 @@ def _chunks(listed: list[Concept]) -> tuple[list[list[Concept]], list[str]]:
 
 def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]], audit: Flags) -> tuple:
     """What a concept page is made from, besides what every concept page depends on (see build). Its wiki page
-    and entity are named, not spelled out: `world` holds the wiki and graph layers' versions; where its facts'
-    sources are shown (memory cards, session turns) is spelled out."""
+    and entity are named, not spelled out: the memo's shared part holds the wiki and graph layers' versions;
+    where its facts' sources are shown (memory cards, session turns) is spelled out."""
     wiki = c.wiki.path if c.wiki is not None else None
     entity = c.entity.id if c.entity is not None else None
     backlinks = sorted((b.src_uri, b.anchor, b.title, b.sentence) for b in c.backlinks)
@@ -282,27 +234,11 @@ def _facts_by_entity(s: Site) -> dict[str, list[Triple]]:
 
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
-    entity_section = _entity_section()
     listed = sorted((c for c in s.index.concepts if c.kind != "page"), key=lambda c: norm(c.title))
-    # every concept page also depends on how links resolve, on the graph (facts, neighbours) and on URL style
-    world = key_of(
-        names_version(ctx, s),
-        layer_version(ctx, "graph", (s.entities, s.triples)),
-        s.directory_urls,
-        entity_section is not None,
-        ctx.options.get("graph_max_nodes"),
-    )
-    memo = page_memo(ctx, "concepts")
+    graph = s.layer_version("graph", (s.entities, s.triples))  # every concept page shows facts and neighbours
+    memo = ctx.speed.memo("concepts", graph)
     facts = _facts_by_entity(s)
     audit = flags(ctx)
-    pages = [
-        memo.page(
-            c.src_uri, key_of(world, _inputs(s, c, facts, audit)), lambda c=c: concept_page(ctx, s, c, entity_section)
-        )
-        for c in listed
-    ]
-    lists = page_memo(ctx, "concept-lists")
-    index = _cached_index(ctx, s, listed, world, lists)
-    lists.save()
-    memo.save()
+    pages = [memo.page(c.src_uri, _inputs(s, c, facts, audit), lambda c=c: concept_page(ctx, s, c)) for c in listed]
+    index = _cached_index(ctx, s, listed, ctx.speed.memo("concept-lists", graph))
     return index + pages, []

@@ -4,16 +4,15 @@ Graph files are offline pyvis networks (see memwiki.site.pyvis_html): edges labe
 by entity type, current facts solid, ended facts dashed and grey. Entity names are untrusted: they are
 escaped in HTML and only ever drawn as text in the graphs.
 
-Links to entity pages go through `entity_url(entity_id) -> URL relative to the site root` (a parameter,
-else `ctx.options["entity_url"]`, else `concepts/<slug>/`), so this module does not depend on the core's
-URL scheme. URLs ending in "/" are directory URLs; anything else is a file URL.
+Links to entity pages go through `entity_url(entity_id) -> URL relative to the site root` (the site's own,
+`Site.entity_url`, unless a caller gives another). URLs ending in "/" are directory URLs; anything else is a
+file URL.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import multiprocessing
 import re
 import unicodedata
 from collections import Counter, defaultdict
@@ -21,10 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memwiki.site.builder_io import BuildContext, GeneratedAsset, GeneratedPage
-from memwiki.site.builders import cache_path, layer_version, log, site
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.builders import site
 from memwiki.site.builders.provenance import source_html
 from memwiki.site.concept_index import slugify
+from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.pyvis_html import (
     ENDED_COLOR,
     graph_options,
@@ -35,7 +35,7 @@ from memwiki.site.pyvis_html import (
     vis_assets,
 )
 from memwiki.site.render import esc, page_url
-from memwiki.site.speed import cache_file
+from memwiki.site.speed.builder_speed import Pending
 from memwiki.source import Entity, Triple
 
 GRAPH_PAGE = "graph/index.md"
@@ -76,20 +76,28 @@ def entity_graph_uri(entity_id: str) -> str:
     return f"{ENTITY_HTML_DIR}/{ascii_part + '-' if ascii_part else ''}{digest}.html"
 
 
+def _checked(given: EntityUrl) -> EntityUrl:
+    """`given`, checked (only relative site paths) and memoised."""
+    cache: dict[str, str] = {}
+
+    def url(entity_id: str) -> str:
+        if entity_id not in cache:
+            cache[entity_id] = safe_relative_url(given(entity_id) or "")
+        return cache[entity_id]
+
+    return url
+
+
+class _SiteUrls:
+    """The site's own entity URLs, checked, once per build."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.url = _checked(site(ctx).entity_url)
+
+
 def _entity_url_of(ctx: BuildContext, entity_url: EntityUrl | None) -> EntityUrl:
-    """The entity URL function of this build, checked (only relative site paths) and memoised on the context."""
-    given = entity_url or ctx.options.get("entity_url") or default_entity_url
-    held = ctx.__dict__.setdefault("_memwiki_entity_urls", {})
-    if given not in held:
-        cache: dict[str, str] = {}
-
-        def url(entity_id: str) -> str:
-            if entity_id not in cache:
-                cache[entity_id] = safe_relative_url(given(entity_id) or "")
-            return cache[entity_id]
-
-        held[given] = url
-    return held[given]
+    """`entity_url` checked, or the site's own."""
+    return _checked(entity_url) if entity_url is not None else ctx.part(_SiteUrls).url
 
 
 # ── the graph, indexed once per build ───────────────────────────────────────────────────────────────
@@ -133,12 +141,8 @@ class GraphIndex:
 
 
 def graph_index(ctx: BuildContext) -> GraphIndex:
-    """The graph index of this build, made on first use and kept on the context (entity_section is called
-    once per entity)."""
-    index = ctx.__dict__.get("_memwiki_graph")
-    if index is None:
-        index = ctx.__dict__["_memwiki_graph"] = GraphIndex.build(site(ctx).entities, site(ctx).triples)
-    return index
+    """The graph index of this build, made on first use (entity_section is called once per entity)."""
+    return ctx.part(GraphIndex, lambda ctx: GraphIndex.build(site(ctx).entities, site(ctx).triples))
 
 
 # ── an entity's facts block ──────────────────────────────────────────────────────────────────────────
@@ -385,21 +389,19 @@ def _global_page(index: GraphIndex, sel: GlobalSelection, entity_url: EntityUrl,
     return "\n".join(lines)
 
 
-_CODE = (Path(__file__), Path(__file__).resolve().parent.parent / "graphviz.py")
+_CODE = (Path(__file__), Path(__file__).resolve().parent.parent / "pyvis_html.py")
 
 
-def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl, max_nodes: int, own_urls: bool) -> str:
+def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl | None, max_nodes: int) -> str:
     """A digest of everything the graph files depend on: entities, facts, page URLs, options, this code.
-    `own_urls`: the URLs are the context's `entity_url`, whose version the context gives as
-    `entity_urls_version` (when it does)."""
+    `entity_url`: None for the site's own URLs (which follow from the names' version)."""
     digest = hashlib.sha1(f"{max_nodes}\0{importlib.metadata.version('pyvis')}".encode())
     for path in _CODE:
         digest.update(path.read_bytes())
     s = site(ctx)
-    digest.update(layer_version(ctx, "graph", (s.entities, s.triples)).encode())
-    urls_version = ctx.options.get("entity_urls_version") if own_urls else None
-    if urls_version is not None:
-        digest.update(f"\1{urls_version}".encode())
+    digest.update(s.layer_version("graph", (s.entities, s.triples)).encode())
+    if entity_url is None:
+        digest.update(f"\1{s.names_version}".encode())
     else:
         for eid in sorted(index.entities):
             digest.update(f"\1{eid}\0{entity_url(eid)}".encode())
@@ -407,7 +409,7 @@ def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl, max_
 
 
 FORK_MIN_FILES = 300  # fewer graph files than this are drawn in the build's own process
-
+FILES = "graph.marshal"  # in cache_dir: the graph files of the last build
 
 Files = dict[str, tuple[bytes, str]]  # uri -> (content, its SHA-1)
 
@@ -421,40 +423,44 @@ def _drawn(make: Callable[[], dict[str, str]]) -> Files:
     return files
 
 
-def _cached_files(ctx: BuildContext, key: str, make: Callable[[], dict[str, str]]) -> Files:
-    """The graph files of this key from `cache_dir/graph.marshal` (a rebuild where the graph did not change
-    then neither imports pyvis nor draws anything), else made and kept there (replacing the files of an older
-    key). Waits for the drawing `prepare` started, if any."""
-    found_key, found = ctx.__dict__.pop("_memwiki_graph_files", ("", None))  # what `prepare` found in the cache
-    if found_key == key and found is not None:
-        return found
-    path = cache_path(ctx, "graph.marshal")
-    drawing = ctx.__dict__.pop("_memwiki_graph_drawing", None)
-    if drawing is not None:
-        drawing.join()
-        if drawing.exitcode != 0:
-            log.warning("memwiki: the forked graph drawing failed (exit %s); drawing here", drawing.exitcode)
-    files = cache_file.load(path, key) if path is not None else None
-    if isinstance(files, dict):
+@dataclass
+class _Drawing:
+    """This build's graph files: their key, how they are drawn, the global selection, and (once `prepare` or
+    `build` asked) the files, kept from the last build or being drawn."""
+
+    key: str
+    make: Callable[[], dict[str, str]]
+    selection: GlobalSelection
+    files: Pending[Files] | None = None
+
+    def pending(self, ctx: BuildContext, may_fork: bool) -> Pending[Files]:
+        if self.files is None:
+            found = ctx.speed.load(FILES, self.key)
+            if isinstance(found, dict):
+                self.files = Pending(lambda: found)
+            elif may_fork:
+                self.files = ctx.speed.apart(FILES, self.key, lambda: _drawn(self.make))
+            else:
+                self.files = Pending(lambda: self._draw_and_keep(ctx))
+        return self.files
+
+    def _draw_and_keep(self, ctx: BuildContext) -> Files:
+        files = _drawn(self.make)
+        ctx.speed.keep(FILES, self.key, files)
         return files
-    made = _drawn(make)
-    if path is not None:
-        cache_file.dump(path, key, made)
-    return made
 
 
-Drawing = tuple[str, Callable[[], dict[str, str]], GlobalSelection]
+def _drawing(ctx: BuildContext, entity_url: EntityUrl | None) -> _Drawing:
+    """The graph files of this build for these entity URLs (None: the site's own, worked out once per build)."""
+    if entity_url is None:
+        return ctx.part(_Drawing, lambda ctx: _new_drawing(ctx, None))
+    return _new_drawing(ctx, entity_url)
 
 
-def _drawing(ctx: BuildContext, entity_url: EntityUrl | None) -> Drawing:
-    """The cache key of this build's graph files, the function that draws them, and the global selection
-    (worked out once per build for the build's own entity URLs)."""
-    planned = ctx.__dict__.get("_memwiki_graph_plan") if entity_url is None else None
-    if planned is not None:
-        return planned
+def _new_drawing(ctx: BuildContext, entity_url: EntityUrl | None) -> _Drawing:
     urls = _entity_url_of(ctx, entity_url)
     index = graph_index(ctx)
-    max_nodes = int(ctx.options.get("graph_max_nodes", DEFAULT_MAX_NODES))
+    max_nodes = ctx.settings.graph_max_nodes
     sel = select_global(index, max_nodes)
 
     def make() -> dict[str, str]:
@@ -463,42 +469,24 @@ def _drawing(ctx: BuildContext, entity_url: EntityUrl | None) -> Drawing:
             files[entity_graph_uri(eid)] = neighbourhood_html(index, eid, urls)
         return files
 
-    plan = (cache_file.version("graph", _graph_key(ctx, index, urls, max_nodes, entity_url is None)), make, sel)
-    if entity_url is None:
-        ctx.__dict__["_memwiki_graph_plan"] = plan
-    return plan
+    return _Drawing(_graph_key(ctx, index, entity_url, max_nodes), make, sel)
 
 
 def prepare(ctx: BuildContext) -> None:
-    """When this build's graph files are many and not cached, start drawing them in a forked process (pyvis,
-    one file per entity: a large part of a first build), which leaves them in the cache for `build`; the
-    other builders run meanwhile. Only with `ctx.options["fork"]` (the plugin says when forking is safe)."""
-    path = cache_path(ctx, "graph.marshal")
-    if path is None or not ctx.options.get("fork") or "fork" not in multiprocessing.get_all_start_methods():
-        return
-    if len(graph_index(ctx).by_entity) < FORK_MIN_FILES:
-        return
-    key, make, _ = _drawing(ctx, None)
-    found = cache_file.load(path, key)
-    if isinstance(found, dict):
-        ctx.__dict__["_memwiki_graph_files"] = (key, found)
-        return
-
-    def draw() -> None:
-        cache_file.dump(path, key, _drawn(make))
-
-    drawing = multiprocessing.get_context("fork").Process(target=draw, name="memwiki-graph", daemon=True)
-    drawing.start()
-    ctx.__dict__["_memwiki_graph_drawing"] = drawing
+    """When this build's graph files are many and not kept from the last build, hand their drawing (pyvis, one
+    file per entity: a large part of a first build) off while the other builders run."""
+    if len(graph_index(ctx).by_entity) >= FORK_MIN_FILES:
+        _drawing(ctx, None).pending(ctx, may_fork=True)
 
 
 def build(ctx: BuildContext, entity_url: EntityUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
     """The global graph page and its file, one neighbourhood graph file per entity with facts, vis-network."""
-    key, make, sel = _drawing(ctx, entity_url)
+    drawing = _drawing(ctx, entity_url)
+    sel = drawing.selection
+    files = drawing.pending(ctx, may_fork=False).result()
     entity_url = _entity_url_of(ctx, entity_url)
     index = graph_index(ctx)
-    max_nodes = int(ctx.options.get("graph_max_nodes", DEFAULT_MAX_NODES))
-    files = _cached_files(ctx, key, make)
+    max_nodes = ctx.settings.graph_max_nodes
     assets = list(vis_assets()) + [GeneratedAsset(uri, data, sha1) for uri, (data, sha1) in files.items()]
     page = GeneratedPage(
         GRAPH_PAGE,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memwiki.site.builder_io import BuildContext, GeneratedPage
+from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import (
     AUDIT,
     CONCEPTS,
@@ -16,6 +16,7 @@ from memwiki.site.builders import (
     site,
 )
 from memwiki.site.builders.privacy import PRIVACY, profile_line
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.render import block, esc, href
 
 

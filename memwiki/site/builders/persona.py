@@ -4,8 +4,9 @@ and the history of what sank to L2 and when."""
 from __future__ import annotations
 
 from memwiki.categories import parse_tag
-from memwiki.site.builder_io import BuildContext, GeneratedPage
+from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import PERSONA, BuildResult, Site, frontmatter, hot_anchor, site
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.render import block, esc, href
 from memwiki.source import CORE_CATEGORIES, HotFile
 

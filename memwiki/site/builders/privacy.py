@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from memwiki.site.builder_io import BuildContext, GeneratedPage
+from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import BuildResult, frontmatter
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.privacy import LAYERS, WITHHELD_EXCLUDED, WITHHELD_PRIVATE
 from memwiki.site.render import block, esc
 

@@ -32,9 +32,9 @@ from memwiki.passages import MAX_EMBED_BYTES, is_long, passage_id, split
 from memwiki.recall import LAYERS, SESSION_LIMIT, RecallConfig, page_text, turn_text
 from memwiki.semantic import index_text
 from memwiki.sessions import SNIPPETS_PER_SESSION
-from memwiki.site.builder_io import BuildContext, GeneratedAsset, GeneratedPage
-from memwiki.site.builders import PERSONA, Site, cache_path, hot_anchor, message_anchor, site
-from memwiki.site.concept_index import slugify
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.builders import PERSONA, Site, hot_anchor, message_anchor, site
+from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.pyvis_html import script_json
 from memwiki.site.render import esc, page_url
 from memwiki.site.speed import cache_file
@@ -54,10 +54,6 @@ VECTOR_CACHE = "search-vectors.marshal"  # in cache_dir: int8 vectors of embedde
 FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
 MemoryUrl = Callable[[Memory], str]
-
-
-def default_memory_url(memory: Memory) -> str:
-    return f"memories/#mem-{slugify(memory.id)}"
 
 
 def quantise(vectors: np.ndarray) -> np.ndarray:
@@ -84,7 +80,7 @@ class TextVectors:
     def __init__(self, ctx: BuildContext, embedder: str) -> None:
         self.ctx = ctx
         self.embedder = embedder
-        path = cache_path(ctx, VECTOR_CACHE)
+        path = ctx.speed.cache_path(VECTOR_CACHE)
         self.store = cache_file.JournaledDict(path, _vector_key(embedder)) if path else None
         self.used: set[str] = set()
         self.failed = False
@@ -232,8 +228,8 @@ class _Layers:
 
 def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
     """What the page's JS needs (JSON-able) and the int8 vectors (None: lexical only, `why_lexical` says)."""
-    memory_url = memory_url or ctx.options.get("memory_url") or default_memory_url
     s = site(ctx)
+    memory_url = memory_url or s.memory_url
     info = ctx.source.info()
     layers = _Layers(ctx, s, memory_url)
     why = ""

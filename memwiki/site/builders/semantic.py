@@ -6,17 +6,14 @@ from dataclasses import astuple
 from pathlib import PurePosixPath
 
 from memwiki.passages import is_long
-from memwiki.site.builder_io import BuildContext, GeneratedPage
+from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import (
     MEMORY,
     PER_PAGE,
     BuildResult,
     Site,
     frontmatter,
-    layer_version,
     message_anchor,
-    names_version,
-    page_memo,
     paged_uri,
     pager,
     site,
@@ -24,8 +21,9 @@ from memwiki.site.builders import (
 from memwiki.site.builders.audit import Flag, Flags, flag_html
 from memwiki.site.builders.audit import flags as audit_flags
 from memwiki.site.builders.persona import category_badge, legend
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.render import block, esc, href, md_esc, verbatim
-from memwiki.site.speed.memo import PageMemo, key_of
+from memwiki.site.speed.memo import PageMemo
 from memwiki.source import Memory
 
 
@@ -100,14 +98,13 @@ def _body(s: Site, memory: Memory, page: str) -> str:
 def _listing(
     s: Site,
     memo: PageMemo,
-    world: str,
     base: str,
     title: str,
     memories: list[Memory],
     with_room: bool,
     flags: Flags,
 ) -> list[GeneratedPage]:
-    """The pages of one category or room (`world`: what every listing depends on besides its memories)."""
+    """The pages of one category or room (the memo's keys hold what every listing depends on besides its memories)."""
     pages = max(1, -(-len(memories) // PER_PAGE))
     out = []
 
@@ -133,7 +130,7 @@ def _listing(
         # a card's anchor and room link are claimed among all memories (see memwiki.site.builders._paths)
         claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]
         found = [[astuple(f) for f in flagged(m)] for m in chunk]  # the audit's findings about them
-        out.append(memo.page(uri, key_of(world, head, len(memories), pages, n, with_room, chunk, claimed, found), make))
+        out.append(memo.page(uri, (head, len(memories), pages, n, with_room, chunk, claimed, found), make))
     return out
 
 
@@ -143,17 +140,13 @@ def build(ctx: BuildContext) -> BuildResult:
     pages: list[GeneratedPage] = []
     cats = s.by_category()
     rooms = s.by_room()
-    memo = page_memo(ctx, "memory-listings")
+    memo = ctx.speed.memo("memory-listings", s.layer_version("sessions", (s.sessions, s.messages)))  # cards link turns
     flags = audit_flags(ctx)
-    world = key_of(
-        names_version(ctx, s), du, layer_version(ctx, "sessions", (s.sessions, s.messages))
-    )  # cards link messages
     for category, memories in cats.items():
-        pages += _listing(s, memo, world, s.category_base(category), f"Category: {category}", memories, True, flags)
+        pages += _listing(s, memo, s.category_base(category), f"Category: {category}", memories, True, flags)
     for (wing, room), memories in rooms.items():
         room_title = f"{wing or '—'} / {room or '—'}"
-        pages += _listing(s, memo, world, s.room_base(wing, room), room_title, memories, False, flags)
-    memo.save()
+        pages += _listing(s, memo, s.room_base(wing, room), room_title, memories, False, flags)
 
     sunk = sum(1 for m in s.memories if m.sunk_at or m.source == "L1")
     md = frontmatter("Semantic memory") + "# Semantic memory\n\n"

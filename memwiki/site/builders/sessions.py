@@ -3,7 +3,7 @@
 A digest shows the key turns, chosen extractively: messages closest to the session's centroid, kept
 diverse by maximal marginal relevance. Vectors come from the source's own embedder (`source.embed`,
 the one its memories were made with); a source without a usable embedder falls back to TF-IDF over
-CJK-aware tokens, and the audit page says so. Choices are cached by content hash in the cache dir.
+CJK-aware tokens, and the audit page says so. Choices are kept across builds by a hash of the texts.
 """
 
 from __future__ import annotations
@@ -12,32 +12,18 @@ import hashlib
 import json
 import math
 import re
-import threading
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
 from memwiki.errors import MemwikiError
-from memwiki.site.builder_io import BuildContext, GeneratedPage
-from memwiki.site.builders import (
-    SESSIONS,
-    BuildResult,
-    Site,
-    frontmatter,
-    layer_version,
-    log,
-    message_anchor,
-    names_version,
-    page_memo,
-    safe_title,
-    site,
-)
+from memwiki.site.builder_io import BuildContext
+from memwiki.site.builders import SESSIONS, BuildResult, Site, frontmatter, log, message_anchor, safe_title, site
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.render import block, esc, href, md_esc
-from memwiki.site.speed.memo import key_of
+from memwiki.site.speed.builder_speed import Pending
 from memwiki.site.wikilinks import find_links
 from memwiki.source import Message, Session, Triple
-from memwiki.textio import atomic_write_text
 from memwiki.tokens import tokens
 
 PER_INDEX_PAGE = 100
@@ -79,40 +65,34 @@ def tfidf_vectors(texts: list[str]) -> np.ndarray:
     return out / norms
 
 
+DIGESTS = "digests.marshal"  # in cache_dir: each conversation's key turns, by a hash of its texts
+
+
 class Digester:
     """Chooses the key turns of sessions, with the source's embedder when it has one.
 
-    Embedding every session's messages is the one slow step of a first build; `prefetch` starts it in a
-    thread (the embedder spends its time in NumPy, which lets other Python run) while the rest of the site
-    is read and built, and `key_turns` takes the vectors from there."""
+    Embedding every session's messages is the one slow step of a first build; `prefetch` hands it to a thread
+    (speed.builder_speed: the embedder spends its time in NumPy, which lets other Python run) while the rest of
+    the site is read and built, and `key_turns` takes the vectors from there. Choices are kept across builds."""
 
-    def __init__(self, ctx: BuildContext, s: Site) -> None:
-        self.ctx = ctx
+    def __init__(self, ctx: BuildContext) -> None:
+        s = site(ctx)
+        self.speed = ctx.speed
         self.embedder = s.info.embedder
         self.method = f"embeddings ({s.info.embedder})"
-        self._embed = getattr(ctx.source, "embed", None)
-        if self._embed is None:
-            self.method = "TF-IDF (the source has no usable embedder)"
-        cache_dir = ctx.options.get("cache_dir")
-        self.path = Path(cache_dir) / "digests.json" if cache_dir else None
-        self.cache: dict[str, list[int]] = {}
-        if self.path and self.path.is_file():
-            try:
-                self.cache = json.loads(self.path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                self.cache = {}
+        self._embed = ctx.source.embed
+        saved = self.speed.load(DIGESTS, "")
+        self.cache: dict[str, list[int]] = saved if isinstance(saved, dict) else {}
         self.dirty = False
-        self._vectors: dict[str, np.ndarray] = {}  # key -> the messages' vectors, from prefetch
-        self._thread: threading.Thread | None = None
-        self._failure: BaseException | None = None
+        self._prefetched: Pending[dict[str, np.ndarray]] | None = None
 
     def _key(self, texts: list[str]) -> tuple[str, int]:
         k = min(len(texts), max(2, min(4, round(len(texts) / 3))))
         return hashlib.sha1(json.dumps([self.method, k, texts], ensure_ascii=False).encode()).hexdigest(), k
 
     def prefetch(self, conversations: list[list[Message]]) -> None:
-        """Start embedding, in a thread, the messages of these sessions whose key turns are not cached."""
-        if self._embed is None or self._thread is not None:
+        """Start embedding, beside the build, the messages of these sessions whose key turns are not cached."""
+        if self._prefetched is not None:
             return
         todo = {}
         for messages in conversations:
@@ -121,25 +101,28 @@ class Digester:
             if texts and key not in self.cache:
                 todo[key] = texts
 
-        def run() -> None:
-            try:
-                for key, texts in todo.items():
-                    raw = self._embed(texts)
-                    if raw is None:
-                        return
-                    self._vectors[key] = np.asarray(raw, dtype=np.float32)
-            except BaseException as exc:  # noqa: BLE001 - reported by key_turns, on the build's thread
-                self._failure = exc
+        def embed_all() -> dict[str, np.ndarray]:
+            vectors: dict[str, np.ndarray] = {}
+            for key, texts in todo.items():
+                raw = self._embed(texts)
+                if raw is None:
+                    break
+                vectors[key] = np.asarray(raw, dtype=np.float32)
+            return vectors
 
         if todo:
-            self._thread = threading.Thread(target=run, name="memwiki-digests", daemon=True)
-            self._thread.start()
+            self._prefetched = self.speed.beside("digests", embed_all)
 
-    def wait(self) -> None:
-        """Wait for `prefetch` to end."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+    def _vectors(self, key: str) -> np.ndarray | None:
+        """The prefetched vectors of one conversation (None: not prefetched, or prefetching failed)."""
+        if self._prefetched is None:
+            return None
+        try:
+            return self._prefetched.result().pop(key, None)
+        except (MemwikiError, AttributeError, OSError) as exc:
+            self._prefetched = None
+            self._fall_back(exc)
+            return None
 
     def key_turns(self, messages: list[Message]) -> list[int]:
         texts = [m.content for m in messages]
@@ -148,11 +131,8 @@ class Digester:
         key, k = self._key(texts)
         if key in self.cache:
             return self.cache[key]
-        self.wait()
         weights = np.array([1.0 if len(t.strip()) >= MIN_CHARS else 0.3 for t in texts])
-        vectors = self._vectors.pop(key, None)
-        if self._failure is not None and self._embed is not None:
-            self._fall_back(self._failure)
+        vectors = self._vectors(key)
         if vectors is None and self._embed is not None:
             try:
                 raw = self._embed(texts)
@@ -167,22 +147,18 @@ class Digester:
         return chosen
 
     def save(self) -> None:
-        if self.path and self.dirty:
-            atomic_write_text(self.path, json.dumps(self.cache, ensure_ascii=False))
+        if self.dirty:
+            self.speed.keep(DIGESTS, "", self.cache)
 
     def _fall_back(self, exc: BaseException) -> None:
-        if not isinstance(exc, MemwikiError | AttributeError | OSError):
-            raise exc
         log.warning("memwiki: session digests fall back to TF-IDF: %s", exc)
         self._embed, self.method = None, f"TF-IDF (embedder failed: {exc})"
 
 
-def digester_of(ctx: BuildContext, s: Site) -> Digester:
-    """The build's digester (made on first use and kept on the context)."""
-    found = ctx.__dict__.get("_memwiki_digester")
-    if found is None:
-        found = ctx.__dict__["_memwiki_digester"] = Digester(ctx, s)
-    return found
+def prepare(ctx: BuildContext) -> None:
+    """Start embedding the sessions whose key turns are not kept from the last build (see Digester)."""
+    s = site(ctx)
+    ctx.part(Digester).prefetch([s.messages.get(x.id, []) for x in s.sessions])
 
 
 def _when(value: str) -> str:
@@ -317,7 +293,7 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
 
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
-    digester = digester_of(ctx, s)
+    digester = ctx.part(Digester)
     citations: list[_Citations] = []  # made on the first page the memo does not have
 
     def make(session: Session) -> GeneratedPage:
@@ -325,19 +301,16 @@ def build(ctx: BuildContext) -> BuildResult:
             citations.append(_Citations(s))
         return _digest_page(s, digester, citations[0], session)
 
-    # a digest page also depends on how names resolve and on the facts that cite its session
-    world = key_of(names_version(ctx, s), layer_version(ctx, "graph", s.triples), s.directory_urls, digester.method)
-    memo = page_memo(ctx, "sessions")
+    # a digest page also depends on the facts that cite its session
+    memo = ctx.speed.memo("sessions", s.layer_version("graph", s.triples), digester.method)
     pages = [
         memo.page(
             s.session_uri(session.id),
-            key_of(world, session, s.messages.get(session.id, [])),
+            (session, s.messages.get(session.id, [])),
             lambda session=session: make(session),
         )
         for session in s.sessions
     ]
-    memo.save()
-    digester.wait()  # nothing may run in a thread when the build forks later
     pages = _timeline(s, digester) + pages
     digester.save()
     ctx.notes.append(f"Session digests chosen with {digester.method}.")

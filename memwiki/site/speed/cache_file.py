@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-_PACKAGES = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "memory")
+_PACKAGES = (Path(__file__).resolve().parents[2],)  # memwiki/: the store's code and the site's
 
 
 @lru_cache(maxsize=1)
@@ -24,7 +24,7 @@ def code_digest() -> str:
     digest = hashlib.sha1()
     for root in _PACKAGES:
         for path in sorted(root.rglob("*.py")):
-            digest.update(path.relative_to(root.parent).as_posix().encode() + path.read_bytes())
+            digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()
 
 

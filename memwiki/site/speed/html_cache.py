@@ -26,16 +26,16 @@ from typing import Any
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.pages import Page
 
-from memwiki.site.builder_io import GeneratedAsset, GeneratedPage
+from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.render import page_url
 from memwiki.site.speed import cache_file
 from memwiki.site.speed.kept_site import ctime_mark
 
 MANIFEST = "manifest.marshal"  # marshal (memwiki.site.speed.cache_file): ~5x faster than JSON for this big dict
-NAV = "nav.json"  # the navigation of the last build
+NAV = "nav.marshal"  # the navigation of the last build (as JSON text)
 PLACED = "placed.marshal"  # the files the cache put into the site in the last build (see `_place`)
 ASSETS = "assets"  # builders' asset files, named by the hash of their content
-_CODE = Path(__file__).resolve().parent
+_CODE = Path(__file__).resolve().parents[1]  # memwiki/site: the plugin's code, CSS, JS and templates
 
 
 def _version(name: str) -> str:
@@ -106,9 +106,10 @@ def _listing(folder: Path) -> dict[str, int]:
 
 
 def _load_nav(path: Path) -> Any:  # noqa: ANN401 - MkDocs' nav setting
+    text = cache_file.load(path, cache_file.version(NAV))
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
         return None
 
 
@@ -366,4 +367,4 @@ class PageCache:
         self._manifest.save()
         self._save_records()
         if _nav_json(self.config.nav) != _nav_json(self._nav) or not (self.folder / NAV).is_file():
-            _write(self.folder / NAV, _nav_json(self.config.nav))
+            cache_file.dump(self.folder / NAV, cache_file.version(NAV), _nav_json(self.config.nav))

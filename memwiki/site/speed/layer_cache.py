@@ -8,8 +8,8 @@ cache folder (one file per layer) instead of from the source. L2 vectors are kep
 hash of what was embedded, so a changed L2 layer only asks the source for the vectors of changed memories.
 
 Files hold plain data (memwiki.site.speed.cache_file: records as tuples of their fields) under a version key that also
-covers the code, so a damaged, foreign or older file is ignored and the layer read again. A source without
-`layer_fingerprints()` is read in full every time.
+covers the code, so a damaged, foreign or older file is ignored and the layer read again. A layer the source
+has no fingerprint for is read in full every time.
 """
 
 from __future__ import annotations
@@ -21,8 +21,22 @@ from typing import Any
 
 import numpy as np
 
+from memwiki.site.builder_io import GatedSource
 from memwiki.site.speed import cache_file
-from memwiki.source import Entity, Memory, MemorySource, Message, Session, Triple, WikiPage
+from memwiki.source import (
+    Entity,
+    HotFile,
+    Memory,
+    Message,
+    Persona,
+    ScoredMemory,
+    Session,
+    SessionHit,
+    SinkRecord,
+    SourceInfo,
+    Triple,
+    WikiPage,
+)
 from memwiki.vector_cache import memory_digest
 
 # how each layer's value is made plain and back: records become tuples of their fields
@@ -70,11 +84,10 @@ _register()
 class CachedSource:
     """`source` with its layers' records kept in `folder` (see the module's docstring); everything else passes on."""
 
-    def __init__(self, source: MemorySource, folder: Path) -> None:
+    def __init__(self, source: GatedSource, folder: Path) -> None:
         self.source = source
         self.folder = folder
-        get = getattr(source, "layer_fingerprints", None)
-        self.fingerprints: dict[str, str] = dict(get()) if get is not None else {}
+        self.fingerprints: dict[str, str] = dict(source.layer_fingerprints())
         self._loaded: dict[str, Any] = {}
         self.reads: list[str] = []  # layers read from the source in this build (the others came from the cache)
         self._vectors: dict[str, np.ndarray] | None = None
@@ -82,8 +95,44 @@ class CachedSource:
         self._memories_by_id: dict[str, Memory] | None = None
         self._withheld: dict[str, dict[str, int]] = {}  # layer -> what the privacy gate withheld from it, by kind
 
-    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - whatever the source offers beyond the layers
-        return getattr(self.source, name)
+    # ── what passes on to the source ──
+
+    @property
+    def profile(self) -> str:
+        return self.source.profile
+
+    def info(self) -> SourceInfo:
+        return self.source.info()
+
+    def persona(self) -> Persona | None:
+        return self.source.persona()
+
+    def hot_files(self) -> Sequence[HotFile]:
+        return self.source.hot_files()
+
+    def sinks(self) -> Sequence[SinkRecord]:
+        return self.source.sinks()
+
+    def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
+        return self.source.search_memories(vector, k)
+
+    def embed(self, texts: list[str]) -> np.ndarray | None:
+        return self.source.embed(texts)
+
+    def l2_index(self) -> Any:  # noqa: ANN401 - memwiki.recall.L2Index or None
+        return self.source.l2_index()
+
+    def search_sessions(self, query: str, limit: int = 10) -> list[SessionHit]:
+        return self.source.search_sessions(query, limit)
+
+    def fingerprint(self) -> str:
+        return self.source.fingerprint()
+
+    def close(self) -> None:
+        self.source.close()
+
+    def layer_fingerprints(self) -> dict[str, str]:
+        return dict(self.fingerprints)
 
     # ── one file per layer ──
 

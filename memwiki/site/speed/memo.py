@@ -2,12 +2,14 @@
 
 On a large store most pages' inputs do not change between two builds (one memory changed: a handful of
 concept pages get a new backlink), but making every page's Markdown again was most of a rebuild. A builder
-names each page's inputs in a key (`PageMemo.page(src_uri, key, make)`). When the key is the one saved with
+names what each page shows (`PageMemo.page(src_uri, inputs, make)`); its key is a digest of those inputs and
+of what every page of the build shares (settings, how names resolve). When the key is the one saved with
 the page and the site still holds that page's final HTML (`reusable`, the page cache's word), the page comes
-back hollow: its title, metadata and fingerprint, without Markdown, and `make` is not called. Otherwise the
-page is made. Only what a hollow page needs is saved, never the Markdown: loading 10k pages' Markdown to
+back kept: its title, metadata and fingerprint, without Markdown, and `make` is not called. Otherwise the
+page is made. Only what a kept page needs is saved, never the Markdown: loading 10k pages' Markdown to
 use none of it was a large part of a rebuild. Keys also carry the version of the code that makes pages
-(memwiki.site.speed.cache_file), so a change to the builders remakes every page.
+(speed.cache_file), so a change to the builders remakes every page. With `check` (tests: $MEMWIKI_CHECK_MEMOS)
+every page is made anyway and one that differs from what its key promised fails the build.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import marshal
 from collections.abc import Callable
 from pathlib import Path
 
-from memwiki.site.builder_io import GeneratedPage
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.speed import cache_file
 
 Reusable = Callable[[str, str], bool]  # (src_uri, fingerprint) -> the final HTML of that page is at hand
@@ -34,20 +36,33 @@ def key_of(*parts: object) -> str:
     return hashlib.sha1(data).hexdigest()
 
 
-class PageMemo:
-    """What one builder made in the last build, in `path` (None: this build only); `reusable`: see above
-    (None: every page is made)."""
+class StaleMemo(AssertionError):
+    """A memo's key matched but the page it stands for changed: the key misses one of the page's inputs."""
 
-    def __init__(self, path: Path | None, reusable: Reusable | None = None) -> None:
+
+class PageMemo:
+    """What one builder made in the last build, in `path` (None: this build only). `reusable`: see above (None:
+    every page is made). `shared`: part of every key (the build's settings, how names resolve). `check`: make
+    every page anyway and raise StaleMemo when a page whose key matched came out different."""
+
+    def __init__(
+        self, path: Path | None, reusable: Reusable | None = None, shared: str = "", check: bool = False
+    ) -> None:
         self.path = path
         self.reusable = reusable
+        self.shared = shared
+        self.check = check
         saved = cache_file.load(path, cache_file.version("pagememo")) if path is not None else None
         # src_uri -> (key, fingerprint, title, section, in_nav, meta)
         self._old: dict[str, tuple] = saved if isinstance(saved, dict) else {}
         self._new: dict[str, tuple] = {}
-        self.made = 0  # pages made in this build (the others came back hollow)
+        self.made = 0  # pages made in this build
+        self.kept = 0  # pages that came back from the memo without being made
 
-    def page(self, src_uri: str, key: str, make: Callable[[], GeneratedPage]) -> GeneratedPage:
+    def page(self, src_uri: str, inputs: object, make: Callable[[], GeneratedPage]) -> GeneratedPage:
+        """The page at `src_uri`, shown from `inputs` (everything it shows besides the shared part of the key):
+        made by `make()`, or kept from the last build when its key is the saved one and its HTML is at hand."""
+        key = key_of(self.shared, inputs)
         old = self._old.get(src_uri)
         if (
             old is not None
@@ -59,7 +74,10 @@ class PageMemo:
         ):
             self._new[src_uri] = old
             _, fingerprint, title, section, in_nav, meta = old
-            return GeneratedPage(src_uri, title, "", section, in_nav, meta, fingerprint=fingerprint, hollow=True)
+            if self.check and make().fingerprint != fingerprint:
+                raise StaleMemo(f"{src_uri}: its memo key matched, but the page changed: the key misses an input")
+            self.kept += 1
+            return GeneratedPage(src_uri, title, "", section, in_nav, meta, fingerprint=fingerprint, kept=True)
         page = make()
         self.made += 1
         self._new[src_uri] = (key, page.fingerprint, page.title, page.section, page.in_nav, page.meta)

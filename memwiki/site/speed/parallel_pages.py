@@ -1,8 +1,8 @@
-"""Writing the pages made from folder shells (memwiki.site.speed.theme_frame), on every CPU of the machine.
+"""Writing the pages made from folder frames (memwiki.site.speed.theme_frame), on every CPU of the machine.
 
-Converting a page's Markdown, filling its shell and making its search entries (Chinese segmented with jieba)
+Converting a page's Markdown, filling its frame and making its search entries (Chinese segmented with jieba)
 is independent from page to page and was most of a large cold build. `write_pages` splits the pages into
-slices for worker processes forked from the build (they inherit the pages, shells and converter settings, so
+slices for worker processes forked from the build (they inherit the pages, frames and converter settings, so
 nothing big is pickled), or does them in this process when there are few pages or one CPU. Each page's HTML
 is written into the site, and into the page cache when there is one (two files: the site's may be edited in
 place later). Workers send back each page's search entries and the Chinese runs they segmented.
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from memwiki.site.builder_io import GeneratedPage
+from memwiki.site.generated import GeneratedPage
 from memwiki.site.render import page_url
 from memwiki.site.speed.cache_file import replace_file
 from memwiki.site.speed.html_cache import output_path
 from memwiki.site.speed.search_entries import EntryMaker, strip_search_attrs
-from memwiki.site.speed.theme_frame import FastPages, PageShell, shell_folder
+from memwiki.site.speed.theme_frame import FastPages, ThemeFrame, frame_folder
 
 MIN_PAGES_PER_WORKER = 300  # below this, forking costs more than it saves
 SLICE = 200
@@ -39,7 +39,7 @@ class WriteJob:
     """Everything a worker needs (inherited through fork, never pickled)."""
 
     pages: list[GeneratedPage]
-    shells: dict[str, PageShell]
+    frames: dict[str, ThemeFrame]
     nonce: str
     markdown_extensions: list[Any]
     mdx_configs: dict[str, Any]
@@ -76,8 +76,8 @@ def _write_slice(bounds: tuple[int, int]) -> tuple[list[list[dict[str, Any]]], d
                 entries = job.entries.entries(content, done.toc, url, page.title, done.meta)
             content = strip_search_attrs(content)
         stem = posixpath.splitext(posixpath.basename(page.src_uri))[0]
-        shell = job.shells[shell_folder(page.src_uri)]
-        _place(job, page, shell.fill(title=page.title, content=content, toc=done.toc, name=quote(stem)))
+        frame = job.frames[frame_folder(page.src_uri)]
+        _place(job, page, frame.fill(title=page.title, content=content, toc=done.toc, name=quote(stem)))
         out.append(entries)
     return out, (job.entries.segmented() if job.entries is not None else {})
 

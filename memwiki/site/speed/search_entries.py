@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,8 +190,8 @@ def _flat(toc: list[AnchorLink]) -> list[AnchorLink]:
 class EntryMaker:
     """Search entries in Material's format; `segment`: split Chinese with jieba (Material does when it is installed).
 
-    `cache`: a JSON file keeping each segmented run across builds, so a rebuild that meets no new Chinese text
-    does not load jieba's dictionary (about a second)."""
+    `cache`: a file (speed.cache_file) keeping each segmented run across builds, so a rebuild that meets no new
+    Chinese text does not load jieba's dictionary (about a second)."""
 
     def __init__(self, segment: bool, cache: Path | None = None, dictionaries: tuple = ()) -> None:
         self.jieba: Any = None
@@ -208,20 +207,16 @@ class EntryMaker:
         self.key = cache_file.version("search-entries", _jieba_version(), dictionaries)
         self._old: dict[str, str] = {}
         self._old_pages: dict[str, list[dict[str, Any]]] = {}
-        if cache is not None and cache.is_file():
-            try:
-                saved = json.loads(cache.read_text(encoding="utf-8"))
-                if saved.get("key") == self.key:
-                    self._old, self._old_pages = dict(saved["runs"]), dict(saved["pages"])
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                self._old, self._old_pages = {}, {}
+        saved = cache_file.load(cache, self.key) if cache is not None else None
+        if isinstance(saved, tuple) and len(saved) == 2 and isinstance(saved[0], dict) and isinstance(saved[1], dict):
+            self._old, self._old_pages = saved
         self._runs: dict[str, str] = {}  # the runs this build used
         self._pages: dict[str, list[dict[str, Any]]] = {}  # entries of the pages asked to be remembered
         self._computed: dict[str, str] = {}  # runs segmented by this process
         self._added = False
 
     def segmented(self) -> dict[str, str]:
-        """The runs this process segmented (a worker sends them back to the build, see memwiki.site.speed.parallel_pages)."""
+        """The runs this process segmented (a worker sends them back to the build, see speed.parallel_pages)."""
         return dict(self._computed)
 
     def learn(self, runs: dict[str, str]) -> None:
@@ -239,8 +234,7 @@ class EntryMaker:
             if len(keep) >= MAX_RUNS:
                 break
             keep.setdefault(run, done)
-        saved = {"key": self.key, "runs": keep, "pages": self._pages}
-        cache_file.replace_file(self.cache, json.dumps(saved, ensure_ascii=False).encode("utf-8"))
+        cache_file.dump(self.cache, self.key, (keep, self._pages))
 
     def _segment(self, text: str) -> str:
         if self.jieba is None:

@@ -59,7 +59,7 @@ class TextCache:
         return value
 
     def save(self, prune: bool = True) -> None:
-        """Keep what this build derived anew (memwiki.site.speed.cache_file.JournaledDict: a few entries, not the whole file).
+        """Keep what this build derived anew (cache_file.JournaledDict: a few entries, not the whole file).
         `prune`: this build saw every text, so the texts it did not use are dropped when the file holds more
         than twice what it used."""
         if self._store is None:

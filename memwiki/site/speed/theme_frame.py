@@ -4,8 +4,8 @@ Most of a large site's pages are generated pages outside the navigation, and MkD
 on each one building a new Markdown converter, rendering the theme's Jinja templates, and the search plugin
 parsing the HTML back. For such pages, all of the theme's output is the same within one folder but for the
 title, the table of contents, the "skip to content" anchor and the content. So the plugin gives MkDocs one
-*probe* page per folder, with marker strings in those places; `PageShell.parse` cuts the rendered probe into
-literal parts and holes, and `PageShell.fill` makes each page by joining the parts with its own values.
+*probe* page per folder, with marker strings in those places; `ThemeFrame.parse` cuts the rendered probe into
+literal parts and holes, and `ThemeFrame.fill` makes each page by joining the parts with its own values.
 `FastPages` converts a page's Markdown with one reused converter set up as MkDocs sets up its own (same
 extensions and options), so headings, anchors and the TOC come out the same. tests/test_fast_pages.py builds
 the demo both ways and compares every page.
@@ -35,7 +35,7 @@ _WS = re.compile(r"\s+")
 
 
 def probe_name(nonce: str) -> str:
-    return f"mwshell-{nonce}"
+    return f"mwframe-{nonce}"
 
 
 def probe_markdown(nonce: str) -> str:
@@ -69,7 +69,7 @@ def toc_items(toc: list[AnchorLink]) -> str:
 
 
 @dataclass(frozen=True)
-class PageShell:
+class ThemeFrame:
     """The theme's HTML for one folder of the site: literal parts and holes (T title, S skip link, N TOC,
     C content, U the page's own name in URLs, e.g. a canonical link)."""
 
@@ -78,7 +78,7 @@ class PageShell:
     skip_text: str = "Skip to content"  # the "skip to content" link's text, in the site's language
 
     @classmethod
-    def parse(cls, page_html: str, nonce: str) -> PageShell:
+    def parse(cls, page_html: str, nonce: str) -> ThemeFrame:
         """Cut the rendered probe page into parts; a clear error when the theme did not write what we expect."""
         title, body, name = f"mwtitle{nonce}", f"mwbody{nonce}", probe_name(nonce)
         text = page_html
@@ -148,11 +148,11 @@ class FastPages:
         return Converted(content, get_toc(getattr(self.md, "toc_tokens", [])), meta)
 
 
-def shell_folder(src_uri: str) -> str:
-    """The folder whose shell a page uses (its Markdown file's folder)."""
+def frame_folder(src_uri: str) -> str:
+    """The folder whose frame a page uses (its Markdown file's folder)."""
     return posixpath.dirname(src_uri)
 
 
-def fast_path_ok(src_uri: str) -> bool:
+def framed_ok(src_uri: str) -> bool:
     """Pages whose output sits where a probe in the same folder sits (not an index page)."""
     return posixpath.basename(src_uri) != "index.md"
