@@ -293,7 +293,11 @@ class Recaller:
             memories = {m.id: m for m in self.l2.get([r.id for r in page])}
             no_cosine = [r for r in page if r.cosine is None and r.id in memories]
             if no_cosine:  # lexical-only hits: their cosine too, so every hit has a comparable confidence
-                for r, v in zip(no_cosine, self.l2.vectors([r.id for r in no_cosine]), strict=True):
+                try:
+                    vectors = self.l2.vectors([r.id for r in no_cosine])
+                except MemwikiError:  # written by another process a moment ago: what its text embeds to
+                    vectors = self.embedder.embed([memories[r.id].text for r in no_cosine])
+                for r, v in zip(no_cosine, vectors, strict=True):
                     r.cosine = float(v @ qv)
             for r in page:
                 if r.id not in memories:

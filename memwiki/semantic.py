@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from chromadb.errors import ChromaError
 
 from memwiki.config import DEFAULT_MAX_INPUT_BYTES, EMBEDDED_COLLECTION
 from memwiki.embedders import Embedder
@@ -409,11 +410,15 @@ class SemanticMemory:
         return out
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
-        """Stored vectors of these ids, in order; an unknown id is an error."""
+        """Stored vectors of these ids, in order; an unknown id, or one whose vector this process cannot read yet
+        (written by another process a moment ago), is a MemwikiError."""
         ids = list(ids)
         if not ids:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        got = self._col.get(ids=ids, include=["embeddings"])
+        try:
+            got = self._col.get(ids=ids, include=["embeddings"])
+        except ChromaError as exc:  # e.g. "Error finding id": a record this process's Chroma has not caught up with
+            raise MemwikiError(f"L2 vectors of {ids[0]!r}… not readable here yet: {exc}") from exc
         found = dict(zip(got["ids"], got["embeddings"], strict=True))
         missing = [i for i in ids if i not in found]
         if missing and self._passages.count():  # passages of long memories
