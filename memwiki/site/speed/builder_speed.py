@@ -201,8 +201,3 @@ class BuildSpeed:
         for done in [*self._threads, *self._processes]:
             done.wait()
         self._threads, self._processes = [], []
-
-
-def memo_shared(*parts: object) -> str:
-    """The `shared` part of every memo key, from the build's settings and names (see BuildSpeed)."""
-    return key_of(*parts)
