@@ -68,7 +68,9 @@ def test_no_fork_while_a_thread_of_the_build_runs(tmp_path: Path) -> None:
     release = threading.Event()
     speed = BuildSpeed.at(tmp_path, may_fork=True)
     beside = speed.beside("wait", lambda: release.wait(10))
-    assert speed.apart("squares.marshal", "k", _squares) is not None and not speed.forked
+    done = speed.apart("squares.marshal", "k", _squares)
+    assert not speed.forked  # done here instead, when asked
+    assert done.result() == _squares()
     release.set()
     assert beside.result() is True
     speed.settle()
