@@ -6,7 +6,8 @@ peaks are the run's own), which:
 - imports N memories with `SemanticMemory.import_jsonl` (the whole real path: validation, batches, the writer
   thread, Chroma and lexical writes) from a JSONL file: the import rate is memories per second of that call;
 - recalls Q queries with `Recaller.recall(query, k=5)` over L2 (dense search on the server + lexical + fusion +
-  fetching the hits' documents): p50 / p95, and the dense search alone (`search_ids`, depth 50).
+  the records of the hits found by words alone): p50 / p95, and the dense search alone (`search_ids`, depth 50, which
+  brings its hits' records with it).
 
 Vectors are reused across rows: a pool of distinct texts is embedded once with the real USE model, and memory n
 has the text `<pool text n % P> #n` (unique) and the pool text's vector (embedding a million texts on this
@@ -16,8 +17,13 @@ the server's VmHWM from /proc/<pid>/status (read before it is stopped).
 
 Sizes whose estimated memory or disk does not fit what this machine has free are skipped, with the numbers.
 
+`--keep DIR` keeps each size's server folder and store in DIR, and a later run with the same DIR, pool and size
+reuses them: it measures recall only (the import rate printed is the first run's, marked "kept"). A 1M import
+takes about 35 minutes here, so a change to the recall path is measured against the same data, before and after,
+in minutes (`--sizes 1000000 --embedded 0 --keep DIR`).
+
 Usage: python scripts/bench_scale.py [--sizes 10000,100000,1000000] [--runs 3] [--big-runs 1] [--queries 200]
-                                     [--embedded 100000] [--pool 5000] [--json]
+                                     [--embedded 100000] [--pool 5000] [--keep DIR] [--json]
 """
 
 from __future__ import annotations
@@ -87,17 +93,27 @@ def worker(args: argparse.Namespace) -> int:
     queries = json.loads((tmp / "queries.json").read_text(encoding="utf-8"))
     vectors = np.concatenate([np.load(tmp / "pool.npy"), np.load(tmp / "queries.npy")])
     embedder = ReusedVectors(pool + queries, vectors)
-    work = tmp / f"{args.worker}-{args.size}-{args.run}"
-    work.mkdir()
-    path = work / "memories.jsonl"
-    with path.open("w", encoding="utf-8") as fh:
-        for n in range(args.size):
-            fh.write(json.dumps({"id": f"m{n}", "text": f"{pool[n % len(pool)]} #{n}"}, ensure_ascii=False) + "\n")
-    l2 = SemanticMemory(work / "l2", embedder, url=args.url or "")
-    t0 = time.perf_counter()
-    count = l2.import_jsonl(path)
-    elapsed = time.perf_counter() - t0
-    assert count == args.size == l2.count() == l2.lexical.count(), (count, l2.count(), l2.lexical.count())
+    work = Path(args.work)
+    done = work / "imported.json"  # a kept store whose import finished (--keep)
+    if done.is_file():
+        imported = json.loads(done.read_text(encoding="utf-8")) | {"import_kept": True}
+        l2 = SemanticMemory(work / "l2", embedder, url=args.url or "", create=False)
+    else:
+        work.mkdir(parents=True)
+        path = work / "memories.jsonl"
+        with path.open("w", encoding="utf-8") as fh:
+            for n in range(args.size):
+                line = {"id": f"m{n}", "text": f"{pool[n % len(pool)]} #{n}"}
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        l2 = SemanticMemory(work / "l2", embedder, url=args.url or "")
+        t0 = time.perf_counter()
+        count = l2.import_jsonl(path)
+        elapsed = time.perf_counter() - t0
+        assert count == args.size, (count, args.size)
+        path.unlink()
+        imported = {"import_per_s": args.size / elapsed, "import_s": elapsed}
+        done.write_text(json.dumps(imported), encoding="utf-8")
+    assert args.size == l2.count() == l2.lexical.count(), (args.size, l2.count(), l2.lexical.count())
     recaller = Recaller(embedder, l2=l2)
     for q in queries[:5]:
         recaller.recall(q, k=5)  # warm: the server's index is loaded, caches are filled
@@ -112,9 +128,7 @@ def worker(args: argparse.Namespace) -> int:
         dense.append((time.perf_counter() - t) * 1000)
         assert hits, q
     l2.close()
-    out = {
-        "import_per_s": len(range(args.size)) / elapsed,
-        "import_s": elapsed,
+    out = imported | {
         "p50_ms": statistics.median(times),
         "p95_ms": float(np.percentile(times, 95)),
         "dense_p50_ms": statistics.median(dense),
@@ -185,12 +199,20 @@ def disk_mb(path: Path) -> float:
 # ── one run ────────────────────────────────────────────────────────────────────────────────────────────
 
 
-def one_run(kind: str, size: int, run: int, tmp: Path) -> dict:
-    proc, url, data = None, "", tmp / f"chroma-{size}-{run}"
+def one_run(kind: str, size: int, run: int, tmp: Path, keep: Path | None) -> dict:
+    """One client process over a fresh server and store, or (`keep`) over the kept ones of this size."""
+    name = f"{size}-{run}" if keep is None else f"{size}-pool{len(json.loads((tmp / 'pool.json').read_text()))}"
+    where = keep or tmp
+    where.mkdir(parents=True, exist_ok=True)
+    data, work = where / f"chroma-{name}", where / f"{kind}-{name}"
+    if keep is None or not (work / "imported.json").is_file():  # nothing kept, or a kept import cut short
+        shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    proc, url = None, ""
     if kind == "server":
         proc, url = start_server(data)
     try:
-        argv = [sys.executable, __file__, "--worker", kind, "--size", str(size), "--run", str(run), "--tmp", str(tmp)]
+        argv = [sys.executable, __file__, "--worker", kind, "--size", str(size), "--work", str(work), "--tmp", str(tmp)]
         done = subprocess.run(
             [*argv, "--url", url], capture_output=True, text=True, env=os.environ | {"ANONYMIZED_TELEMETRY": "False"}
         )
@@ -201,19 +223,22 @@ def one_run(kind: str, size: int, run: int, tmp: Path) -> dict:
             out["server_peak_mb"] = server_peak_mb(proc.pid)
             out["server_disk_mb"] = disk_mb(data)
         else:
-            out["disk_mb"] = disk_mb(tmp / f"{kind}-{size}-{run}" / "l2")
+            out["disk_mb"] = disk_mb(work / "l2")
         return out
     finally:
         if proc is not None:
             stop_server(proc)
-        shutil.rmtree(data, ignore_errors=True)
-        shutil.rmtree(tmp / f"{kind}-{size}-{run}", ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(data, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def summary(kind: str, size: int, runs: list[dict]) -> dict:
+    kept = any(r.pop("import_kept", False) for r in runs)  # the import rate is that of the run that made the store
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0] if not k.endswith("peak_mb")}
     peaks = {k: max(r[k] for r in runs) for k in runs[0] if k.endswith("peak_mb")}
-    return {"kind": kind, "size": size, "runs": len(runs), **{k: round(v, 2) for k, v in (med | peaks).items()}}
+    row = {"kind": kind, "size": size, "runs": len(runs), **{k: round(v, 2) for k, v in (med | peaks).items()}}
+    return row | {"import_kept": kept}
 
 
 def fits(size: int, tmp: Path) -> tuple[bool, str]:
@@ -239,11 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--max-minutes", type=float, default=25, help="leave out a size whose import would take longer")
     parser.add_argument("--json", action="store_true")
-    for name in ("--worker", "--size", "--run", "--tmp", "--url"):  # a client run (see one_run)
+    parser.add_argument("--keep", type=Path, help="keep each size's server folder and store here, and reuse them")
+    for name in ("--worker", "--size", "--work", "--tmp", "--url"):  # a client run (see one_run)
         parser.add_argument(name, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        args.size, args.run = int(args.size), int(args.run)
+        args.size = int(args.size)
         return worker(args)
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -291,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = []
             for run in range(args.big_runs if size >= BIG else args.runs):
                 t = time.perf_counter()
-                runs.append(one_run(kind, size, run, tmp))
+                runs.append(one_run(kind, size, run, tmp, args.keep))
                 print(
                     f"{kind} {size:,} run {run + 1}: {json.dumps(runs[-1])} ({time.perf_counter() - t:.0f} s)",
                     file=sys.stderr,
@@ -308,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         f"vectors of {args.pool} distinct texts embedded once with USE ({report['pool_embed_s']} s) and reused across "
         f"rows (memory n: pool text n % {args.pool} + ' #n'); {args.queries} queries embedded once; timings leave the "
         f"model out (USE embeds one query in {report['query_embed_p50_ms']} ms p50 on this machine: add it for a "
-        "recall from text). recall = Recaller.recall(k=5) over L2: dense on Chroma + lexical + fusion + hits' documents"
+        "recall from text). recall = Recaller.recall(k=5) over L2: dense on Chroma beside lexical, fusion, and the "
+        "records of the hits found by words alone"
     )
     head = f"{'store':>9} {'size':>9} {'runs':>4} {'import/s':>9} {'p50 ms':>7} {'p95 ms':>7} {'dense p50':>9}"
     print(head + f" {'client MB':>9} {'server MB':>9} {'disk MB':>8}   vs embedded 100k (p50, import/s)")
@@ -317,10 +344,11 @@ def main(argv: list[str] | None = None) -> int:
         if base is not None and r is not base:
             vs = f"   p50 x{r['p50_ms'] / base['p50_ms']:.2f}, import x{r['import_per_s'] / base['import_per_s']:.2f}"
         disk = r.get("server_disk_mb", r.get("disk_mb", 0))
+        kept = " (kept)" if r["import_kept"] else ""  # the store was made by an earlier run (--keep)
         print(
             f"{r['kind']:>9} {r['size']:>9,} {r['runs']:>4} {r['import_per_s']:>9,.0f} {r['p50_ms']:>7.2f} "
             f"{r['p95_ms']:>7.2f} {r['dense_p50_ms']:>9.2f} {r['client_peak_mb']:>9.0f} "
-            f"{r.get('server_peak_mb', 0):>9.0f} {disk:>8.0f}{vs}"
+            f"{r.get('server_peak_mb', 0):>9.0f} {disk:>8.0f}{vs}{kept}"
         )
     for s in report["skipped"]:
         print(f"skipped {s['kind']} {s['size']:,}: {s['why']}")
