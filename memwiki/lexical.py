@@ -8,6 +8,7 @@ OR of the query's tokens, ranked by FTS5's bm25 (k1 = 1.2, b = 0.75).
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,6 +36,10 @@ class LexicalIndex:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._writes = 0  # commits made through this object (see `version`)
+        self._watch: sqlite3.Connection | None = None  # a connection that only reads PRAGMA data_version
+        self._watch_lock = threading.Lock()
+        self._counted: tuple[tuple[int, int], int] | None = None  # (version, count) of the last count()
         try:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.executescript(_SCHEMA)
@@ -49,6 +54,19 @@ class LexicalIndex:
 
     def close(self) -> None:
         self._db.close()
+        if self._watch is not None:
+            self._watch.close()
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever the index changes, whoever wrote it: this object, another connection, or another process
+        (every L2 write of `memwiki.semantic` ends with a commit here, under its write lock). A few microseconds:
+        SQLite's `PRAGMA data_version` on a connection of its own, which sees every other connection's commits."""
+        if self.path == ":memory:":
+            return self._writes, 0
+        with self._watch_lock:
+            if self._watch is None:
+                self._watch = sqlite3.connect(self.path, check_same_thread=False)
+            return self._writes, self._watch.execute("PRAGMA data_version").fetchone()[0]
 
     def current(self) -> bool:
         """Whether the index was built by this version of the tokenizer (else its owner re-indexes it)."""
@@ -62,6 +80,7 @@ class LexicalIndex:
         items = list(items)
         if not items:
             return
+        self._writes += 1
         with self._db:
             self._delete(ids for ids, _ in items)
             df: Counter[str] = Counter()
@@ -74,11 +93,13 @@ class LexicalIndex:
 
     def clear(self) -> None:
         """Remove every text (before indexing all again, e.g. for another tokenizer version)."""
+        self._writes += 1
         with self._db:
             for table in ("lex_fts", "lex_ids", "lex_df"):
                 self._db.execute(f"DELETE FROM {table}")
 
     def delete(self, ids: Iterable[str]) -> None:
+        self._writes += 1
         with self._db:
             self._delete(ids)
 
@@ -155,4 +176,10 @@ class LexicalIndex:
         return [row[0] for row in self._db.execute("SELECT id FROM lex_ids ORDER BY rowid")]
 
     def count(self) -> int:
-        return self._db.execute("SELECT count(*) FROM lex_ids").fetchone()[0]
+        """How many texts the index holds; counted again only after a change (`version`): counting reads the whole
+        id table, about 10 ms at a million memories, and `_affordable` asks on most queries of a large store."""
+        version = self.version()
+        counted = self._counted
+        if counted is None or counted[0] != version:
+            counted = self._counted = (version, self._db.execute("SELECT count(*) FROM lex_ids").fetchone()[0])
+        return counted[1]

@@ -22,7 +22,7 @@ from memwiki.embedders import Embedder
 from memwiki.errors import MemwikiError
 from memwiki.lexical import LexicalIndex
 from memwiki.passages import MAX_EMBED_BYTES, PASSAGE_KEY, cut_to_bytes, utf8_size
-from memwiki.source import HotFile, Memory, SessionHit, WikiPage
+from memwiki.source import HotFile, Memory, ScoredMemory, SessionHit, WikiPage
 from memwiki.tokens import coverage
 
 log = logging.getLogger(__name__)
@@ -35,16 +35,16 @@ RANKED_CHARS = 2000  # of a session turn or a wiki page: what it is ranked by
 class L2Index(Protocol):
     """What recall needs of a semantic-memory index (SemanticMemory, VectorCache).
 
-    Its ids are those of what it searches: memories, and passages of long ones (memwiki.passages) whose `get`
-    gives a `Memory` with the passage's text and `meta[PASSAGE_KEY]` pointing to the whole memory."""
+    Its ids are those of what it searches: memories, and passages of long ones (memwiki.passages) given as a
+    `Memory` with the passage's text and `meta[PASSAGE_KEY]` pointing to the whole memory. On a Chroma server every
+    call is a round trip: `nearest` brings its hits' records, so a recall makes a second call only for the hits found
+    by words alone (`get_with_vectors`: their records and cosines), and `lexical_search` runs in this process."""
 
-    def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]: ...
+    def nearest(self, vector: np.ndarray, k: int) -> list[ScoredMemory]: ...
 
     def lexical_search(self, query: str, k: int, budget: int = ...) -> list[tuple[str, float]]: ...
 
-    def get(self, ids: Sequence[str]) -> list[Memory]: ...
-
-    def vectors(self, ids: Sequence[str]) -> np.ndarray: ...
+    def get_with_vectors(self, ids: Sequence[str]) -> tuple[list[Memory], np.ndarray]: ...
 
 
 @dataclass
@@ -283,22 +283,22 @@ class Recaller:
         # lexical one (Python and SQLite, in this thread): a recall takes the longer of the two, not their sum
         if self._dense is None:
             self._dense = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-dense")
-        searching = self._dense.submit(self.l2.search_ids, qv, depth)
+        searching = self._dense.submit(self.l2.nearest, qv, depth)
         lexical = self.l2.lexical_search(query, depth) if self.config.lexical_weight > 0 else []
-        ranked = fuse(searching.result(), lexical, self.config)
+        dense = searching.result()
+        memories = {h.memory.id: h.memory for h in dense}
+        ranked = fuse([(h.memory.id, h.score) for h in dense], lexical, self.config)
         hits: list[Hit] = []
         shown: set[str] = set()  # memories with a hit: a long one gives its best passage only
         for start in range(0, len(ranked), k):  # usually the first k are k memories
             page = ranked[start : start + k]
-            memories = {m.id: m for m in self.l2.get([r.id for r in page])}
-            no_cosine = [r for r in page if r.cosine is None and r.id in memories]
-            if no_cosine:  # lexical-only hits: their cosine too, so every hit has a comparable confidence
-                try:
-                    vectors = self.l2.vectors([r.id for r in no_cosine])
-                except MemwikiError:  # written by another process a moment ago: what its text embeds to
-                    vectors = self.embedder.embed([memories[r.id].text for r in no_cosine])
-                for r, v in zip(no_cosine, vectors, strict=True):
-                    r.cosine = float(v @ qv)
+            by_words = [r for r in page if r.id not in memories]
+            if by_words:  # lexical-only hits: their records, and their cosine so every hit has a comparable confidence
+                found, vectors = self.l2.get_with_vectors([r.id for r in by_words])
+                cosines = dict(zip((m.id for m in found), (vectors @ qv).tolist(), strict=True))
+                memories.update((m.id, m) for m in found)
+                for r in by_words:
+                    r.cosine = cosines.get(r.id)
             for r in page:
                 if r.id not in memories:
                     continue  # deleted between the two searches

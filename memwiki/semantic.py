@@ -107,6 +107,7 @@ class SemanticMemory:
         self.url = url
         self.created = False  # whether this opening made the collection (on a server)
         self._own_client = client is None  # close() releases only a client made here
+        self._passages_seen: tuple[tuple[int, int], bool] | None = None  # see _has_passages
         if url:
             self.client, self._col = self._connect_server(url, collection, create)
         elif client is None:  # a local folder: a vector index a crash damaged is rebuilt here (memwiki.recovery)
@@ -349,7 +350,7 @@ class SemanticMemory:
 
     def _drop_passages(self, memory_ids: Sequence[str]) -> None:
         """Remove the passages of these memories (before they are written again, or deleted)."""
-        if not memory_ids or not self._passages.count():
+        if not memory_ids or not self._has_passages():
             return
         old = self._passages.get(where={"memory_id": {"$in": list(memory_ids)}}, include=[])["ids"]
         if old:
@@ -382,21 +383,28 @@ class SemanticMemory:
         return [found[i] for i in ids if i in found]
 
     def _passage_records(self, ids: Sequence[str]) -> dict[str, Memory]:
-        """Passages by id (`<memory id>#p<n>`), each as a `Memory`: its memory's fields, the passage's text, and
-        `meta[PASSAGE_KEY]` = {memory_id, index, count, start, end, chars} pointing into the whole memory."""
-        if not self._passages.count():
+        """Passages by id (`<memory id>#p<n>`), each as a `Memory` (`_passage_memories`)."""
+        if not self._has_passages():
             return {}
         got = self._passages.get(ids=list(ids), include=["documents", "metadatas"])
-        if not got["ids"]:
+        return self._passage_memories(got["ids"], got["documents"], got["metadatas"])
+
+    def _passage_memories(
+        self, ids: Sequence[str], texts: Sequence[str | None], metadatas: Sequence[dict[str, Any] | None]
+    ) -> dict[str, Memory]:
+        """Passage records as `Memory`s: each its memory's fields, the passage's text, and `meta[PASSAGE_KEY]` =
+        {memory_id, index, count, start, end, chars} pointing into the whole memory. A passage whose memory is gone
+        (a write cut short, or the memory deleted meanwhile) is left out."""
+        if not ids:
             return {}
-        owners = list(dict.fromkeys(str(m["memory_id"]) for m in got["metadatas"]))
+        owners = list(dict.fromkeys(str((m or {}).get("memory_id", "")) for m in metadatas))
         parents = self._col.get(ids=owners, include=["metadatas"])
         whole = dict(zip(parents["ids"], parents["metadatas"], strict=True))
         out = {}
-        for pid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
-            owner = str(meta["memory_id"])
+        for pid, text, meta in zip(ids, texts, metadatas, strict=True):
+            owner = str((meta or {}).get("memory_id", ""))
             if owner not in whole:
-                continue  # a write cut short, or the memory deleted meanwhile
+                continue
             memory = memory_from_record(pid, text, whole[owner])
             pointer = {
                 "memory_id": owner,
@@ -408,6 +416,16 @@ class SemanticMemory:
             }
             out[pid] = replace(memory, meta={**memory.meta, PASSAGE_KEY: pointer})
         return out
+
+    def _has_passages(self) -> bool:
+        """Whether any long memory's passages are stored. Asked of Chroma again only after L2 changed (every L2 write
+        ends with a commit of the lexical index, under the write lock: `LexicalIndex.version`), since on a Chroma
+        server each question is a round trip, and recall asks on every call."""
+        version = self.lexical.version()  # before the count: a write between the two is seen next time
+        seen = self._passages_seen
+        if seen is None or seen[0] != version:
+            seen = self._passages_seen = (version, self._passages.count() > 0)
+        return seen[1]
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """Stored vectors of these ids, in order; an unknown id, or one whose vector this process cannot read yet
@@ -421,7 +439,7 @@ class SemanticMemory:
             raise MemwikiError(f"L2 vectors of {ids[0]!r}… not readable here yet: {exc}") from exc
         found = dict(zip(got["ids"], got["embeddings"], strict=True))
         missing = [i for i in ids if i not in found]
-        if missing and self._passages.count():  # passages of long memories
+        if missing and self._has_passages():  # passages of long memories
             got = self._passages.get(ids=missing, include=["embeddings"])
             found.update(zip(got["ids"], got["embeddings"], strict=True))
             missing = [i for i in missing if i not in found]
@@ -446,23 +464,64 @@ class SemanticMemory:
             )
         ]
 
-    def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """Like `search`, but only (id, cosine) pairs: no documents are read (the fast path of recall)."""
+    def nearest(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
+        """The `k` nearest memories to a query vector, a long memory by its passages (each a `Memory` as `get` gives
+        it), with their records, score = cosine similarity: what recall ranks by meaning. One call to Chroma while
+        the store holds no long memory (one round trip on a Chroma server; the records come with the search)."""
         if k <= 0:
             return []
         # No count() first: it costs ~10 ms at 100k memories, and Chroma returns fewer hits when it holds fewer.
         query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        res = self._col.query(query_embeddings=query, n_results=k, include=["metadatas", "distances"])
+        include = ["documents", "metadatas", "distances"]
+        res = self._col.query(query_embeddings=query, n_results=k, include=include)
+        rows = zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True)
         hits = [
-            (i, 1.0 - float(d))
-            for i, d, m in zip(res["ids"][0], res["distances"][0], res["metadatas"][0], strict=True)
-            if not (m or {}).get("passages")  # a long memory is searched by its passages
+            ScoredMemory(memory_from_record(i, text, meta), 1.0 - float(d))
+            for i, text, meta, d in rows
+            if not (meta or {}).get("passages")  # a long memory is searched by its passages
         ]
-        if len(hits) == len(res["ids"][0]) and not self._passages.count():
+        if len(hits) == len(res["ids"][0]) and not self._has_passages():
             return hits
-        res = self._passages.query(query_embeddings=query, n_results=k, include=["distances"])
-        hits += [(i, 1.0 - float(d)) for i, d in zip(res["ids"][0], res["distances"][0], strict=True)]
-        return sorted(hits, key=lambda h: -h[1])[:k]
+        res = self._passages.query(query_embeddings=query, n_results=k, include=include)
+        ids, distances = res["ids"][0], res["distances"][0]
+        passages = self._passage_memories(ids, res["documents"][0], res["metadatas"][0])
+        hits += [
+            ScoredMemory(passages[i], 1.0 - float(d)) for i, d in zip(ids, distances, strict=True) if i in passages
+        ]
+        return sorted(hits, key=lambda h: -h.score)[:k]
+
+    def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The (id, cosine) pairs of `nearest`."""
+        return [(h.memory.id, h.score) for h in self.nearest(vector, k)]
+
+    def get_with_vectors(self, ids: Sequence[str]) -> tuple[list[Memory], np.ndarray]:
+        """`get(ids)` and the stored vector of each memory it gives, in one call to Chroma (for memories, not
+        passages). A record whose vector this process's Chroma cannot read yet (written by another process a moment
+        ago: "Error finding id") gets the vector its text embeds to, by the embedder that made the stored ones."""
+        ids = list(ids)
+        try:
+            got = self._col.get(ids=ids, include=["documents", "metadatas", "embeddings"]) if ids else None
+        except ChromaError:
+            memories = self.get(ids)
+            texts = [m.text if PASSAGE_KEY in m.meta else index_text(m) for m in memories]
+            return memories, self._as_matrix(self.embedder.embed(texts) if texts else [])
+        found: dict[str, tuple[Memory, Any]] = {}
+        if got is not None:
+            rows = zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)
+            found = {i: (memory_from_record(i, text, meta), v) for i, text, meta, v in rows}
+        missing = [i for i in ids if i not in found]
+        if missing and self._has_passages():  # passages of long memories
+            got = self._passages.get(ids=missing, include=["documents", "metadatas", "embeddings"])
+            passages = self._passage_memories(got["ids"], got["documents"], got["metadatas"])
+            found.update(
+                (i, (passages[i], v)) for i, v in zip(got["ids"], got["embeddings"], strict=True) if i in passages
+            )
+        present = [found[i] for i in ids if i in found]
+        return [m for m, _ in present], self._as_matrix([v for _, v in present])
+
+    def _as_matrix(self, vectors: Any) -> np.ndarray:  # noqa: ANN401 - rows of numbers
+        """Vectors as a float32 matrix of this store's dimension (also when there are none)."""
+        return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.embedder.dim)
 
     def lexical_search(self, query: str, k: int, budget: int = POSTINGS_BUDGET) -> list[tuple[str, float]]:
         return self.lexical.search(query, k, budget)

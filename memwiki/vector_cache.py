@@ -115,6 +115,8 @@ class VectorCache:
     def search(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         return [ScoredMemory(self._memories[i], s) for i, s in self.search_ids(vector, k)]
 
+    nearest = search  # memwiki.recall.L2Index: no long memory is split here
+
     def lexical_search(self, query: str, k: int, budget: int = POSTINGS_BUDGET) -> list[tuple[str, float]]:
         return self.lexical.search(query, k, budget)
 
@@ -127,6 +129,10 @@ class VectorCache:
         if missing:
             raise MemwikiError(f"no cached memory with id {missing[0]!r}")
         return self._vectors[[rows[i] for i in ids]].reshape(len(ids), self.embedder.dim)
+
+    def get_with_vectors(self, ids: Sequence[str]) -> tuple[list[Memory], np.ndarray]:
+        memories = self.get(ids)
+        return memories, self.vectors([m.id for m in memories])
 
     def count(self) -> int:
         return len(self._ids)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,13 +27,19 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 from mcp import ClientSession
+from test_huge_input import NEEDLE, long_text
 from test_mcp import call, session_with
 from test_ollama import DIM, OllamaProtocol, ollama_server
+from test_semantic import use  # noqa: F401 - the real USE embedder, a session fixture
 from test_site import build_site
 
 from memwiki.cli import main
 from memwiki.config import ChromaConfig, EmbedderConfig, StoreConfig
+from memwiki.embedders import USEEmbedder
 from memwiki.errors import EmbedderMismatchError, MemwikiError
+from memwiki.passages import PASSAGE_KEY
+from memwiki.recall import Recaller
+from memwiki.semantic import SemanticMemory
 from memwiki.source import Memory
 from memwiki.store import Store
 
@@ -91,6 +99,45 @@ class ChromaServer:
 
     def client(self) -> Any:  # noqa: ANN401 - a chromadb client, to look at the server behind memwiki's back
         return chromadb.HttpClient(host="127.0.0.1", port=self.port, settings=Settings(anonymized_telemetry=False))
+
+
+class CountingRelay:
+    """A loopback TCP relay in front of the Chroma server that counts the HTTP requests crossing it: what a call
+    costs in round trips, seen on the wire (the client and the server are the real ones)."""
+
+    REQUEST_LINE = re.compile(rb"(?:^|\r\n)(?:GET|POST|PUT|PATCH|DELETE) /api/")
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.requests = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                near, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            far = socket.create_connection(("127.0.0.1", self.port))
+            threading.Thread(target=self._pump, args=(near, far, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(far, near, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
+        try:
+            while data := source.recv(1 << 16):
+                if requests:
+                    self.requests += len(self.REQUEST_LINE.findall(data))
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            source.close()
+            sink.close()
+
+    def close(self) -> None:
+        self._listener.close()
 
 
 @pytest.fixture(scope="module")
@@ -411,3 +458,37 @@ def test_old_store_json_keeps_l2_in_the_folder_and_a_bad_one_is_named() -> None:
         StoreConfig.from_json(json.dumps(old | {"chroma": {"url": "tcp://x"}}), "store.json")
     with pytest.raises(MemwikiError, match="chroma.collection"):
         StoreConfig.from_json(json.dumps(old | {"chroma": {"url": "http://h:1", "collection": "a b"}}), "store.json")
+
+
+def test_a_recall_on_the_server_is_one_round_trip_and_sees_another_writers_long_memory(
+    chroma: ChromaServer, use: USEEmbedder, tmp_path: Path
+) -> None:
+    """The dense search brings its hits' records, and whether the store holds long memories is asked again only
+    after a write (by anyone: the lexical index's commit marks it), so a recall whose hits all come from the dense
+    search is one request to the server, however many recalls run."""
+    relay = CountingRelay(chroma.port)
+    l2 = SemanticMemory(tmp_path / "l2", use, url=relay.url, collection="round-trips")
+    other = None
+    try:
+        l2.upsert([Memory(id=m["id"], text=m["text"]) for m in MEMORIES])
+        assert l2.get(["long-1#p0"]) == []  # no long memory yet
+        recaller = Recaller(use, l2=l2)
+        question = "Which static site generator does the user's blog use?"
+        for _ in range(3):
+            relay.requests = 0
+            assert recaller.recall(question, k=2)[0].id == "m-blog"
+            assert relay.requests == 1
+        # another writer of the same store (its own client; the same lexical index) adds a long memory
+        other = SemanticMemory(tmp_path / "l2", use, url=chroma.url, collection="round-trips", create=False)
+        other.upsert([Memory(id="long-1", text=long_text())])
+        assert l2.get(["long-1#p0"])[0].meta[PASSAGE_KEY]["memory_id"] == "long-1"
+        hit = next(h for h in recaller.recall("Where is the spare key to the server room?", k=3) if h.id == "long-1")
+        assert NEEDLE in hit.text and hit.provenance["passage"]["memory_id"] == "long-1"
+        relay.requests = 0
+        assert recaller.recall(question, k=2)[0].id == "m-blog"
+        assert relay.requests == 3  # now the passages are searched too, and the fields of their memories read
+    finally:
+        l2.close()
+        if other is not None:
+            other.close()
+        relay.close()

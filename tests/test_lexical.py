@@ -76,3 +76,22 @@ def test_equal_scores_are_ranked_by_id() -> None:
     ix = LexicalIndex(":memory:")
     ix.upsert([("m3", "tea time"), ("m1", "tea time"), ("m2", "tea time")])  # the same text: the same bm25
     assert [i for i, _ in ix.search("tea", 3)] == ["m1", "m2", "m3"]
+
+
+def test_count_and_version_follow_writes_made_through_another_connection(index: LexicalIndex, tmp_path: Path) -> None:
+    """`count()` is kept between calls (a million-row count costs ~10 ms a query): another writer's commit (another
+    process's, here another connection's) must still be seen at once."""
+    other = LexicalIndex(tmp_path / "lex.sqlite3")
+    try:
+        assert other.count() == index.count() == 3
+        before = index.version()
+        other.upsert([("d", "新的一条记忆")])
+        assert index.version() != before
+        assert index.count() == 4 and [i for i, _ in index.search("记忆", 5)] == ["d"]
+        other.delete(["a", "d"])
+        assert index.count() == 2
+        index.upsert([("e", "再来一条")])  # its own write too
+        assert index.count() == 3 == other.count()
+        assert index.version() == index.version()  # nothing written: the same version, no recount
+    finally:
+        other.close()

@@ -10,6 +10,7 @@ import pytest
 
 from memwiki.embedders import OllamaEmbedder, USEEmbedder
 from memwiki.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError
+from memwiki.passages import PASSAGE_KEY
 from memwiki.semantic import SemanticMemory
 from memwiki.source import Memory
 
@@ -75,6 +76,23 @@ def test_add_refuses_existing_ids_and_vectors_keep_order(l2: SemanticMemory, use
     assert np.allclose(v[0], use.embed([MEMORIES[1].text])[0], atol=1e-5)
     with pytest.raises(Exception, match="no L2 memory"):
         l2.vectors(["nope"])
+
+
+def test_get_with_vectors_gives_records_and_stored_vectors_in_one_call(l2: SemanticMemory) -> None:
+    """What recall fetches for the hits found by words alone: `get` and `vectors` together, passages included."""
+    long = Memory(
+        id="long",
+        text="\n\n".join(f"第 {n} 段：机房里第 {n} 台服务器的备份计划和网络拓扑记录。" * 20 for n in range(30)),
+    )
+    l2.upsert([*MEMORIES, long])
+    passage = next(pid for pid, _, meta in l2._all_passages() if meta["passage"] == 2)
+    ids = ["tabs", "missing", passage, "nas"]
+    memories, vectors = l2.get_with_vectors(ids)
+    assert memories == l2.get(ids) and [m.id for m in memories] == ["tabs", passage, "nas"]
+    assert memories[1].meta[PASSAGE_KEY]["memory_id"] == "long"
+    assert np.allclose(vectors, l2.vectors(["tabs", passage, "nas"]), atol=1e-6)
+    none, empty = l2.get_with_vectors([])
+    assert none == [] and empty.shape == (0, 512)
 
 
 def test_all_iterates_in_batches(l2: SemanticMemory, use: USEEmbedder) -> None:
