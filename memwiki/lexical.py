@@ -36,7 +36,7 @@ class LexicalIndex:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._writes = 0  # commits made through this object (see `version`)
+        self._writes = 0  # commits made through this object, counted once made (see `version`)
         self._watch: sqlite3.Connection | None = None  # a connection that only reads PRAGMA data_version
         self._watch_lock = threading.Lock()
         self._counted: tuple[tuple[int, int], int] | None = None  # (version, count) of the last count()
@@ -80,7 +80,6 @@ class LexicalIndex:
         items = list(items)
         if not items:
             return
-        self._writes += 1
         with self._db:
             self._delete(ids for ids, _ in items)
             df: Counter[str] = Counter()
@@ -90,18 +89,19 @@ class LexicalIndex:
                 cur = self._db.execute("INSERT INTO lex_ids (id) VALUES (?)", (memory_id,))
                 self._db.execute("INSERT INTO lex_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
             self._add_df(df, +1)
+        self._writes += 1
 
     def clear(self) -> None:
         """Remove every text (before indexing all again, e.g. for another tokenizer version)."""
-        self._writes += 1
         with self._db:
             for table in ("lex_fts", "lex_ids", "lex_df"):
                 self._db.execute(f"DELETE FROM {table}")
+        self._writes += 1
 
     def delete(self, ids: Iterable[str]) -> None:
-        self._writes += 1
         with self._db:
             self._delete(ids)
+        self._writes += 1
 
     def _delete(self, ids: Iterable[str]) -> None:
         df: Counter[str] = Counter()

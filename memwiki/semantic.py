@@ -8,6 +8,7 @@ The collection records which embedder made its vectors; opening it with another 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -243,10 +244,18 @@ class SemanticMemory:
             self._col.delete(ids=ids)
             self.lexical.delete(ids)
 
-    def _writing(self) -> Any:  # noqa: ANN401 - a context manager
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
         """One writer at a time across processes (an MCP server, a hermes provider, the CLI on one store): the
-        collection's write and the lexical index's are made together, never interleaved with another's."""
-        return file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT)
+        collection's write and the lexical index's are made together, never interleaved with another's.
+
+        A write cut short (a refused call, a server gone, a kill) may leave passages in Chroma with no lexical commit
+        to mark the change (`_has_passages`): the write path asks Chroma itself, and this process asks again after."""
+        try:
+            with file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT):
+                yield
+        finally:
+            self._passages_seen = None
 
     def _vectors_for(self, memories: list[Memory], vectors: np.ndarray | None) -> np.ndarray:
         if vectors is None:
@@ -350,7 +359,7 @@ class SemanticMemory:
 
     def _drop_passages(self, memory_ids: Sequence[str]) -> None:
         """Remove the passages of these memories (before they are written again, or deleted)."""
-        if not memory_ids or not self._has_passages():
+        if not memory_ids or not self._passages.count():  # Chroma itself: see _writing
             return
         old = self._passages.get(where={"memory_id": {"$in": list(memory_ids)}}, include=[])["ids"]
         if old:
@@ -495,29 +504,35 @@ class SemanticMemory:
         return [(h.memory.id, h.score) for h in self.nearest(vector, k)]
 
     def get_with_vectors(self, ids: Sequence[str]) -> tuple[list[Memory], np.ndarray]:
-        """`get(ids)` and the stored vector of each memory it gives, in one call to Chroma (for memories, not
-        passages). A record whose vector this process's Chroma cannot read yet (written by another process a moment
-        ago: "Error finding id") gets the vector its text embeds to, by the embedder that made the stored ones."""
+        """`get(ids)` and the stored vector of each memory or passage it gives, in one call to Chroma (two when some
+        are passages). A record whose vector this process's Chroma cannot read yet (written by another process a
+        moment ago: "Error finding id") gets the vector its text embeds to, by the embedder that made the stored ones.
+        """
         ids = list(ids)
+        if not ids:
+            return [], self._as_matrix([])
         try:
-            got = self._col.get(ids=ids, include=["documents", "metadatas", "embeddings"]) if ids else None
+            found = self._records_with_vectors(ids)
         except ChromaError:
             memories = self.get(ids)
             texts = [m.text if PASSAGE_KEY in m.meta else index_text(m) for m in memories]
             return memories, self._as_matrix(self.embedder.embed(texts) if texts else [])
-        found: dict[str, tuple[Memory, Any]] = {}
-        if got is not None:
-            rows = zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)
-            found = {i: (memory_from_record(i, text, meta), v) for i, text, meta, v in rows}
+        present = [found[i] for i in ids if i in found]
+        return [m for m, _ in present], self._as_matrix([v for _, v in present])
+
+    def _records_with_vectors(self, ids: list[str]) -> dict[str, tuple[Memory, Any]]:
+        include = ["documents", "metadatas", "embeddings"]
+        got = self._col.get(ids=ids, include=include)
+        rows = zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)
+        found = {i: (memory_from_record(i, text, meta), v) for i, text, meta, v in rows}
         missing = [i for i in ids if i not in found]
         if missing and self._has_passages():  # passages of long memories
-            got = self._passages.get(ids=missing, include=["documents", "metadatas", "embeddings"])
+            got = self._passages.get(ids=missing, include=include)
             passages = self._passage_memories(got["ids"], got["documents"], got["metadatas"])
             found.update(
                 (i, (passages[i], v)) for i, v in zip(got["ids"], got["embeddings"], strict=True) if i in passages
             )
-        present = [found[i] for i in ids if i in found]
-        return [m for m, _ in present], self._as_matrix([v for _, v in present])
+        return found
 
     def _as_matrix(self, vectors: Any) -> np.ndarray:  # noqa: ANN401 - rows of numbers
         """Vectors as a float32 matrix of this store's dimension (also when there are none)."""

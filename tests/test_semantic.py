@@ -95,6 +95,26 @@ def test_get_with_vectors_gives_records_and_stored_vectors_in_one_call(l2: Seman
     assert none == [] and empty.shape == (0, 512)
 
 
+def test_a_write_cut_short_leaves_no_passage_that_comes_back(l2: SemanticMemory, use: USEEmbedder) -> None:
+    """Passages that a long memory's write cut short left in Chroma (no record of the memory, no lexical commit)
+    are dropped when the memory is written again, even after this process had seen no passage at all."""
+    l2.upsert(MEMORIES)
+    assert l2.get(["nas#p0"]) == [] and l2.search_ids(use.embed(["NAS"])[0], 1)[0][0] == "nas"
+    orphans = l2.client.get_collection(l2._col.name + "-passages")  # what the cut-short write left
+    text = "旧的长文本：机房的备份计划。"
+    orphans.upsert(
+        ids=["nas#p0"],
+        embeddings=use.embed([text]),
+        documents=[text],
+        metadatas=[{"memory_id": "nas", "passage": 0, "start": 0, "end": len(text)}],
+    )
+    l2.upsert([Memory(id="nas", text="家里的 NAS 换成了威联通。")])
+    assert l2.get(["nas#p0"]) == [] and orphans.count() == 0
+    assert [
+        h.memory.text for h in l2.nearest(use.embed(["机房的备份计划"])[0], 3) if h.memory.id.startswith("nas")
+    ] == ["家里的 NAS 换成了威联通。"]
+
+
 def test_all_iterates_in_batches(l2: SemanticMemory, use: USEEmbedder) -> None:
     vectors = use.embed(["x"] * 1).repeat(7, axis=0)
     l2.upsert([Memory(id=f"m{i}", text=f"memory {i}") for i in range(7)], vectors)
