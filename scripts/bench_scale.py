@@ -204,12 +204,14 @@ def one_run(kind: str, size: int, run: int, tmp: Path, keep: Path | None) -> dic
     name = f"{size}-{run}" if keep is None else f"{size}-pool{len(json.loads((tmp / 'pool.json').read_text()))}"
     where = keep or tmp
     where.mkdir(parents=True, exist_ok=True)
-    data, work = where / f"chroma-{name}", where / f"{kind}-{name}"
+    work = where / f"{kind}-{name}"
+    data = where / f"chroma-{name}" if kind == "server" else None  # the server's folder
+    made = [work] if data is None else [work, data]
     if keep is None or not (work / "imported.json").is_file():  # nothing kept, or a kept import cut short
-        shutil.rmtree(data, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)
     proc, url = None, ""
-    if kind == "server":
+    if data is not None:
         proc, url = start_server(data)
     try:
         argv = [sys.executable, __file__, "--worker", kind, "--size", str(size), "--work", str(work), "--tmp", str(tmp)]
@@ -219,7 +221,7 @@ def one_run(kind: str, size: int, run: int, tmp: Path, keep: Path | None) -> dic
         if done.returncode:
             raise RuntimeError(f"{kind} {size} run {run} failed: {done.stderr[-3000:]}")
         out = json.loads(done.stdout.strip().splitlines()[-1])
-        if proc is not None:
+        if proc is not None and data is not None:
             out["server_peak_mb"] = server_peak_mb(proc.pid)
             out["server_disk_mb"] = disk_mb(data)
         else:
@@ -229,8 +231,8 @@ def one_run(kind: str, size: int, run: int, tmp: Path, keep: Path | None) -> dic
         if proc is not None:
             stop_server(proc)
         if keep is None:
-            shutil.rmtree(data, ignore_errors=True)
-            shutil.rmtree(work, ignore_errors=True)
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def summary(kind: str, size: int, runs: list[dict]) -> dict:
