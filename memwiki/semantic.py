@@ -458,46 +458,43 @@ class SemanticMemory:
 
     def search(self, vector: np.ndarray, k: int, where: dict[str, Any] | None = None) -> list[ScoredMemory]:
         """The `k` nearest memories to a query vector, score = cosine similarity."""
-        if k <= 0:
-            return []
-        res = self._col.query(
-            query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
-            n_results=k,
-            where=where,
-            include=["documents", "metadatas", "distances"],
-        )
-        return [
-            ScoredMemory(memory_from_record(i, d, m), 1.0 - float(dist))
-            for i, d, m, dist in zip(
-                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True
-            )
-        ]
+        rows = self._query(self._col, vector, k, where)
+        return [ScoredMemory(memory_from_record(i, text, meta), cosine) for i, text, meta, cosine in rows]
 
     def nearest(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         """The `k` nearest memories to a query vector, a long memory by its passages (each a `Memory` as `get` gives
         it), with their records, score = cosine similarity: what recall ranks by meaning. One call to Chroma while
         the store holds no long memory (one round trip on a Chroma server; the records come with the search)."""
+        # No count() first: it costs ~10 ms at 100k memories, and Chroma returns fewer hits when it holds fewer.
+        rows = self._query(self._col, vector, k)
+        hits = [
+            ScoredMemory(memory_from_record(i, text, meta), cosine)
+            for i, text, meta, cosine in rows
+            if not meta.get("passages")  # a long memory is searched by its passages
+        ]
+        if len(hits) == len(rows) and not self._has_passages():
+            return hits
+        rows = self._query(self._passages, vector, k)
+        passages = self._passage_memories([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+        hits += [ScoredMemory(passages[i], cosine) for i, _, _, cosine in rows if i in passages]
+        return sorted(hits, key=lambda h: -h.score)[:k]
+
+    @staticmethod
+    def _query(
+        collection: Any, vector: np.ndarray, k: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, str | None, dict[str, Any], float]]:
+        """(id, document, metadata, cosine) of the `k` records of `collection` (the memories' or the passages')
+        nearest to a query vector, nearest first."""
         if k <= 0:
             return []
-        # No count() first: it costs ~10 ms at 100k memories, and Chroma returns fewer hits when it holds fewer.
-        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        include = ["documents", "metadatas", "distances"]
-        res = self._col.query(query_embeddings=query, n_results=k, include=include)
+        res = collection.query(
+            query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+            n_results=k,
+            where=where,
+            include=["documents", "metadatas", "distances"],
+        )
         rows = zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True)
-        hits = [
-            ScoredMemory(memory_from_record(i, text, meta), 1.0 - float(d))
-            for i, text, meta, d in rows
-            if not (meta or {}).get("passages")  # a long memory is searched by its passages
-        ]
-        if len(hits) == len(res["ids"][0]) and not self._has_passages():
-            return hits
-        res = self._passages.query(query_embeddings=query, n_results=k, include=include)
-        ids, distances = res["ids"][0], res["distances"][0]
-        passages = self._passage_memories(ids, res["documents"][0], res["metadatas"][0])
-        hits += [
-            ScoredMemory(passages[i], 1.0 - float(d)) for i, d in zip(ids, distances, strict=True) if i in passages
-        ]
-        return sorted(hits, key=lambda h: -h.score)[:k]
+        return [(i, text, meta or {}, 1.0 - float(d)) for i, text, meta, d in rows]
 
     def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The (id, cosine) pairs of `nearest`."""
