@@ -1,7 +1,9 @@
 """L0 persona: SOUL.md, capped (3,000 characters by default).
 
-Over the cap, a write is refused (CapacityError); a read warns and cuts the text as hermes-agent cuts its
-context files: keep 70% of the cap from the head and 20% from the tail, with a marker in between.
+Over the cap, a write is refused (CapacityError); a read warns, keeps the whole text in the record and gives the
+agent (`Persona.injected`) what hermes-agent gives it of a long context file: 70% of the cap from the head and
+20% from the tail, with a marker in between. The record keeps the whole text so that the privacy gate reads it
+as written: a secret across the cut is seen whole.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def read_persona(path: Path, cap: int) -> Persona:
             stacklevel=2,
         )
     return Persona(
-        text=truncate(text, cap, path.name),
+        text=text,
         cap=cap,
         chars=len(text),
         truncated=truncated,

@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from memwiki.errors import InputFormatError
+from memwiki.markers import flagged
 from memwiki.source import WikiPage
 from memwiki.textio import read_text
 from memwiki.times import mtime_iso
@@ -54,8 +55,9 @@ def parse_page(text: str, rel_path: str) -> WikiPage:
         path=rel_path,
         title=title,
         aliases=_as_tuple(meta.get("aliases")),
-        # `private: true` in the frontmatter is the tag `private`: the site's privacy gate withholds the page
-        tags=_as_tuple(meta.get("tags")) + (("private",) if meta.get("private") is True else ()),
+        # frontmatter that says private (`private: yes`, `visibility: private`...) is the tag `private`: the
+        # site's privacy gate withholds the page
+        tags=_as_tuple(meta.get("tags")) + (("private",) if flagged(meta) else ()),
         body=body,
     )
 

@@ -262,12 +262,15 @@ def _sample_tree(pid: int, peak: list[float], stop: threading.Event) -> None:
         peak[0] = max(peak[0], _pss_mb(_descendants(pid)))
 
 
+BUILD_FLAGS: list[str] = []  # `--strict`: every build must pass MkDocs' strict mode (the privacy scan included)
+
+
 def run_build(config: Path, site: Path, profile: Path | None = None) -> Build:
     """One `mkdocs build` in a child process: wall time and the child's peak RSS (wait4's ru_maxrss)."""
     cmd = [sys.executable]
     if profile is not None:
         cmd += ["-m", "cProfile", "-o", str(profile)]
-    cmd += ["-m", "mkdocs", "build", "-f", str(config), "-d", str(site)]
+    cmd += ["-m", "mkdocs", "build", "-f", str(config), "-d", str(site), *BUILD_FLAGS]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     log = config.parent / "build.log"
     with log.open("w") as out:
@@ -445,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-page-cache", action="store_true", help="build with the plugin's page_cache off")
     parser.add_argument("--no-baseline", action="store_true", help="skip the plain mkdocs build")
     parser.add_argument("--generate-only", action="store_true", help="only generate the stores")
+    parser.add_argument("--strict", action="store_true", help="build with `mkdocs build --strict` (a failure stops)")
     args = parser.parse_args(argv)
     results: dict[str, list[dict[str, object]]] = {}
     loads: dict[str, str] = {}
@@ -453,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
             print(generate_store(n, WORK / str(n) / "gen"))
             continue
         before = _load()
+        if args.strict:
+            BUILD_FLAGS[:] = ["--strict"]
         results[str(n)] = bench_size(n, max(1, args.runs), args.profile, not args.no_page_cache, not args.no_baseline)
         loads[str(n)] = f"{before} before, {_load()} after"
     cols = ("build", "pages", "median_s", "pages_per_s", "KB_per_page", "site_MB", "site_KB_per_page", "peak_MB")

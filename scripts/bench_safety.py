@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from memwiki.demo import build_demo_store  # noqa: E402
 from memwiki.readers.open_sources import open_sources  # noqa: E402
-from memwiki.site.detectors import Detectors  # noqa: E402
+from memwiki.site.detect import Detectors  # noqa: E402
 from memwiki.site.privacy import strings  # noqa: E402
 from memwiki.store import Store  # noqa: E402
 

@@ -1,9 +1,15 @@
-"""Planted secrets ("canaries") of many kinds in every field of every layer of a real store.
+"""Planted secrets ("canaries") of many kinds in every field of every layer of a real store, a hermes-agent home
+and a MemPalace palace.
 
-`plant(store, n_per_field)` writes them through the store's own API and returns what it planted; a built
+`plant(store, per_field, kinds=KINDS)` writes them through the store's own API and returns what it planted; a built
 site must hold none of them (`found_in(site_dir, canaries)`), in any spelling an output may give them
 (as is, HTML-escaped, JSON-escaped, URL-encoded, slugged). A new field of a record gets covered by adding
 it to `FIELDS`; a new output is covered because the whole site is read.
+
+`hermes_canaries(kinds)` / `palace_canaries(kinds)` give the same for every field of a hermes home
+(`HERMES_FIELDS`) and of a palace (`PALACE_FIELDS`) as content for `tests.homes` to write (so other records can
+be added before the one write); `plant_hermes(root, kinds)` / `plant_palace(root, kinds)` write it at once.
+`kinds` is any dict of kind -> (rng -> (secret, text carrying it)), e.g. a blind set's `KINDS`.
 """
 
 from __future__ import annotations
@@ -17,10 +23,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from memwiki.errors import CapacityError
+from memwiki.layout import LAYER_PATHS
 from memwiki.source import Memory
 from memwiki.store import Store
+from tests.homes import (
+    Drawer,
+    Fact,
+    HermesContent,
+    HermesMessage,
+    HermesSession,
+    Made,
+    PalaceContent,
+    PalaceEntity,
+    tool_call,
+)
 
 Rng = random.Random
+Kinds = dict[str, Callable[[Rng], tuple[str, str]]]  # kind -> rng -> (secret, text that carries it)
 
 
 def _word(rng: Rng, n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
@@ -52,7 +72,7 @@ def _id_number(rng: Rng) -> str:
 
 
 # kind -> (secret, text that carries it): the secret is what must not reach the site
-KINDS: dict[str, Callable[[Rng], tuple[str, str]]] = {
+KINDS: Kinds = {
     "openai key": lambda r: (s := "sk-proj-" + _word(r, 40), f"OpenAI key {s}"),
     "aws key": lambda r: (s := "AKIA" + _word(r, 16, string.ascii_uppercase + string.digits), f"aws id {s}"),
     "github token": lambda r: (s := "ghp_" + _word(r, 36), f"gh {s}"),
@@ -103,6 +123,7 @@ class Canary:
     kind: str
     field: str
     secret: str
+    tag: str = ""  # the word planted beside it (e.g. "c12"): where it was put, when the secret alone says little
 
 
 # every field a canary goes into: (layer, field)
@@ -143,20 +164,21 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def plant(store: Store, per_field: int = 1, seed: int = 11) -> list[Canary]:
-    """Plant `per_field` canaries of every kind into every field of `store` (through its own API)."""
+def plant(store: Store, per_field: int = 1, seed: int = 11, kinds: Kinds = KINDS) -> list[Canary]:
+    """Plant `per_field` canaries of every kind of `kinds` into every field of `store` (through its own API;
+    a persona over the store's cap is written to SOUL.md as a hand edit would, and read whole)."""
     rng = random.Random(seed)
     planted: list[Canary] = []
     persona, hot_user, memories, wiki = [], [], [], []
     n = 0
-    for kind, make in KINDS.items():
+    for kind, make in kinds.items():
         for _ in range(per_field):
             for field in FIELDS:
                 secret, text = make(rng)
                 n += 1
                 flat = _one_line(text) if field not in ("persona.text", "memory.text", "wiki.body") else text
-                planted.append(Canary(kind, field, secret))
                 tag = f"c{n}"
+                planted.append(Canary(kind, field, secret, tag))
                 if field == "persona.text":
                     persona.append(f"- Note {tag}: {text}")
                 elif field in ("hot.memory.text", "sink.text"):
@@ -187,13 +209,22 @@ def plant(store: Store, per_field: int = 1, seed: int = 11) -> list[Canary]:
                     store.sessions.add_message(sid, "tool" if tool else "user", content, tool_name=tool)
                 else:
                     wiki.append((field, tag, flat, text))
-    store.set_persona("I am a careful assistant.\n\n" + "\n".join(persona) + "\n")
+    set_persona(store, "I am a careful assistant.\n\n" + "\n".join(persona) + "\n")
     for line in hot_user:
         store.remember(line, "user")
     store.semantic.add(memories)
     for field, tag, flat, text in wiki:
         _wiki_page(store, field, tag, flat, text)
     return planted
+
+
+def set_persona(store: Store, text: str) -> None:
+    """The store's SOUL.md: through `set_persona`, or over its cap written as a hand edit (the store reads it
+    whole, with a warning)."""
+    try:
+        store.set_persona(text)
+    except CapacityError:
+        (store.root / LAYER_PATHS["persona"]).write_text(text, encoding="utf-8")
 
 
 def _memory(field: str, tag: str, flat: str, text: str) -> Memory:
@@ -234,6 +265,129 @@ def _wiki_page(store: Store, field: str, tag: str, flat: str, text: str) -> None
         "---\n" + "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items()) + "\n---\n\n" + body,
         encoding="utf-8",
     )
+
+
+# every field of a hermes-agent home a canary goes into (the session's model is not shown, so not planted)
+HERMES_FIELDS = (
+    "hermes.soul",
+    "hermes.memory",
+    "hermes.user",
+    "hermes.session.title",
+    "hermes.session.source",
+    "hermes.message.user",
+    "hermes.message.assistant",
+    "hermes.message.tool",
+    "hermes.tool_call.arguments",
+)
+
+# every field of a MemPalace palace a canary goes into
+PALACE_FIELDS = (
+    "palace.drawer.text",
+    "palace.drawer.wing",
+    "palace.drawer.room",
+    "palace.drawer.source_file",
+    "palace.entity.name",
+    "palace.entity.type",
+    "palace.entity.properties",
+    "palace.triple.predicate",
+    "palace.triple.object",
+)
+
+
+def _draws(
+    kinds: Kinds, fields: tuple[str, ...], per_field: int, seed: int, prefix: str
+) -> list[tuple[str, dict[str, tuple[str, str]], list[Canary]]]:
+    """Per kind and repetition: a tag, field -> (secret, text), and the canaries those are."""
+    rng = random.Random(seed)
+    out = []
+    for kind, make in kinds.items():
+        for _ in range(per_field):
+            drawn = {field: make(rng) for field in fields}
+            tag = f"{prefix}{len(out) + 1}"
+            out.append((tag, drawn, [Canary(kind, field, secret, tag) for field, (secret, _) in drawn.items()]))
+    return out
+
+
+def hermes_canaries(kinds: Kinds = KINDS, per_field: int = 1, seed: int = 12) -> tuple[HermesContent, list[Canary]]:
+    """Canaries of every kind in every field of `HERMES_FIELDS`, as content for `tests.homes.make_hermes_home`.
+
+    Per kind: a SOUL.md line, a MEMORY.md and a USER.md entry, and one session whose title and source carry
+    one each, with a user message, an assistant message, an assistant tool call (the text inside quoted JSON
+    arguments: escaped quotes) and the tool's JSON result carrying one each."""
+    content = HermesContent(soul="# Soul\n\nI am a careful assistant.\n")
+    planted: list[Canary] = []
+    soul = []
+    for tag, drawn, canaries in _draws(kinds, HERMES_FIELDS, per_field, seed, "h"):
+        planted += canaries
+        text = {field: t for field, (_, t) in drawn.items()}
+        soul.append(f"- Note {tag}: {text['hermes.soul']}")
+        content.memory_entries.append(f"[pitfall] {tag} {text['hermes.memory']}")
+        content.user_entries.append(f"{tag} {text['hermes.user']}")
+        call = f"call_{tag}"
+        arguments = {"cwd": f"/home/me/{tag}", "command": f'echo "{text["hermes.tool_call.arguments"]}" >> notes.txt'}
+        content.sessions.append(
+            HermesSession(
+                id=f"h-{tag}",
+                title=f"Talk {tag} {_one_line(text['hermes.session.title'])}",
+                source=_one_line(text["hermes.session.source"]),
+                messages=[
+                    HermesMessage("user", f"Turn {tag}: {text['hermes.message.user']}"),
+                    HermesMessage("assistant", f"Noted {tag}: {text['hermes.message.assistant']}"),
+                    HermesMessage("assistant", None, tool_calls=[tool_call("terminal", arguments, call)]),
+                    HermesMessage(
+                        "tool",
+                        json.dumps({"output": f"{tag}: {text['hermes.message.tool']}", "code": 0}, ensure_ascii=False),
+                        tool_name="terminal",
+                        tool_call_id=call,
+                    ),
+                ],
+            )
+        )
+    content.soul = (content.soul or "") + "\n" + "\n".join(soul) + "\n"
+    return content, planted
+
+
+def palace_canaries(kinds: Kinds = KINDS, per_field: int = 1, seed: int = 13) -> tuple[PalaceContent, list[Canary]]:
+    """Canaries of every kind in every field of `PALACE_FIELDS`, as content for `tests.homes.make_palace`.
+
+    Per kind: a drawer's text, wing, room and source file; an entity's name, type and properties (each entity
+    in a fact, so it is drawn); a fact's predicate (MemPalace lower-cases it, spaces as `_`) and object."""
+    content = PalaceContent()
+    planted: list[Canary] = []
+    for tag, drawn, canaries in _draws(kinds, PALACE_FIELDS, per_field, seed, "p"):
+        planted += canaries
+        text = {field: t for field, (_, t) in drawn.items()}
+        flat = {field: _one_line(t) for field, t in text.items()}
+        content.drawers += [
+            Drawer(f"Drawer {tag}: {text['palace.drawer.text']}"),
+            Drawer(f"Drawer {tag} wing.", wing=f"w {flat['palace.drawer.wing']}"),
+            Drawer(f"Drawer {tag} room.", room=f"r {flat['palace.drawer.room']}"),
+            Drawer(f"Drawer {tag} file.", source_file=f"/home/me/notes/{tag} {flat['palace.drawer.source_file']}.md"),
+        ]
+        entities = [
+            PalaceEntity(f"Entity {tag} {flat['palace.entity.name']}", "service"),
+            PalaceEntity(f"Entity {tag} t", flat["palace.entity.type"]),
+            PalaceEntity(f"Entity {tag} p", "service", {"note": flat["palace.entity.properties"]}),
+        ]
+        content.entities += entities
+        content.facts += [Fact(e.name, "relates to", f"Thing {tag}") for e in entities]
+        content.facts += [
+            Fact(f"Subject {tag}", f"pred {flat['palace.triple.predicate']}", f"Object {tag}", "2026-01-01"),
+            Fact(f"Subject {tag}", "uses", f"Object {tag} {flat['palace.triple.object']}", "2026-01-01"),
+        ]
+    return content, planted
+
+
+def plant_hermes(root: Path, kinds: Kinds = KINDS, per_field: int = 1, seed: int = 12) -> tuple[Made, list[Canary]]:
+    """A hermes-agent home in `root` with `hermes_canaries(kinds)` in it."""
+    content, planted = hermes_canaries(kinds, per_field, seed)
+    return content.make(root), planted
+
+
+def plant_palace(root: Path, kinds: Kinds = KINDS, per_field: int = 1, seed: int = 13) -> tuple[Made, list[Canary]]:
+    """A MemPalace palace in `root/palace` with `palace_canaries(kinds)` in it."""
+    content, planted = palace_canaries(kinds, per_field, seed)
+    return content.make(root), planted
 
 
 def spellings(secret: str) -> set[str]:

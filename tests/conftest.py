@@ -4,4 +4,12 @@ back without making it is made anyway, and one that came out different fails the
 
 import os
 
+import pytest
+
 os.environ["MEMWIKI_CHECK_MEMOS"] = "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "blind: blind canary sets against the privacy gate (tests/test_blind_canaries.py)"
+    )

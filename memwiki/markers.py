@@ -1,0 +1,125 @@
+"""How people mark a note, a page or a section private, read by meaning rather than by exact spelling.
+
+One normaliser (`normalise`: case folded, full-width forms and CJK brackets made ASCII, spaces inside brackets
+dropped) and a few shapes over a list of private words (`private`, `私密`, `隐私`, `confidential`, ...):
+
+- a word in brackets of any kind: `[private]`, `(Private)`, `【私密】`, `「私密」`, `[ private ]`, `<private>`;
+- a hashtag: `#private`, `#私密`;
+- a leading label: `private: …`, `PRIVATE - …`, `私密：…`;
+- an HTML comment: `<!-- private -->`;
+- a phrase that says so anywhere: "do not publish", "不要公开", "勿外传";
+- a section heading that is only a private word (`## Private`, `## 私密`): its section is private;
+- frontmatter or metadata: `private: true / "yes" / 1 / on`, `visibility: private`, `public: false`,
+  `publish: false`;
+- a folder named with a private word (`wiki/private/…`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+
+PRIVATE_WORDS = (
+    "private", "私密", "私人", "隐私", "隱私", "保密", "机密", "機密", "秘密", "confidential", "personal",
+    "top secret", "secret", "internal only", "only me", "仅自己", "仅自己可见", "僅自己可見", "不公开", "不公開",
+)
+_PHRASES = (
+    "do not publish", "don't publish", "do not share", "don't share", "not for publication", "never publish",
+    "keep private", "keep this private", "不要公开", "请勿公开", "勿公开", "不要公開", "請勿公開", "勿外传", "不要外传",
+    "请勿外传", "仅自己可见", "僅自己可見", "仅限本人", "不对外",
+)
+_BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》）］｝", "[[[[[<<([{]]]]]>>)]}")
+_WORDS = "|".join(re.escape(w) for w in sorted(PRIVATE_WORDS, key=len, reverse=True))
+_LABELS = "private|私密|私人|隐私|隱私|保密|机密|機密|confidential"  # a leading `secret:` is a key, not a marker
+_MARKED = re.compile(
+    rf"[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
+    rf"|(?:^|(?<=[\s,;]))#(?:{_WORDS})(?![\w-])"  # a hashtag
+    rf"|^\W{{0,3}}(?:{_LABELS})\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
+    rf"|<!--\s*(?:{_WORDS})\s*-->"  # an HTML comment
+    + "|" + "|".join(re.escape(p) for p in _PHRASES),
+    re.MULTILINE,
+)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_TRUE = frozenset({"true", "yes", "y", "1", "on", "是", "private"})
+_FALSE = frozenset({"false", "no", "n", "0", "off", "否"})
+_VISIBILITY_KEYS = frozenset({"visibility", "access", "privacy", "audience", "scope", "sharing", "status"})
+_PRIVATE_FLAGS = frozenset({"private", "secret", "confidential", "hidden", "私密", "隐私"})
+_PUBLIC_FLAGS = frozenset({"public", "publish", "published", "shareable", "shared"})
+
+
+def normalise(text: str) -> str:
+    """`text` case-folded, with full-width forms and CJK brackets as their ASCII forms."""
+    return unicodedata.normalize("NFKC", text.translate(_BRACKETS)).casefold()
+
+
+def marked(text: str) -> bool:
+    """Whether `text` carries a private marker in any of the shapes above."""
+    if not text:
+        return False
+    return bool(_MARKED.search(normalise(text)))
+
+
+def private_heading(line: str) -> int:
+    """The level of a heading that opens a private section (`## Private`, `### 私密 notes`), else 0."""
+    m = _HEADING.match(line.strip())
+    if m is None:
+        return 0
+    title = normalise(m.group(2)).strip(" :：-—[]()<>#*_")
+    words = title.split()
+    return len(m.group(1)) if title and (title in PRIVATE_WORDS or (words and words[0] in PRIVATE_WORDS) or marked(m.group(2))) else 0
+
+
+def heading_level(line: str) -> int:
+    m = _HEADING.match(line.strip())
+    return len(m.group(1)) if m else 0
+
+
+def without_private_sections(text: str) -> tuple[str, int]:
+    """`text` without its private sections (a private heading to the next heading of its level or higher), and
+    how many lines went."""
+    out, dropped, level = [], 0, 0
+    fence = False
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        here = 0 if fence else heading_level(line)
+        if level and here and here <= level:
+            level = 0
+        if not level and not fence and (opened := private_heading(line)):
+            level = opened
+        if level:
+            dropped += 1
+        else:
+            out.append(line)
+    return "".join(out), dropped
+
+
+def truthy(value: object) -> bool | None:
+    """A flag's value as people write it: True, False, or None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return bool(value)
+    if isinstance(value, str):
+        v = normalise(value).strip()
+        return True if v in _TRUE else False if v in _FALSE else None
+    return None
+
+
+def flagged(meta: Mapping[object, object]) -> bool:
+    """Whether a mapping (frontmatter, a memory's meta, an entity's properties) says its record is private."""
+    for key, value in meta.items():
+        k = normalise(str(key)).strip()
+        if k in _PRIVATE_FLAGS and truthy(value):
+            return True
+        if k in _PUBLIC_FLAGS and truthy(value) is False:
+            return True
+        if k in _VISIBILITY_KEYS and isinstance(value, str) and normalise(value).strip() in PRIVATE_WORDS:
+            return True
+    return False
+
+
+def private_path(path: str) -> bool:
+    """A path with a folder named by a private word (`private/`, `私密/`)."""
+    return any(normalise(part) in PRIVATE_WORDS for part in path.replace("\\", "/").split("/")[:-1])

@@ -1,0 +1,346 @@
+"""Class 1, credentials by context: a value after a word or flag that says it is a credential.
+
+English and Chinese, in every common shape: prose ("my password is X", "set the password to X", "the password
+got reset, it's now X", 密码换成 X), `key=value`, `key: value`, env exports, JSON (escaped quotes included),
+XML, CLI flags (`mysql -pX`, `sshpass -p X`, `docker login -p X`, `curl -u user:X`, `redis-cli -a X`,
+`--password=X`, `pass:X`), netrc and pgpass lines, `root / X` after a host, URLs' user-info and query
+parameters (URL-encoded ones too), Wi-Fi QR strings, grouped TOTP keys, lists of recovery codes, and Markdown
+tables whose column says password. The value is read to its natural end (`memwiki.site.detect.values`).
+Words match whatever their case, and the detectors also read an identifier's `_` and a slug's `-` as spaces,
+so `MYSQL_ROOT_PASSWORD` and a graph predicate `wifi_password_is` are read as the words they join.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memwiki.site.detect.shapes import made, typed
+from memwiki.site.detect.spans import NOT_A_LABEL, Rule, RuleSet, Span
+from memwiki.site.detect.values import is_token, is_value, value_span
+
+_A = r"(?<![A-Za-z])"  # a word starts here
+_Z = r"(?![A-Za-z])"
+# strong words: whatever follows the separator is the credential
+STRONG_EN = (
+    r"pass(?:word|wd|phrase|code)s?|pass[ -]phrase|pwd|pswd|pw|credentials?|creds|client[ -]?secret|secret[ -]?key"
+    r"|secret[ -]?access[ -]?key|api[ -]?keys?|apikey|access[ -]?token|refresh[ -]?token|auth[ -]?token"
+    r"|id[ -]?token|session[ -]?token|bearer[ -]?token|private[ -]?key|master[ -]?key|encryption[ -]?key"
+    r"|signing[ -]?key|secret|otp[ -]?secret|totp(?:[ -]?(?:seed|secret|key))?|2fa[ -]?(?:seed|secret|key)"
+    r"|webhook[ -]?secret|license[ -]?key|product[ -]?key|requirepass|masterauth|auth"
+)
+# weak words: what follows must look made (digits and letters, or mixed case), not a word
+WEAK_EN = r"token|key|code|cookie|session[ -]?id|sid|salt|nonce|license|serial"
+# codes: digits, maybe with # or *
+CODE_EN = (
+    r"pin(?:[ -]?code)?|door[ -]?code|gate[ -]?code|alarm[ -]?code|safe[ -]?code|locker[ -]?code|lock[ -]?code"
+    r"|access[ -]?code|entry[ -]?code|keypad[ -]?code|sms[ -]?code|verification[ -]?code|one[ -]?time[ -]?code"
+    r"|2fa[ -]?code|mfa[ -]?code|otp|combination|lockbox|key[ -]?safe|key[ -]?box|padlock|keypad|code"
+)
+PHRASE_EN = r"seed[ -]?phrase|recovery[ -]?phrase|mnemonic(?:[ -]?phrase)?|wallet[ -]?seed|pass[ -]?phrase"
+LIST_EN = r"recovery[ -]?codes?|backup[ -]?codes?|scratch[ -]?codes?|one[ -]?time[ -]?codes|2fa[ -]?codes"
+TOTP_EN = r"totp|2fa|mfa|otp|authenticator|manual[ -]?(?:entry[ -]?)?key|setup[ -]?key|secret[ -]?key|seed"
+ZH = (
+    r"密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|私钥|私鑰|令牌|凭证|凭据|憑證|授权码|授權碼|验证码|驗證碼|校验码|动态码"
+    r"|安全码|门禁码|门禁密码|门锁密码|开门密码|保险柜密码|恢复码|备用码|备份码|访问码|取件码|提取码|激活码|序列号"
+    r"|识别码|(?i:pin)码|口令码|门禁|密码锁|开锁码|入户码"
+)
+ZH_LIST = r"恢复码|恢復碼|备用码|備用碼|备份码|救援码|紧急恢复码"
+ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短语"
+# English credential words inside a Chinese sentence: "AWS 的 secret 是 X", "wifi password 改成 X"
+ZH_EN = r"(?i:password|passwd|pwd|pin|key|secret|token|api[ _-]?key|passphrase)"
+_ZH_VERB = r"是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為|设置为|设置成|设成|变成|变更为|更新为|用的是|新值|值"
+_ZH_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB}|:|：|=|＝|填)\s*[:：]?\s*"
+_ZH_ONLY_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB})\s*[:：]?\s*"
+_ZH_GAP = r"(?:[，,]?\s*(?:新的?|新值|值)|\s*[（(][^）)\n]{0,12}[）)])?"  # "密钥，新值：X", "密码短语（带空格）：X"
+_ZH_ANY = r"(?:我把|把|将|新的?|默认|默認)?"
+_FOR = (  # "password for the NAS", "secret (in case I lose my phone)"
+    r"(?:\s+(?:for|of|on|to|at)\s+(?:the\s+|my\s+|our\s+|your\s+)?[^\s:：=]{1,40}?)?(?:\s*[(（][^()（）\n]{0,40}[)）])?"
+)
+_KEY_END = r"(?:\\?[\"'])?\]?"  # a quoted key's closing quote (maybe escaped), a subscript's bracket
+_SEP = r"\s*(?:[:=：]|=>|->|:=)\s*"
+_IS = r"\s*(?:\bis\b\s*:?|\bwas\b|\bare\b|\bis\s+now\b|\bbecame\b|\bset\s+to\b|\bchanged\s+to\b|\bnow\b)\s*"
+_TO = r"(?:set|change|changed|reset|update|updated|rotate|rotated)\s+(?:the\s+|my\s+|our\s+)?(?:\w+\s+){0,3}?"
+_LATER = r"\b[^.\n。;]{0,40}?\b(?:is\s+now|it'?s\s+now|now\s+is|now|became|changed\s+to|set\s+to|to)\b\s*:?\s*"
+_SENSITIVE_XML = r"password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|credentials?"
+_ACCOUNTS = r"root|admin|administrator|ubuntu|pi|sa|postgres|user|用户名?|账号|帐号"
+
+_TRIGGER = (
+    r"(?i)pass|pwd|pswd|pw|cred|secret|api|token|key|auth|otp|2fa|mfa|pin|code|seed|mnemonic|phrase|combination"
+    r"|cookie|session|sid|salt|nonce|license|serial|bearer|lock|safe|padlock|sms|text|totp"
+)
+_ZH_TRIGGER = r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁"
+
+
+def _rule(kind: str, lead: str, trigger: str = _TRIGGER) -> Rule:
+    """A rule that finds where a value starts (its match is the lead-in; the value is read by `_values`)."""
+    return Rule(kind, lead, trigger)
+
+
+# (rule, how its value is judged: "strong" any value, "weak" a made value, "code" digits, "phrase" a clause,
+#  "prose" a value that looks typed (a digit or a symbol in it), "zh" ASCII up to Chinese, "list" codes below,
+#  "groups" a grouped key like `abcd efgh ijkl mnop`, "wifi" to the next unescaped `;`)
+LEADS: tuple[tuple[Rule, str], ...] = (
+    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}\s*[:：]?\s*(?=\n)"), "list"),
+    (_rule("password", rf"(?:{ZH_LIST}){_ZH_GAP}[:：]?\s*(?=\n)", r"恢|备|備|救援"), "list"),
+    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}[^:\n]{{0,40}}?[:：][ \t]*(?=\S)"), "strong"),
+    (_rule("password", rf"(?i){_A}(?:{TOTP_EN}){_Z}[^\n.]{{0,30}}?(?:{_SEP}|{_IS}|\s)(?=(?:[A-Za-z2-7]{{4}} ){{3}})"), "groups"),
+    (_rule("password", rf"(?i){_A}(?:{PHRASE_EN}){_Z}{_FOR}(?:{_KEY_END}{_SEP}|{_IS})" + NOT_A_LABEL), "phrase"),
+    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_FOR}(?:{_KEY_END}{_SEP}|{_IS})" + NOT_A_LABEL), "strong"),
+    (_rule("password", rf"(?i){_A}{_TO}(?:{STRONG_EN}|{CODE_EN}){_Z}\s+(?:to|as|=)\s+" + NOT_A_LABEL), "strong"),
+    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_LATER}" + NOT_A_LABEL), "prose"),
+    (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}{_KEY_END}(?:{_SEP}|{_IS})" + NOT_A_LABEL), "weak"),
+    (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}\s+" + NOT_A_LABEL), "made"),
+    (_rule("code", rf"(?i){_A}(?:{CODE_EN}){_Z}[^.\n]{{0,30}}?(?:{_SEP}|{_IS}|\bwith\b|\bsays\b|\s+#?(?=[\d*#]))\s*"), "code"),
+    (_rule("code", r"(?i)(?<![A-Za-z])(?:sms|text(?:ed)?|短信)\b[^.\n]{0,20}?(?:says|code|is|:|：)\s*"), "code"),
+    (_rule("password", rf"(?:{ZH_PHRASE}){_ZH_GAP}(?:{_ZH_SEP})", r"助记|助記|种子|短语"), "zhphrase"),
+    (_rule("password", rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s+(?=[\"'`“「A-Za-z0-9#*]))" + NOT_A_LABEL, _ZH_TRIGGER), "zh"),
+    (_rule("password", rf"{_ZH_ANY}(?:{ZH})(?=[A-Za-z0-9#*])", _ZH_TRIGGER), "zh"),
+    (_rule("password", rf"{_ZH_ANY}{ZH_EN}{_ZH_ONLY_SEP}" + NOT_A_LABEL, r"(?i)pass|pwd|pin|key|secret|token"), "zh"),
+    # env names and config keys whose last word is a credential word: DB_PASSWORD=, "apiKey":, client-key-data:
+    (
+        _rule(
+            "password",
+            r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9]*(?:[_.-]?(?:password|passwd|passphrase|pwd|pass|secret|token|apikey"
+            r"|api[_-]?key|access[_-]?key|private[_-]?key|key[_-]?data|credentials?|auth|requirepass))"
+            + _KEY_END
+            + _SEP
+            + NOT_A_LABEL,
+        ),
+        "strong",
+    ),
+    # CLI flags
+    (
+        _rule(
+            "password",
+            r"(?i)(?:mysql|mariadb|mysqladmin|mysqldump|mysqlsh)\b[^\n]{0,200}?\s-p(?=[^\s-])",
+            r"(?i)mysql|mariadb",
+        ),
+        "strong",
+    ),
+    (
+        _rule(
+            "password",
+            r"(?i)(?:sshpass|docker\s+login|podman\s+login|nerdctl\s+login|helm\s+(?:repo\s+add|registry\s+login)"
+            r"|skopeo\s+login|buildah\s+login|oras\s+login)\b[^\n]{0,200}?\s-p\s+",
+            r"(?i)sshpass|login|helm",
+        ),
+        "strong",
+    ),
+    (_rule("password", r"(?i)redis-cli\b[^\n]{0,200}?\s-a\s+", r"(?i)redis-cli"), "strong"),
+    (_rule("password", r"(?i)(?<![A-Za-z])(?:requirepass|masterauth)\s+", r"(?i)requirepass|masterauth"), "strong"),
+    (_rule("password", r"(?i)(?:wi-?fi|wlan|ssid|热点|无线)\s*[:：]?\s*\S+\s+/\s+", r"(?i)wi-?fi|wlan|ssid|热点|无线"), "strong"),
+    (
+        _rule(
+            "password",
+            r"(?i)(?<![A-Za-z0-9-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token"
+            r"|access-token|http-password|ftp-password|proxy-password|db-password|admin-password|root-password"
+            r"|bind-?pw|passphrase|private-key|requirepass)(?:=|\s+)" + NOT_A_LABEL,
+        ),
+        "strong",
+    ),
+    (_rule("password", r"(?i)(?<![A-Za-z0-9])pass:(?=\S)", r"(?i)pass:"), "strong"),
+    (
+        _rule(
+            "password",
+            r"(?i)(?<![A-Za-z0-9-])(?:-u|--user|--auth)(?:\s+|=)[\"']?[^\s:\"'@/]{1,64}:(?=\S)",
+            r"(?i)-u|--user|--auth",
+        ),
+        "strong",
+    ),
+    (_rule("password", r"(?i)\bhttps?\b[^\n]{0,80}?\s-a\s+[\"']?[^\s:\"'@/]{1,64}:(?=\S)", r"(?i)http"), "strong"),
+    (_rule("password", r"(?i)\blogin\s+\S+\s+password\s+", r"(?i)login"), "strong"),  # netrc
+    (_rule("password", r"(?i)\blogin\s*[:：]?\s*\S+?\s*[,;/]?\s+(?:pass(?:word)?|pw|pwd)?\s*[:：]?\s*", r"(?i)login"), "prose"),
+    (_rule("password", rf"(?i)\b(?:with|using|via|is)\s+(?:the\s+|a\s+|my\s+)?(?:{PHRASE_EN}){_Z}\s+"), "phrase"),
+    (_rule("password", rf"(?i)(?<![\w/.-])(?:{_ACCOUNTS})\s*/\s*(?=\S)", r"(?i)root|admin|ubuntu|pi|sa|postgres|user|用户|账号|帐号"), "prose"),
+    (
+        _rule("password", r"(?i)<(?:" + _SENSITIVE_XML + r")>(?=[^<\s])", r"(?i)<\w*(?:pass|secret|token|key|cred)"),
+        "strong",
+    ),
+    (_rule("password", r"(?i)\bWIFI:[^\n]{0,120}?(?<=[:;])P:", r"(?i)WIFI:"), "wifi"),
+    (_rule("password", r"(?i)(?<![A-Za-z])PGPASSWORD=|MYSQL_PWD=", r"(?i)PGPASSWORD|MYSQL_PWD"), "strong"),
+)
+
+# URLs: user-info (`scheme://user:PW@host`, maybe URL-encoded) and credential query parameters
+_QUERY_KEYS = (
+    r"access_token|refresh_token|id_token|token|auth_token|api_?key|apikey|key|secret|client_secret|password"
+    r"|passwd|pwd|pass|sig|signature|auth|code|private_token|session|sessionid|sid|x-amz-signature"
+    r"|x-amz-credential|x-amz-security-token|jwt|otp|ticket"
+)
+_QUERY = rf"(?i)(?:[?&;#]|%3F|%26|%253F|%2526)(?:{_QUERY_KEYS})(?:=|%3D|%253D)"
+URL_RULES = (
+    Rule(
+        "url credentials",
+        r"(?i)(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://[^\s:/@\[\]\"']*:([^\s@/\"']+)@",
+        r"://[^\s:/@]*:[^\s@/]+@",
+        1,
+    ),
+    Rule("url credentials", r"(?i)%3A%2F%2F[^\s%@]*(?:%3A|:)((?:(?!%40)[^\s@&])+)(?:%40|@)", r"(?i)%3A%2F%2F", 1),
+    Rule("url secret", _QUERY + NOT_A_LABEL + r"((?:(?!%26|%2526)[^&\s#\"'<>\\])+)", _QUERY, 1),
+)
+# "G-577376 is your Google verification code": the code comes first
+CODE_FIRST = re.compile(
+    r"(?i)(?<![\w-])((?:[A-Z]{1,3}-)?\d{4,8})\s+is\s+your\s+(?:[\w-]+\s+){0,3}(?:code|pin|otp|passcode)\b"
+    r"|(?<![\w-])(\d{4,8})\s*(?:是|为)?(?:您|你)的[^。\n]{0,12}?(?:验证码|动态码|校验码)"
+    r"|(?i:\buse\s+)(\d{4,8})\s+(?i:to\s+(?:verify|log\s*in|sign\s*in|confirm|reset))"
+)
+# pgpass: host:port:database:user:password
+PGPASS = re.compile(r"(?m)^[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:(\S+)$")
+_TABLE_HEAD = re.compile(
+    r"(?i)password|passwd|pwd|secret|token|api[ _-]?key|credential|pin|code|密码|口令|密钥|令牌|验证码"
+)
+_UNIT = re.compile(
+    r"\s*(?:[-–]?\s*)?(?:digits?|characters?|chars?|letters?|symbols?|long|or more|minimum|位|个字符|字符|个字)", re.I
+)
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9])[ \t]*(?:\n|$)")
+_NEXT_ITEM = re.compile(r"[`'\"]?(?:[ \t]*[,，、;；][ \t]*|[ \t]+)[`'\"]?")
+_GROUPS = re.compile(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
+
+
+def _judge(how: str, text: str, a: int, b: int) -> bool:
+    value = text[a:b]
+    if how in ("strong", "zh", "wifi", "zhphrase"):
+        return is_value(value, 4) and not _described(text, b)
+    if how == "weak":
+        return is_token(value)
+    if how == "made":  # "the new key 9XslMuj…": after a weak word and a space only a made token counts
+        return made(value) or typed(value)
+    if how == "prose":
+        return is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value)
+    if how == "code":
+        digits = sum(c.isdigit() for c in value)
+        return digits >= 4 and digits >= len(value) - 2 and not _described(text, b)
+    if how == "phrase":
+        return is_value(value, 8)
+    return how in ("groups", "list")
+
+
+def _described(text: str, end: int) -> bool:
+    """A length or a rule, not a value: "12+ characters", "4-6 digits", "至少8位"."""
+    return bool(_UNIT.match(text, end))
+
+
+def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
+    """Where the value (or, for a list, each value) after a lead-in is."""
+    if how == "list":
+        out, at = [], start + 1
+        while (m := _LIST_ITEM.match(text, at)) is not None:
+            out.append(m.span(1))
+            at = m.end()
+        return out
+    if how == "groups":
+        m = _GROUPS.match(text, start)
+        return [m.span()] if m else []
+    if how == "wifi":
+        return [(start, _wifi_end(text, start))]
+    if how in ("zh", "zhphrase"):
+        a, b = value_span(text, start)
+        if text[a : a + 1] in "\"'`“「":
+            return [(a, b)]
+        more = [] if text[a:b].isalpha() else _same_shape(text, a, b)  # words: a passphrase; codes: a list
+        return [(a, b), *more] if more else [(a, _ascii_phrase_end(text, b))]
+    a, b = value_span(text, start, phrase=how == "phrase")
+    if how == "strong" and text[a:b].isalpha() and text[a:b].islower():
+        b = _words_to_line_end(text, b)  # "pw: violin lantern thunder walrus 5": a passphrase
+    return [(a, b), *_same_shape(text, a, b)] if how != "phrase" else [(a, b)]
+
+
+def _words_to_line_end(text: str, end: int) -> int:
+    m = re.match(r"(?:[ \t]+[a-z0-9]+){2,8}[ \t]*(?=\n|$)", text[end:])
+    return end + len(m.group().rstrip()) if m else end
+
+
+def _same_shape(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """The values after a first one, written in a row with separators and of the same shape (a list of codes)."""
+    first = text[a:b]
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]{4,22}[A-Za-z0-9]", first):
+        return []
+    out = []
+    while (sep := _NEXT_ITEM.match(text, b)) is not None:
+        m = re.match(r"[A-Za-z0-9-]+", text[sep.end() :])
+        if m is None or abs(len(m.group()) - len(first)) > 2:
+            break
+        a, b = sep.end(), sep.end() + len(m.group())
+        out.append((a, b))
+    return out
+
+
+def _ascii_phrase_end(text: str, end: int) -> int:
+    """In Chinese text a password is the ASCII after the word, spaces included ("wifi 密码 meadow saffron 94")."""
+    m = re.match(r"(?:[ \t]+[A-Za-z0-9!@#$%^&*_+=.,;:/?~-]+)+", text[end:])
+    return end + len(m.group().rstrip(".,;:")) if m else end
+
+
+class ContextDetector:
+    """Finds credentials by the words, flags and shapes around them."""
+
+    kinds = ("password", "secret", "code", "url credentials", "url secret")
+
+    def __init__(self) -> None:
+        self._leads = RuleSet([rule for rule, _ in LEADS])
+        self._how = [how for _, how in LEADS]
+        self._urls = RuleSet(URL_RULES, rank=250)
+
+    def find(self, text: str) -> list[Span]:
+        spans = self._find(text)
+        if "-" in text:  # slugs join words: read `wifi-password-is-X` as words too
+            spans += self._find(text.replace("-", " "), urls=False)
+        if "|" in text:
+            spans += table_values(text)
+        for m in CODE_FIRST.finditer(text):
+            group = next(i for i in (1, 2, 3) if m.group(i))
+            spans.append(Span(*m.span(group), "code", 260))
+        if ":" in text and "\n" in text or text.count(":") >= 4:
+            spans += [Span(*m.span(1), "password", 260) for m in PGPASS.finditer(text)]
+        return spans
+
+    def _find(self, text: str, urls: bool = True) -> list[Span]:
+        out = []
+        for lead in self._leads.find(text):
+            how = self._how[lead.rank]
+            for a, b in _values(how, text, lead.end):
+                if a < b and _judge(how, text, a, b):
+                    out.append(Span(a, b, lead.kind, 200 + lead.rank))
+        if urls:
+            out += self._urls.find(text)
+        return out
+
+
+def _wifi_end(text: str, start: int) -> int:
+    end = start
+    while end < len(text) and text[end] != ";" and text[end] != "\n":
+        end += 2 if text[end] == "\\" else 1
+    return min(end, len(text))
+
+
+def table_values(text: str) -> list[Span]:
+    """Cells of a Markdown table under a header that says password, token, key, 密码..."""
+    spans: list[Span] = []
+    columns: set[int] = set()
+    at = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            columns = set()
+        elif not re.fullmatch(r"\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?-*:?\s*", stripped):
+            cells = _cells(line)
+            heads = {i for i, (_, _, cell) in enumerate(cells) if _TABLE_HEAD.search(cell) and len(cell) < 40}
+            if heads and not columns:
+                columns = heads
+            else:
+                for i, (a, b, cell) in enumerate(cells):
+                    if i in columns and is_value(cell.strip("`\"' "), 4):
+                        spans.append(Span(at + a, at + b, "password", 260))
+        at += len(line)
+    return spans
+
+
+def _cells(line: str) -> list[tuple[int, int, str]]:
+    out = []
+    start = line.index("|") + 1
+    while (end := line.find("|", start)) >= 0:
+        raw = line[start:end]
+        lead = len(raw) - len(raw.lstrip())
+        cell = raw.strip()
+        out.append((start + lead, start + lead + len(cell), cell) if cell else (start, start, ""))
+        start = end + 1
+    return out

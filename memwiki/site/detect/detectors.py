@@ -1,0 +1,94 @@
+"""All classes together: what the privacy gate redacts, and what the site's final scan looks for.
+
+`Detectors.find(text)` gives the spans to withhold, sorted and disjoint; `Detectors.redact(text, label)` replaces
+each by `label(kind, secret)`. Both are deterministic. A span that stops inside a token is carried to the
+token's end, so no rule's short match leaves a tail of its secret behind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from memwiki.site.detect.context import ContextDetector
+from memwiki.site.detect.hosts import HostDetector
+from memwiki.site.detect.personal import PersonalDetector
+from memwiki.site.detect.providers import ProviderDetector
+from memwiki.site.detect.shapes import ShapeDetector
+from memwiki.site.detect.spans import Span, disjoint
+
+CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
+_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_+/=~$-]")
+_WHOLE_TOKEN_KINDS = frozenset({"token", "api key"}) | frozenset(
+    k
+    for k in (
+        "openai key",
+        "stripe key",
+        "aws key",
+        "github token",
+        "gitlab token",
+        "slack token",
+        "google key",
+        "hugging face token",
+        "npm token",
+        "sendgrid key",
+        "telegram token",
+        "jwt",
+    )
+)
+
+
+class Detectors:
+    """The five classes; `contact`: personal data and internal hosts too (on by default); `extra`: the user's
+    own patterns (kind "custom"); `library`: the provider libraries too."""
+
+    def __init__(self, contact: bool = True, extra: Iterable[re.Pattern[str]] = (), library: bool = True) -> None:
+        self.classes: list[object] = [ProviderDetector(library), ContextDetector(), ShapeDetector()]
+        if contact:
+            self.classes += [PersonalDetector(), HostDetector()]
+        self.extra = tuple(extra)
+        self.contact = contact
+        self.library = library
+
+    def describe(self) -> list[str]:
+        """What decides the spans (for cache keys): the classes and the user's patterns."""
+        return [type(c).__name__ for c in self.classes] + [p.pattern for p in self.extra]
+
+    def find(self, text: str) -> list[Span]:
+        """The spans of `text` to withhold, sorted and not overlapping (an overlap withholds the union)."""
+        if not text:
+            return []
+        spans: list[Span] = []
+        for detector in self.classes:
+            spans += detector.find(text)  # type: ignore[attr-defined]
+        if "_" in text:  # an id or a predicate joins a sentence's words with "_": read it as the sentence too
+            spaced = text.replace("_", " ")
+            for detector in self.classes[1:]:  # (provider keys hold "_" themselves)
+                spans += detector.find(spaced)  # type: ignore[attr-defined]
+        for pattern in self.extra:
+            spans += [Span(*m.span(), "custom", 999) for m in pattern.finditer(text) if m.end() > m.start()]
+        return disjoint([_whole(text, s) for s in spans])
+
+    def redact(self, text: str, label: Callable[[str, str], str]) -> tuple[str, list[str]]:
+        """`text` with each span replaced by `label(kind, secret)`, and the kinds replaced (in order)."""
+        spans = self.find(text)
+        if not spans:
+            return text, []
+        out, at = [], 0
+        for span in spans:
+            out += [text[at : span.start], label(span.kind, text[span.start : span.end])]
+            at = span.end
+        out.append(text[at:])
+        return "".join(out), [s.kind for s in spans]
+
+
+def _whole(text: str, span: Span) -> Span:
+    """A token's span carried to both ends of its token (a rule that stopped short leaves no tail)."""
+    if span.kind not in _WHOLE_TOKEN_KINDS:
+        return span
+    a, b = span.start, span.end
+    while a > 0 and _TOKEN_CHAR.match(text[a - 1]):
+        a -= 1
+    while b < len(text) and _TOKEN_CHAR.match(text[b]):
+        b += 1
+    return Span(a, b, span.kind, span.rank) if (a, b) != (span.start, span.end) else span

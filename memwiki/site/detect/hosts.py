@@ -1,0 +1,107 @@
+"""Class 4, internal hosts and addresses: what says where the owner's machines are.
+
+- Private addresses: RFC 1918, link-local, shared (100.64/10, Tailscale's nodes), IPv6 unique-local and
+  link-local, with a port when one follows.
+- Host names whose suffix is not a public suffix (the Public Suffix List as `publicsuffixlist` bundles it: no
+  download), written where a host is (a URL, `user@`, `:port`, after ssh/ping/host/server/主机...), and names
+  under the suffixes private networks use whatever the list says (`.lan`, `.local`, `.internal`, `.home.arpa`,
+  `.fritz.box`, `.consul`, `.ts.net`, ...).
+- Internal-looking subdomains of public domains: `git.corp.example.com`, `jenkins.internal.example.io`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from memwiki.site.detect.spans import Rule, RuleSet, Span
+
+_V4 = (
+    r"(?<![A-Za-z0-9.])(?:10(?:\.\d{1,3}){3}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}|192\.168(?:\.\d{1,3}){2}"
+    r"|169\.254(?:\.\d{1,3}){2}|100\.(?:6[4-9]|[7-9]\d|1[01]\d|12[0-7])(?:\.\d{1,3}){2})(?::\d{1,5})?(?!\.?\d)"
+)
+ADDRESS_RULES = (
+    Rule("private ip", _V4, r"(?:10|172\.(?:1[6-9]|2\d|3[01])|192\.168|169\.254|100\.\d{2,3})(?:\.\d{1,3}){1,3}\.\d"),
+    Rule(
+        "private ip",
+        r"(?i)(?<![A-Za-z0-9:])(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*[0-9a-f](?:%\w+)?(?![A-Za-z0-9:])",
+        r"(?i)f[cd][0-9a-f]{2}:|fe[89ab][0-9a-f]:",
+    ),
+)
+PRIVATE_SUFFIXES = tuple(
+    """lan local localdomain internal intranet intra corp home home.arpa priv private fritz.box consul ts.net
+    tailscale.net localhost docker.internal cluster.local svc k8s vpn office workgroup router gateway nas""".split()
+)
+INTERNAL_LABELS = frozenset(
+    "corp internal intranet intra int lan priv private office local home dmz mgmt ad corpnet inside".split()
+)
+_FILE_ENDINGS = frozenset(
+    """yaml yml json toml ini cfg conf txt log md rst html htm js mjs cjs ts tsx jsx py pyc pyi ipynb sh bash zsh
+    fish lock csv tsv xml svg png jpg jpeg gif webp pdf zip gz tgz bz2 xz tar whl egg so dll exe bin dat db sqlite
+    sqlite3 css scss map env example sample bak tmp swp pem crt key pub rs go java kt c h cpp hpp cs rb php lua pl
+    sql proto graphql vue svelte wasm jar war plist mod sum""".split()
+)
+_HOST = re.compile(
+    r"(?i)(?<![A-Za-z0-9_.-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,62}(?![A-Za-z0-9_-]|\.[A-Za-z0-9])"
+)
+_HOST_BEFORE = re.compile(
+    r"(?i)(?:://|@|\b(?:ssh|ping|host|hostname|server|curl|wget|nc|telnet|rsync|scp|mount|dig|nslookup|connect|at)"
+    r"\s+(?:-\S+\s+)*|(?:主机|服务器|地址|域名|内网)\s*[:：是为]?\s*|host(?:name)?\s*:\s*)$"
+)
+_HOST_AFTER = re.compile(r":\d{2,5}(?!\d)")
+
+
+@functools.cache
+def _psl() -> object:
+    from publicsuffixlist import PublicSuffixList
+
+    return PublicSuffixList()
+
+
+# the private ranges themselves, as documentation names them: no one's network is told by them
+_WELL_KNOWN_RANGES = frozenset(
+    "10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 169.254.0.0/16 100.64.0.0/10 fc00::/7 fd00::/8 fe80::/10".split()
+)
+
+
+class HostDetector:
+    """Finds private addresses and internal host names."""
+
+    kinds = ("private ip", "internal host")
+
+    def __init__(self) -> None:
+        self._addresses = RuleSet(ADDRESS_RULES, rank=400)
+
+    def find(self, text: str) -> list[Span]:
+        spans = self._addresses.find(text) if any(c.isdigit() for c in text) or ":" in text else []
+        spans = [s for s in spans if not _well_known_range(text, s)]
+        if "." in text:
+            spans += [Span(*m.span(), "internal host", 410) for m in _HOST.finditer(text) if _internal(text, m)]
+        return spans
+
+
+def _well_known_range(text: str, span: Span) -> bool:
+    m = re.match(r"/\d{1,3}", text[span.end : span.end + 4])
+    return m is not None and text[span.start : span.end] + m.group() in _WELL_KNOWN_RANGES
+
+
+def _internal(text: str, m: re.Match[str]) -> bool:
+    if text.startswith("…", m.end()):
+        return False  # a label cut short ("api.exampl…"): no host is named
+    host = m.group().lower().rstrip(".")
+    labels = host.split(".")
+    if labels[-1] in _FILE_ENDINGS or labels[-1].isdigit():
+        return False
+    if any(host.endswith("." + s) for s in PRIVATE_SUFFIXES):
+        return len(labels[0]) >= 2
+    psl = _psl()
+    registrable = psl.privatesuffix(host, accept_unknown=False)  # type: ignore[attr-defined]
+    if registrable is None:  # no public suffix: a private name, when it stands where a host stands (as written:
+        return m.group().islower() and _in_host_place(text, m)  # code's `Math.PI`, `p.test` are not hosts)
+    sub = host[: -len(registrable)].rstrip(".").split(".") if host != registrable else []
+    return any(label in INTERNAL_LABELS for label in sub)
+
+
+def _in_host_place(text: str, m: re.Match[str]) -> bool:
+    before = text[max(0, m.start() - 40) : m.start()]
+    return bool(_HOST_BEFORE.search(before) or _HOST_AFTER.match(text, m.end()))

@@ -1,0 +1,251 @@
+"""Class 3, personal data, from kept libraries where they exist.
+
+- Phone numbers of every region (`phonenumbers`, leniency VALID): international `+…` numbers in any region,
+  local ones as written in the regions whose users memwiki has (China, the US, the UK and a few more).
+- Numbers with a check digit (`python-stdnum`): IBANs, card numbers (Luhn), the Chinese resident id (grouped
+  with spaces or not), US social security numbers.
+- E-mail addresses, obfuscated ones too (`name [at] host [dot] com`, `name(at)host.com`, full-width ＠).
+- Ids that need a word to be ids: passports, WeChat, QQ, Telegram, LINE, WhatsApp, Signal; home addresses.
+- Wallet seed phrases: twelve or more words of a BIP-39 list (`mnemonic`'s lists, Chinese included).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import phonenumbers
+from stdnum import luhn
+from stdnum.iso7064 import mod_97_10
+from stdnum.cn import ric
+from stdnum.us import ssn
+
+from memwiki.site.detect.spans import NOT_A_LABEL, Span
+from memwiki.site.detect.values import value_span
+
+REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG", "KR")
+_PHONE_CANDIDATE = re.compile(r"(?<![\w.+/-])(?:\+|\(\d)?\d[\d \t().-]{6,18}\d(?![\w.]\d|[\w])")
+_DATE_OR_VERSION = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}")
+_DOTTED_PHONE = re.compile(r"^\d{3}\.\d{3}\.\d{4}$")  # 408.313.6571
+_BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,11}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+_CARD = re.compile(r"(?<![\d.])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d]|\.\d)")
+_RIC = re.compile(
+    r"(?<![\d])[1-9]\d{5}[ -]?(?:19|20)\d{2}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx](?![\dA-Za-z])|(?<!\d)\d{6}(?: \d{4}){3}(?: ?[\dXx]{2})(?![\dA-Za-z])"
+)
+_SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_EMAIL = re.compile(r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+[@＠](?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
+_HASH_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]{2,64}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)(?![\w-])")
+_AT_WORD = re.compile(r"[\[({<（【]\s*(?:at|@)\s*[\])}>）】]|\sat\s|艾特")
+_AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特)\s*"
+_DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s)\s*"
+_EMAIL_OBFUSCATED = re.compile(
+    rf"(?i)(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{{2,64}}{_AT}[A-Za-z0-9-]{{2,63}}(?:(?:{_DOT}|\.)[A-Za-z0-9-]{{2,24}})+"
+)
+_ID_WORDS = {
+    "passport": r"passport(?:\s*(?:no\.?|number|#))?|护照(?:号码?)?|護照(?:號碼?)?|パスポート",
+    "wechat": r"wechat(?:\s*id)?|weixin|微信(?:号|號|id)?|vx|wx",
+    "qq": r"qq(?:\s*(?:号|號|number|no\.?))?|扣扣|q\s*我",
+    "messenger": r"(?:telegram|tg|line(?:\s*id)|whatsapp|signal|电报|discord(?:\s*id)?|skype|钉钉|飞书|instagram|ig"
+    r"|twitter|微博|小红书|抖音|threads|mastodon|bluesky)"
+    r"(?:\s*(?:user(?:name)?|id|handle|number|号|账号))?",
+    "address": r"home\s+address|mailing\s+address|street\s+address|i\s+live\s+at|住址|家庭住址|家住|住在|收货地址|寄到"
+    r"|(?:我家|家里|家的|住宅|收件|寄件|公寓)?地址(?:是|为)?",
+    "id number": r"ssn|social(?:\s+security)?(?:\s+number)?|身份证(?:号码?)?|身份證(?:號碼?)?|身分證(?:字號|號碼?)?|身份证字号|社保号|驾照号"
+    r"|national\s+(?:id|insurance)(?:\s+number)?|ni\s+number|nino|aadhaar(?:\s+(?:number|no\.?))?|pan(?:\s+no\.?)|证件号码?|證件號碼?|通行证(?:号码?)?"
+    r"|通行證(?:號碼?)?|回乡证|台胞证|居留证|tax\s+id|税号|driver'?s\s+licen[cs]e(?:\s+number)?|学号|工号|医保卡?号|健保卡?号"
+    r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?",
+}
+_ID_SEP = r"\s*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?\s*(?:[\"'“‘`「]|t\.me/)?"
+_ID_LEAD = {
+    kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?![A-Za-z]){_ID_SEP}" + NOT_A_LABEL)
+    for kind, words in _ID_WORDS.items()
+}
+_ID_VALUE = {
+    "passport": re.compile(r"[A-Za-z]{0,2}\d{6,9}|[A-Za-z0-9]{6,9}"),
+    "wechat": re.compile(r"@?[A-Za-z][-_A-Za-z0-9]{5,19}|1[3-9]\d{9}"),
+    "qq": re.compile(r"[1-9]\d{4,10}"),
+    "messenger": re.compile(r"(?:t\.me/|@)[A-Za-z][A-Za-z0-9_.]{3,31}|\+?\d[\d -]{6,16}\d|[A-Za-z][A-Za-z0-9_.]{4,31}"),
+    "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]{4,24}[A-Za-z0-9](?![A-Za-z0-9])"),
+}
+_STREET = (
+    r"Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Grove|Drive|Dr|Court|Ct|Way|Place|Pl|Close|Crescent|Terrace|Boulevard"
+    r"|Blvd|Square|Sq|Gardens|Mews|Row|Walk|Hill|Park|Parkway|Pkwy|Highway|Hwy|Straße|Strasse|Gasse|Weg|Rue"
+)
+_ADDRESS_EN = re.compile(
+    r"(?:(?:Flat|Apt\.?|Apartment|Unit|Suite|Room)\s+\w{1,5},?\s+)?\b\d{1,5}[A-Za-z]?,?\s+(?:[A-Z][a-z]+\s+){1,3}"
+    rf"(?:{_STREET})\b\.?(?:,?\s+(?:Apt\.?|Unit|Suite|\#)\s*\w{{1,5}})?(?:,?\s+[A-Z][a-z]+(?:\s[A-Z][a-z]+){{0,2}})?(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s?\d[A-Z]{{2}}|,?\s+[A-Z]{{2}}\s+\d{{5}})?"
+)
+_ADDRESS_DE = re.compile(
+    r"\b[A-ZÄÖÜ][a-zäöüß]+(?:str\.|straße|strasse|weg|gasse|platz|allee|ring)\s+\d{1,4}[a-z]?(?:,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+)?"
+)
+_ADDRESS_ZH = re.compile(
+    r"(?:[\u4e00-\u9fff]{2,6}(?:省|自治区|市)){0,2}[\u4e00-\u9fff]{1,8}(?:区|县|市|镇)[\u4e00-\u9fff0-9]{1,20}"
+    r"(?:路|街|道|巷|弄|大道|胡同|里)[0-9一二三四五六七八九十]+号(?:[\u4e00-\u9fff0-9A-Za-z-]{0,30}(?:栋|幢|号楼|单元|室|楼|层))*"
+)
+_WXID = re.compile(r"(?<![A-Za-z0-9])wxid_[a-z0-9]{8,}")
+_SEED_SEP = re.compile(r"[\s,，、;]+(?:\d{1,2}[.):]\s*)?")
+
+
+@functools.cache
+def _wordlist(language: str) -> frozenset[str]:
+    from mnemonic import Mnemonic
+
+    return frozenset(Mnemonic(language).wordlist)
+
+
+class PersonalDetector:
+    """Finds phone numbers, checked numbers, e-mail addresses, ids by context and seed phrases."""
+
+    kinds = (
+        "phone",
+        "email",
+        "card number",
+        "iban",
+        "id number",
+        "passport",
+        "wechat",
+        "qq",
+        "messenger",
+        "address",
+        "seed phrase",
+    )
+
+    def find(self, text: str) -> list[Span]:
+        spans: list[Span] = []
+        if "@" in text or "＠" in text:
+            spans += [Span(*m.span(), "email", 300) for m in _EMAIL.finditer(text) if not _scm_remote(text, m)]
+        low = text.lower()
+        if "#" in text:
+            spans += [Span(*m.span(), "email", 300) for m in _HASH_EMAIL.finditer(text)]
+        if _AT_WORD.search(low):
+            spans += [Span(*m.span(), "email", 300) for m in _EMAIL_OBFUSCATED.finditer(text)]
+        if sum(c.isdigit() for c in text) >= 7:
+            spans += self._numbers(text)
+        spans += self._ids(text, low)
+        if any(c.isdigit() for c in text):
+            spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_EN.finditer(text)]
+            spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_DE.finditer(text)]
+            if "号" in text:
+                spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_ZH.finditer(text)]
+        spans += seed_phrases(text)
+        return spans
+
+    def _numbers(self, text: str) -> list[Span]:
+        spans = []
+        for m in _IBAN.finditer(text):
+            if _iban(m.group()):
+                spans.append(Span(*m.span(), "iban", 310))
+        for m in _CARD.finditer(text):
+            digits = re.sub(r"\D", "", m.group())
+            if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and luhn.is_valid(digits):
+                spans.append(Span(*m.span(), "card number", 311))
+        for m in _RIC.finditer(text):
+            if ric.is_valid(re.sub(r"[ -]", "", m.group())):
+                spans.append(Span(*m.span(), "id number", 312))
+        for m in _SSN.finditer(text):
+            if ssn.is_valid(m.group()):
+                spans.append(Span(*m.span(), "id number", 313))
+        for m in _PHONE_CANDIDATE.finditer(text):
+            if _is_phone(m.group().strip()):
+                spans.append(Span(*m.span(), "phone", 314))
+        return spans
+
+    def _ids(self, text: str, low: str) -> list[Span]:
+        spans = [Span(*m.span(), "wechat", 320) for m in _WXID.finditer(text)] if "wxid_" in low else []
+        for kind, lead in _ID_LEAD.items():
+            for m in lead.finditer(text):
+                start = m.end()
+                if kind == "address":
+                    a, b = value_span(text, start, phrase=True)
+                    if b - a >= 6:
+                        spans.append(Span(a, b, kind, 321))
+                    continue
+                value = _ID_VALUE[kind].match(text, start)
+                if value and any(c.isdigit() for c in value.group()) | (kind in ("wechat", "messenger")):
+                    if kind in ("wechat", "messenger") and m.end() == m.start() + len(m.group().rstrip()):
+                        if not re.search(r"[:：=是]|\bis\b|\s@|id", m.group(), re.I):
+                            continue  # "WeChat group" is not an id: a wechat id needs a separator or "id"
+                    spans.append(Span(*value.span(), kind, 322))
+        return spans
+
+
+def _iban(candidate: str) -> bool:
+    """An IBAN's own check (ISO 7064 mod 97-10); a bank's national check digits are not asked for."""
+    compact = candidate.replace(" ", "")
+    return 15 <= len(compact) <= 34 and mod_97_10.is_valid(compact[4:] + compact[:4])
+
+
+def _scm_remote(text: str, m: re.Match[str]) -> bool:
+    """`git@github.com:owner/repo`: a version-control service's account, not a person's address."""
+    return m.group().split("@")[0].lower() in ("git", "hg", "svn") and text[m.end() : m.end() + 1] == ":"
+
+
+def _is_phone(candidate: str) -> bool:
+    digits = sum(c.isdigit() for c in candidate)
+    if not 7 <= digits <= 15 or (_DATE_OR_VERSION.search(candidate) and not _DOTTED_PHONE.match(candidate)):
+        return False
+    if candidate.isdigit() and not _BARE_PHONE.match(candidate):
+        return False  # an unbroken number is a count, an id, a port...: only the shapes phones are written in
+    candidate = candidate.replace("(0)", " ")  # a trunk prefix written beside a country code
+    groups = [g for g in re.split(r"[\s().+-]+", candidate) if g]
+    if any(len(g) == 1 for g in groups[2 if candidate.startswith("+") else 1 :]) or any(len(g) < 3 for g in candidate.split(".")[1:]):
+        return False  # decimals and coordinates (`6.5 6.5 0 0 1`, `1.61-.59`), not a number written in groups
+    regions: tuple[str | None, ...] = (None,) if candidate.startswith("+") else REGIONS
+    if not candidate.startswith("+") and not candidate[0] in "0(" and not candidate.isdigit():
+        candidate_plus = "+" + candidate  # "852-5674 7258": a country code without its plus
+        try:
+            if phonenumbers.is_valid_number(phonenumbers.parse(candidate_plus, None)):
+                return True
+        except phonenumbers.NumberParseException:
+            pass
+    for region in regions:
+        try:
+            number = phonenumbers.parse(candidate, region)
+        except phonenumbers.NumberParseException:
+            continue
+        # written with its country code, a number need only be possible there; written locally, valid
+        if phonenumbers.is_valid_number(number) or (region is None and phonenumbers.is_possible_number(number)):
+            return True
+    return False
+
+
+def seed_phrases(text: str) -> list[Span]:
+    """Twelve or more BIP-39 words in a row (English), or twelve or more list characters written apart (Chinese)."""
+    spans = []
+    words = _wordlist("english")
+    run_start = run_end = -1
+    count = 0
+    for m in re.finditer(r"[A-Za-z]+", text):
+        w = m.group().lower()
+        gap = text[run_end : m.start()] if count else ""
+        if w in words and (not count or _SEED_SEP.fullmatch(gap)):
+            if not count:
+                run_start = m.start()
+            count += 1
+            run_end = m.end()
+        else:
+            if count >= 12:
+                spans.append(Span(run_start, run_end, "seed phrase", 330))
+            count = 0
+            if w in words:
+                run_start, run_end, count = m.start(), m.end(), 1
+    if count >= 12:
+        spans.append(Span(run_start, run_end, "seed phrase", 330))
+    if any("\u4e00" <= c <= "\u9fff" for c in text):
+        zh = _wordlist("chinese_simplified") | _wordlist("chinese_traditional")
+        for m in re.finditer(r"(?:[\u4e00-\u9fff][\s,，、]+){11,}[\u4e00-\u9fff]", text):
+            run: list[int] = []  # positions of consecutive list characters written apart
+            for i in range(m.start(), m.end()):
+                c = text[i]
+                if c.isspace() or c in ",，、":
+                    continue
+                if c in zh and (not run or text[run[-1] + 1 : i].strip(" \t,，、") == ""):
+                    run.append(i)
+                else:
+                    if len(run) >= 12:
+                        spans.append(Span(run[0], run[-1] + 1, "seed phrase", 330))
+                    run = [i] if c in zh else []
+            if len(run) >= 12:
+                spans.append(Span(run[0], run[-1] + 1, "seed phrase", 330))
+    return spans

@@ -1,0 +1,188 @@
+"""Class 2, secret-shaped tokens: what a key looks like, with no word around it.
+
+- Key blocks of any kind: `-----BEGIN … PRIVATE KEY-----` (PEM, OpenSSH, PGP's `PRIVATE KEY BLOCK`), PuTTY
+  `.ppk` files, and base64 blobs of them (`LS0tLS1CRUdJTi…`, as kubeconfig's `client-key-data` holds).
+- Made tokens: a run of a token alphabet long enough and random enough (Shannon entropy and how often the
+  characters switch between lower case, upper case, digits and symbols), read whole with any prefix
+  (`sk-ant-api03-…`), and carried over a line break when the next line goes on with the same token.
+
+Allowed, because a wiki reader needs them: versions, dates, paths and URLs' words, public host names, UUIDs,
+git SHAs and content hashes (hex of 7–12, 40, 64 or 128 digits; `sha256:`, `sha512-` and such prefixes),
+colours, and identifiers made of words. A lower-cased copy of a token (a graph id, a slug) is still a token.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from memwiki.site.detect.spans import Span
+
+_RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/=_~.-]{15,}")
+_KEY_BLOCK = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*(?:PRIVATE KEY|PRIVATE KEY BLOCK|SECRET KEY|ENCRYPTED [A-Z ]*)-----[\s\S]*?"
+    r"(?:-----END [A-Z0-9 ]*-----|\Z)"
+)
+_PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC:\s*[0-9a-fA-F]+|\Z)")
+_B64_KEY = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}")  # base64 of "-----BEGIN"
+_B64_LINES = re.compile(r"(?:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n|$)){3,}", re.M)  # a key's body, header lost
+_HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sri)[-:]\s*[+/]?$")
+_KEY_WORDS = re.compile(r"(?i)wallet|priv(?:ate)?[ _-]?key|privkey|secret|私钥|钱包|seed")
+_HASH_WORDS = re.compile(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|commit|sum\b|摘要|校验")
+_HASHED = re.compile(r"(?i)^(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?)[-:]")  # an integrity or digest string
+_UUID = re.compile(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_HEX = re.compile(r"^[0-9a-f]+$|^[0-9A-F]+$")
+_VERSIONISH = re.compile(r"^[vV]?\d+(?:[._-]\d+)+(?:[._+-]?[A-Za-z]+\d*)*$")
+_SPLIT = re.compile(r"[_.~/+=-]+")
+_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_WORD = re.compile(
+    r"^(?:[A-Za-z][a-z]*[aeiouy][a-z]*\d{0,3}|[A-Z]{1,5}\d{0,3}|(?=[A-Z]{2,9}$)[A-Z]*[AEIOUY][A-Z]*"
+    r"|[A-Za-z][a-z]{0,2}\d{0,3}|\d+)$"
+)
+_HASH_LENGTHS = frozenset({40, 64, 96, 128}) | frozenset(range(7, 13))
+
+
+def entropy(s: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(s)
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _class(c: str) -> int:
+    return 0 if c.islower() else 1 if c.isupper() else 2 if c.isdigit() else 3
+
+
+def switches(s: str) -> float:
+    """How often neighbouring characters change class (lower, upper, digit, symbol), per character: about 0.5 for
+    a random base62 token, under 0.2 for words and identifiers."""
+    return sum(_class(a) != _class(b) for a, b in zip(s, s[1:], strict=False)) / max(len(s) - 1, 1)
+
+
+def made(token: str) -> bool:
+    """Whether `token` looks generated rather than written: long and random enough for its alphabet."""
+    core = token.strip("=.-_~")
+    n = len(core)
+    if n < 16:
+        return False
+    if _UUID.match(core) or _VERSIONISH.match(core):
+        return False
+    if _HEX.match(core):
+        return n not in _HASH_LENGTHS and n >= 24 and entropy(core) > 3.3  # (a 32-digit hex key; hashes stay)
+    if _written(core):
+        return False  # words joined: an identifier, a path, a slug
+    digits = sum(c.isdigit() for c in core)
+    letters = sum(c.isalpha() for c in core)
+    if letters < 4:
+        return False  # a number with separators: a date, a phone, a version
+    e, sw = entropy(core), switches(core)
+    upper = any(c.isupper() for c in core)
+    lower = any(c.islower() for c in core)
+    if upper and lower:
+        return e >= 3.6 and sw >= 0.28 and (digits > 0 or n >= 24)
+    # one case only (a lower-cased copy of a token, or an upper-case key): a long random part, digits mixed in
+    return any(_one_case_made(p) for p in re.split(r"[-_.~]+", core))
+
+
+def _one_case_made(part: str) -> bool:
+    """A part in one case: digits mixed in, or letters too poor in vowels to be words (a lower-cased key)."""
+    if len(part) < 16 or not part.isalnum() or entropy(part) < 3.4:
+        return False
+    digits = sum(c.isdigit() for c in part)
+    letters = [c for c in part.lower() if c.isalpha()]
+    vowels = sum(c in "aeiouy" for c in letters) / max(len(letters), 1)
+    return (digits >= 3 and switches(part) >= 0.25) or (len(part) >= 20 and digits >= 1 and vowels < 0.25)
+
+
+def _written(token: str) -> bool:
+    """Words joined by separators or camel case (`site-packages`, `MyServiceName2024`, `getElementById`): each
+    part a pronounceable word, an abbreviation or a short number, and most letters in words of three or more."""
+    parts = []
+    for seg in _SPLIT.split(token):
+        if len(re.findall(r"(?<=[A-Za-z])\d|(?<=\d)[A-Za-z]", seg)) > 2:
+            return False  # letters and digits interleaved: made, not written
+        camel = _CAMEL.findall(seg)
+        parts += camel if "".join(camel) == seg else [seg]
+    if not parts or not all(_WORD.match(p) for p in parts):
+        return False
+    letters = [sum(c.isalpha() for c in p) for p in parts]
+    return sum(n for n in letters if n >= 3) >= 0.6 * max(sum(letters), 1)
+
+
+def _best_part(token: str) -> bool:
+    """A token whose own run is not made may still carry a made part (`discord_bot_token_mtycupkl…`)."""
+    return any(made(p) for p in re.split(r"[-_./:]+", token) if len(p) >= 16)
+
+
+class ShapeDetector:
+    """Finds key blocks and made tokens; used by the gate and, on its own, by the site's final scan."""
+
+    kinds = ("private key", "token")
+
+    def find(self, text: str) -> list[Span]:
+        spans: list[Span] = []
+        if "-----BEGIN" in text:
+            spans += [Span(*m.span(), "private key", 100) for m in _KEY_BLOCK.finditer(text)]
+        if "PuTTY-User-Key-File" in text:
+            spans += [Span(*m.span(), "private key", 100) for m in _PUTTY.finditer(text)]
+        if "LS0tLS1CRUdJTi" in text:
+            spans += [Span(*m.span(), "private key", 100) for m in _B64_KEY.finditer(text)]
+        if "\n" in text:
+            spans += [Span(m.start(), m.end(), "private key", 100) for m in _B64_LINES.finditer(text)]
+        if "\n" in text:  # a token wrapped over lines, each line only a part of it
+            for m in _TOKEN_LINES.finditer(text):
+                joined = "".join(m.group().split())
+                if made(joined) and not made(m.group().split()[0]):
+                    spans.append(Span(m.start(), m.end(), "token", 500))
+        for m in _QUOTED.finditer(text):  # '8ECa(#!LRGfHp': quoted, and typed like a password
+            if typed(m.group(2)):
+                spans.append(Span(m.start(2), m.end(2), "password", 500))
+        for m in _RUN.finditer(text):
+            token = m.group()
+            if _HASH_PREFIX.search(text, max(0, m.start() - 8), m.start()) or _HASHED.match(token):
+                continue
+            if "redacted" in token.lower():
+                continue  # a label, slugged into a URL or an id
+            if _HEX.match(token):
+                if _KEY_WORDS.search(text, max(0, m.start() - 40), m.start()) and len(token) >= 32:
+                    spans.append(Span(m.start(), m.end(), "private key", 500))  # a wallet's key, not a digest
+                    continue
+                if _HASH_WORDS.search(text, max(0, m.start() - 32), m.start()):
+                    continue  # a digest named as one
+            if made(token) or _best_part(token):
+                a, b = m.start(), _wrapped_end(text, m.end())
+                spans.append(Span(a, b, "token", 500))
+        return spans
+
+
+_QUOTED = re.compile(r"""(?<![\w])(['"`‘“])([^\s'"`‘’“”]{8,64})(['"`’”])""")
+_TOKEN_LINES = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*)+$")
+
+
+def typed(value: str) -> bool:
+    """A password as people type one: no spaces, symbols inside it, and three kinds of character or all four."""
+    if value.startswith(("http", "/", "$", "{", "<", "%", "#")):
+        return False
+    if _written(re.sub(r"[^A-Za-z0-9]+", "_", value).strip("_")):
+        return False  # code: `secrets.token_urlsafe(32)`
+    classes = {_class(c) for c in value}
+    inner = sum(_class(c) == 3 for c in value[1:-1])
+    if "/" in value or "\\" in value or re.search(r"\.[a-z]{1,5}$", value):
+        return False  # a path, a URL, a file name
+    if classes == {0, 1, 2, 3}:
+        return inner >= 1
+    return classes == {0, 1, 3} and inner >= 2 and len(value) >= 10
+
+
+_NEXT_LINE = re.compile(r"\n[ \t]*([A-Za-z0-9+/=_-]{6,})(?=\s|$)")
+
+
+def _wrapped_end(text: str, end: int) -> int:
+    """A token cut by a line break goes on on the next line when that line is one more run of its alphabet."""
+    while end < len(text) and text[end] == "\n":
+        m = _NEXT_LINE.match(text, end)
+        if m is None or not (made(m.group(1)) or switches(m.group(1)) >= 0.3):
+            break
+        end = m.end()
+    return end

@@ -1,0 +1,113 @@
+"""Where a credential's value ends, and whether it is a value at all.
+
+A value is read to its natural end: a quoted value to its closing quote (an escaped `\\"` included), a bare one
+to white space, a closing quote or CJK punctuation. `!`, `;`, `,`, `#` and brackets inside a password are part of
+it; only a sentence's `.,;:` right before a space or the end, and a bracket closing what the value never opened,
+are left out.
+"""
+
+from __future__ import annotations
+
+import re
+
+QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
+_STOP = frozenset("\"'`“”‘’「」『』«»，。；、！？：（）【】《》\u3000")
+_TRAILING = ".,;:"
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+MAX_VALUE = 400  # a value longer than this is cut there (the rest is redacted with it)
+
+# words that describe a credential rather than being one ("secret: optional", "password is required")
+NOT_VALUES = frozenset(
+    """optional required none null nil true false yes no empty unset set hidden redacted masked placeholder
+    example sample dummy test xxx tbd todo n/a na unknown same wrong correct incorrect invalid valid expired
+    missing changed needed strong weak short long blank default see below above here there it this that same
+    enabled disabled on off ok fine stored saved reset rotated unchanged secret password token key the a an
+    your my our their his her its in at for from with via by of to and or not never always also only""".split()
+)
+_PLACEHOLDER = re.compile(
+    r"^(?:\$\{.*|\$\(.*|\{\{.*|\$[A-Z_][A-Z0-9_]*|<[^<>]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
+    r"\[[^\]]*\]|your[-_ ]?\w*|changeme|change[-_]me|redacted.*)$",
+    re.IGNORECASE,
+)
+
+
+def value_span(text: str, start: int, phrase: bool = False) -> tuple[int, int]:
+    """The value that starts at `start`: (start, end) without its quotes; `phrase`: an unquoted value runs to the
+    end of its clause, spaces included (a passphrase, a seed phrase)."""
+    n = len(text)
+    if start >= n:
+        return start, start
+    if text.startswith('\\"', start) or text.startswith("\\'", start):
+        quote = text[start : start + 2]
+        end = text.find(quote, start + 2, start + 2 + MAX_VALUE)
+        return start + 2, end if end > 0 else _bare_end(text, start + 2)
+    closer = QUOTES.get(text[start])
+    if closer is not None:
+        end = start + 1
+        while end < n and end - start < MAX_VALUE and text[end] != closer and text[end] != "\n":
+            end += 2 if text[end] == "\\" and closer == '"' else 1
+        return start + 1, min(end, n)
+    if phrase:
+        return start, _phrase_end(text, start)
+    return start, _bare_end(text, start)
+
+
+def _bare_end(text: str, start: int) -> int:
+    n = len(text)
+    end = start
+    limit = min(n, start + MAX_VALUE)
+    while end < limit:
+        c = text[end]
+        if text.startswith("\\\n", end):  # a shell line continuation: the value goes on
+            end += 2
+            continue
+        if c.isspace() or c in _STOP or _cjk(c) or text.startswith('\\"', end) or text.startswith("\\n", end):
+            break
+        end += 1
+    value = text[start:end]
+    while value and (value[-1] in _TRAILING or _unopened(value)):
+        value = value[:-1]
+    return start + len(value)
+
+
+def _cjk(c: str) -> bool:
+    """A CJK character or full-width form: a typed password is ASCII, so a value ends where Chinese resumes."""
+    return "\u2e80" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff" or "\uff00" <= c <= "\uffef"
+
+
+def _unopened(value: str) -> bool:
+    opener = _CLOSERS.get(value[-1])
+    return opener is not None and value.count(opener) < value.count(value[-1])
+
+
+def _phrase_end(text: str, start: int) -> int:
+    end = start
+    limit = min(len(text), start + MAX_VALUE)
+    while (
+        end < limit
+        and text[end] not in "\n。；，,;"
+        and not (text[end] == "." and text[end + 1 : end + 2] in ("", " "))
+    ):
+        end += 1
+    while end > start and text[end - 1] in " \t" + _TRAILING:
+        end -= 1
+    return end
+
+
+def is_value(value: str, min_len: int = 4) -> bool:
+    """A plausible credential: long enough, not a describing word, not a placeholder."""
+    v = value.strip()
+    if len(v) < min_len or v.casefold() in NOT_VALUES or _PLACEHOLDER.match(v):
+        return False
+    return not v.startswith("[redacted")
+
+
+def is_token(value: str, min_len: int = 8) -> bool:
+    """A value after a weak word (`key`, `token`, `code`): it must look made, not written (a digit, or mixed case,
+    or a symbol inside), so `key: enter` and `token: expired` stay."""
+    if not is_value(value, min_len):
+        return False
+    digits = any(c.isdigit() for c in value)
+    letters = any(c.isalpha() for c in value)
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return (digits and letters and len(value) >= 10) or (mixed and len(value) >= 16)

@@ -1,0 +1,110 @@
+"""Benchmark: the privacy gate and the site's final scan, this checkout beside a baseline checkout.
+
+The gate is timed as a build uses it: every layer of a store read through `PrivacyFilter` (persona, hot memory,
+sinks, memories, graph, sessions with their messages, wiki pages), each string cleaned once. The scan is
+`SiteScan` over a built site (no scan cache: every file read). Each side runs in its own process, importing
+memwiki from its own checkout, `--runs` times alternately; the median, the process's peak RSS and the ratio
+to the baseline are printed with the load average.
+
+    git worktree add /tmp/memwiki-base HEAD          # the code before the change
+    python scripts/bench_gate.py --store .cache/bench_build/10000/store --site .cache/bench_build/10000/site \\
+        --baseline /tmp/memwiki-base --runs 3
+
+`--store` and `--site` are what `scripts/bench_build.py --sizes 10000` generates and builds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+store, site, what = sys.argv[1], sys.argv[2], sys.argv[3]
+out = {}
+if what == "gate":
+    from memwiki.store import Store
+    from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+    try:
+        from memwiki.site.privacy import load_key
+        key = load_key()
+    except ImportError:
+        key = None
+    with Store.open(store) as opened:
+        reader = opened.reader()
+        t0 = time.perf_counter()
+        gate = PrivacyFilter(reader, PrivacyRules(), key=key)
+        n = 0
+        gate.persona()
+        n += sum(len(h.entries) for h in gate.hot_files())
+        n += len(gate.sinks())
+        n += sum(1 for _ in gate.memories())
+        n += len(gate.entities()) + len(gate.triples())
+        for s in gate.sessions():
+            n += len(gate.messages(s.id))
+        n += len(gate.wiki_pages())
+        out["seconds"] = time.perf_counter() - t0
+        out["records"] = n
+else:
+    try:
+        from memwiki.site.detect import Detectors
+    except ImportError:
+        from memwiki.site.detectors import Detectors
+    from memwiki.site.site_scan import SiteScan
+    t0 = time.perf_counter()
+    scan = SiteScan(Detectors(library=False), [])
+    leaks = scan.scan(Path(site))
+    out["seconds"] = time.perf_counter() - t0
+    out["findings"] = len(leaks)
+    out["files"] = scan.read_files
+out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def run(checkout: Path, store: Path, site: Path, what: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(store), str(site), what],
+        cwd=checkout, env=env, capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{checkout} {what}: failed\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--site", type=Path, required=True)
+    parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the code before the change")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    sides = {"baseline": args.baseline.resolve(), "this": ROOT}
+    for what in ("gate", "scan"):
+        results: dict[str, list[dict]] = {name: [] for name in sides}
+        for _ in range(args.runs):
+            for name, checkout in sides.items():
+                results[name].append(run(checkout, args.store.resolve(), args.site.resolve(), what))
+        load = os.getloadavg()
+        medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in results.items()}
+        for name, rs in results.items():
+            extra = {k: v for k, v in rs[-1].items() if k not in ("seconds", "peak_mb")}
+            print(
+                f"{what:4} {name:8} median {medians[name]:7.2f} s over {len(rs)} runs, "
+                f"peak {max(r['peak_mb'] for r in rs):6.0f} MB, {extra}"
+            )
+        print(f"{what:4} ratio this/baseline {medians['this'] / medians['baseline']:.2f}   "
+              f"(load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Each class of the privacy gate's detectors on its own: what it must find (the whole value, to its natural end)
+and what it must leave (ordinary technical text a wiki reader needs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memwiki.site.detect import Detectors
+from memwiki.site.detect.context import ContextDetector
+from memwiki.site.detect.hosts import HostDetector
+from memwiki.site.detect.personal import PersonalDetector
+from memwiki.site.detect.providers import ProviderDetector
+from memwiki.site.detect.shapes import ShapeDetector, made
+
+
+def found(detector: object, text: str) -> list[str]:
+    return [text[s.start : s.end] for s in detector.find(text)]  # type: ignore[attr-defined]
+
+
+def redacted(text: str) -> str:
+    return Detectors().redact(text, lambda kind, secret: "[R]")[0]
+
+
+# (text, the secret that must go whole)
+CONTEXT = [
+    ("my password is eWxA!NZ8r;q,2 for the NAS", "eWxA!NZ8r;q,2"),
+    ("WiFi密码是 7HZ;8cQ#x9，别告诉别人", "7HZ;8cQ#x9"),
+    ('{"args": "{\\"MYSQL_ROOT_PASSWORD\\": \\"CxCW8kq!2z\\"}"}', "CxCW8kq!2z"),
+    ("mysql -uroot -pS3cr3t!x db", "S3cr3t!x"),
+    ("sshpass -p 'hunter2 xyz' ssh pi@nas", "hunter2 xyz"),
+    ("docker login -u bob -p Tr0ub4dor registry.example.com", "Tr0ub4dor"),
+    ("curl -u admin:Sup3r#pw https://api.example.com", "Sup3r#pw"),
+    (
+        "https://a.example.com/login?next=https%3A%2F%2Fb.example.com%2Fcb%3Frefresh_token%3DAbCdEf123456%26x%3D1",
+        "AbCdEf123456",
+    ),
+    ("WIFI:S:HomeNet;T:WPA;P:pa55w0rd!x;;", "pa55w0rd!x"),
+    ("set password to Tr0ub4dor&3 please", "Tr0ub4dor&3"),
+    ("我把密码改成 xK9#mm2Lq 了", "xK9#mm2Lq"),
+    ("The Grafana password got reset, it's now Maple1173*", "Maple1173*"),
+    ("door code 4821#", "4821#"),
+    ("passphrase: correct horse battery staple", "correct horse battery staple"),
+    ("redis-cli -a Ili9RkFYb23s57r 登录后执行", "Ili9RkFYb23s57r"),
+    ("requirepass 0Xks3KQlQb", "0Xks3KQlQb"),
+    ("machine example.com login bob password s3cr3tPW", "s3cr3tPW"),
+    ("db.example.com:5432:app:bob:pgPa55word", "pgPa55word"),
+    ("| service | user | password |\n|---|---|---|\n| nas | admin | Pa55word! |", "Pa55word!"),
+    ("G-577376 is your Google verification code.", "G-577376"),
+    ("客人来了告诉他们 wifi 密码 meadow saffron staple 94", "meadow saffron staple 94"),
+    ('export API_KEY="sk-cfb7c44a4b1110d941\\\n8a242157440cbe"', "sk-cfb7c44a4b1110d941\\\n8a242157440cbe"),
+    ("Google recovery codes:\n- FNPB-UQAL-BMPZ\n- U9JS-W5TP-N4VA\n- OAR2-XBGB-EAIO", "OAR2-XBGB-EAIO"),
+    ("TOTP secret (in case I lose my phone): ME6TVXTJFHGVBNKP", "ME6TVXTJFHGVBNKP"),
+]
+SHAPES = [
+    ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
+    ("hvs.CAESIJ8Q1x7kq9Zs3Vd2Lw0pN4mRtY is the vault token", "hvs.CAESIJ8Q1x7kq9Zs3Vd2Lw0pN4mRtY"),
+    ("discord_bot_token_mtycupklmjqymzq4odkxmtyzmw.gx4h2c.ab12cd34", "mtycupklmjqymzq4odkxmtyzmw"),
+    ("client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVB", "LS0tLS1CRUdJTiBSU0E"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAA",
+    ),
+    ("PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAAIFxk3oZ\nPrivate-MAC: 8f3a", "AAAAIFxk3oZ"),
+    ("Typed '8ECa(#!LRGfHp' into the prompt", "8ECa(#!LRGfHp"),
+]
+PERSONAL = [
+    ("call me at 1-415-555-2671 tomorrow", "1-415-555-2671"),
+    ("UK mobile 07911 123456", "07911 123456"),
+    ("手机 138 1234 5678", "138 1234 5678"),
+    ("IBAN DE89 3704 0044 0532 0130 00", "DE89 3704 0044 0532 0130 00"),
+    ("身份证 11010519491231002X 复印件", "11010519491231002X"),
+    ("mail alice.wu [at] example [dot] com", "alice.wu [at] example [dot] com"),
+    ("微信号：lin_wei_2024", "lin_wei_2024"),
+    ("我的QQ是 123456789", "123456789"),
+    ("passport E12345678", "E12345678"),
+    ("seed: abandon ability able about above absent absorb abstract absurd abuse access accident", "absurd abuse"),
+    ("I live at 221B Baker Street, London", "221B Baker Street"),
+    ("我家地址：北京市朝阳区科技园南路854号锦绣家园21栋6单元1603室", "科技园南路854号"),
+]
+HOSTS = [
+    ("nas at nas.fritz.box ok", "nas.fritz.box"),
+    ("vault.service.consul:8200", "vault.service.consul"),
+    ("ssh pi@raspberrypi.tail1234.ts.net", "raspberrypi.tail1234.ts.net"),
+    ("wiki at https://wiki.corp.example.com/x", "wiki.corp.example.com"),
+    ("http://10.0.0.5:8080/", "10.0.0.5:8080"),
+    ("tailscale 100.101.102.103", "100.101.102.103"),
+]
+PROVIDERS = [
+    ("gitlab deploy gldt-ABCDEFGHIJKLMNOPQRST12 in CI", "gldt-ABCDEFGHIJKLMNOPQRST12"),
+    ("sk-proj-abcdefghijklmnop1234 for the bot", "sk-proj-abcdefghijklmnop1234"),
+    ("databricks dapi0123456789abcdef0123456789abcdef", "dapi0123456789abcdef0123456789abcdef"),
+]
+# ordinary technical text: every class leaves it alone (the eight an earlier blind set found redacted first)
+ORDINARY = [
+    "The password is 12+ characters",
+    "The PIN is 4-6 digits",
+    "CI summary: pass: 118",
+    "conda pin: python=3.11",
+    "secret: optional",
+    '{"commit": "9fceb02d0ae598e95dc970b74767f19372d61af8"}',
+    "sha512-Lw7pVqJgxN4Aq0xhv5XKvPbOQGm3Ln5w2m2Qm3Xy6d3ZpQzv0m1KXyqF1y7m2J5f6T8l2w3e4r5t6y7u8i9o0pA==",
+    "git clone git@github.com:psf/requests.git",
+    "password: ${DB_PASSWORD}",
+    "md5sum: d41d8cd98f00b204e9800998ecf8427e  empty.txt",
+    "RFC 1918 private ranges: 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16",
+    "https://github.com/psf/requests/blob/main/README.md",
+    "edit config.yaml and README.md, then memwiki.site.plugin reloads",
+    "/usr/local/lib/python3.11/site-packages/getElementsByTagName",
+    "request id 123e4567-e89b-12d3-a456-426614174000 at 2026-12-02T18:18:05Z",
+    "mkdocs serve -a 127.0.0.1:8000",
+    "docker login ghcr.io -u octocat --password-stdin < token.txt",
+    "Use `secrets.token_urlsafe(32)` to generate session keys",
+    "密码管理器用的是 Bitwarden",
+    "port 8080 and pid 123456789, version 3.11.7, exit code 137",
+    "kube-system-coredns-7db6d8ff4d-x2v9k restarted",
+    "secrets.token_hex(16) and os.environ['API_KEY']",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), CONTEXT)
+def test_context_finds_the_whole_value(text: str, secret: str) -> None:
+    assert any(secret in f for f in found(ContextDetector(), text)), found(ContextDetector(), text)
+    assert secret not in redacted(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), SHAPES)
+def test_shapes_find_made_tokens_and_key_blocks(text: str, secret: str) -> None:
+    assert any(secret in f for f in found(ShapeDetector(), text)), found(ShapeDetector(), text)
+
+
+@pytest.mark.parametrize(("text", "secret"), PERSONAL)
+def test_personal_data_is_found(text: str, secret: str) -> None:
+    assert any(secret in f for f in found(PersonalDetector(), text)), found(PersonalDetector(), text)
+
+
+@pytest.mark.parametrize(("text", "secret"), HOSTS)
+def test_internal_hosts_and_private_addresses_are_found(text: str, secret: str) -> None:
+    assert secret in found(HostDetector(), text)
+
+
+@pytest.mark.parametrize(("text", "secret"), PROVIDERS)
+def test_provider_rules_read_a_token_to_its_end(text: str, secret: str) -> None:
+    assert secret not in redacted(text)
+    assert any(secret in f for f in found(ProviderDetector(), text)) or secret in found(ShapeDetector(), text)
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert Detectors().find(text) == [], found(Detectors(), text)
+
+
+def test_a_lower_cased_copy_of_a_token_is_still_a_token() -> None:
+    token = "YzLaW2gr9D8Uz1zsh782WQWqC6tYOoTZINW2fDAk"
+    assert made(token) and made(token.lower())
+    assert not made("c828relates_toThing") and not made("MyServiceName2024Production")
+
+
+def test_a_label_is_never_taken_for_a_secret() -> None:
+    for text in (
+        'MYSQL_ROOT_PASSWORD: "[redacted: password · 3f2a9c]"',
+        '{"t": "MYSQL_ROOT_PASSWORD: \\"[redacted: password \\u00b7 3f2a9c]\\""}',
+        "concepts/page-c783-redacted-card-number-095866.html",
+    ):
+        assert Detectors().find(text) == [], found(Detectors(), text)
