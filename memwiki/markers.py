@@ -21,13 +21,48 @@ import unicodedata
 from collections.abc import Mapping
 
 PRIVATE_WORDS = (
-    "private", "私密", "私人", "隐私", "隱私", "保密", "机密", "機密", "秘密", "confidential", "personal",
-    "top secret", "secret", "internal only", "only me", "仅自己", "仅自己可见", "僅自己可見", "不公开", "不公開",
+    "private",
+    "私密",
+    "私人",
+    "隐私",
+    "隱私",
+    "保密",
+    "机密",
+    "機密",
+    "秘密",
+    "confidential",
+    "personal",
+    "top secret",
+    "secret",
+    "internal only",
+    "only me",
+    "仅自己",
+    "仅自己可见",
+    "僅自己可見",
+    "不公开",
+    "不公開",
 )
 _PHRASES = (
-    "do not publish", "don't publish", "do not share", "don't share", "not for publication", "never publish",
-    "keep private", "keep this private", "不要公开", "请勿公开", "勿公开", "不要公開", "請勿公開", "勿外传", "不要外传",
-    "请勿外传", "仅自己可见", "僅自己可見", "仅限本人", "不对外",
+    "do not publish",
+    "don't publish",
+    "do not share",
+    "don't share",
+    "not for publication",
+    "never publish",
+    "keep private",
+    "keep this private",
+    "不要公开",
+    "请勿公开",
+    "勿公开",
+    "不要公開",
+    "請勿公開",
+    "勿外传",
+    "不要外传",
+    "请勿外传",
+    "仅自己可见",
+    "僅自己可見",
+    "仅限本人",
+    "不对外",
 )
 _BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》）］｝", "[[[[[<<([{]]]]]>>)]}")
 _WORDS = "|".join(re.escape(w) for w in sorted(PRIVATE_WORDS, key=len, reverse=True))
@@ -36,8 +71,7 @@ _MARKED = re.compile(
     rf"[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
     rf"|(?:^|(?<=[\s,;]))#(?:{_WORDS})(?![\w-])"  # a hashtag
     rf"|^\W{{0,3}}(?:{_LABELS})\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
-    rf"|<!--\s*(?:{_WORDS})\s*-->"  # an HTML comment
-    + "|" + "|".join(re.escape(p) for p in _PHRASES),
+    rf"|<!--\s*(?:{_WORDS})\s*-->" + "|" + "|".join(re.escape(p) for p in _PHRASES),  # an HTML comment
     re.MULTILINE,
 )
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -67,7 +101,11 @@ def private_heading(line: str) -> int:
         return 0
     title = normalise(m.group(2)).strip(" :：-—[]()<>#*_")
     words = title.split()
-    return len(m.group(1)) if title and (title in PRIVATE_WORDS or (words and words[0] in PRIVATE_WORDS) or marked(m.group(2))) else 0
+    return (
+        len(m.group(1))
+        if title and (title in PRIVATE_WORDS or (words and words[0] in PRIVATE_WORDS) or marked(m.group(2)))
+        else 0
+    )
 
 
 def heading_level(line: str) -> int:

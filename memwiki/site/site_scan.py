@@ -74,6 +74,17 @@ def _decoded(text: str) -> str:
     return text
 
 
+_LABEL = re.compile(r"(?i)\[?redacted[\s_:-]+[^\]\[·\n]{1,40}?[\s_]*(?:·|-+)[\s_]*[0-9a-f]{6}\]?")
+
+
+def _without_labels(text: str) -> str:
+    """memwiki's own labels (`[redacted: telegram token · 3f2a9c]`, slugged or `_`-joined) as `[xxx…]` of the same
+    length: a label's kind is no credential word, its tag no value, and what follows it no value either."""
+    if "edacted" not in text:
+        return text
+    return _LABEL.sub(lambda m: "[" + "x" * max(len(m.group()) - 2, 0) + "]"[: len(m.group()) - 1], text)
+
+
 def numbers_only(text: str) -> bool:
     """A file of numbers: a JSON array of numbers, or a single base64 literal (binary data such as vectors)."""
     if _NUMBERS_ONLY.fullmatch(text):
@@ -239,7 +250,7 @@ class SiteScan:
         seen_lines.update(fresh)
         if not fresh:
             return []
-        decoded = [_decoded(line) for line in fresh]
+        decoded = [_without_labels(_decoded(line)) for line in fresh]
         joined = "\n".join(decoded)
         spans = self.detectors.find(joined)
         if self._known is not None:

@@ -34,7 +34,7 @@ WEAK_EN = r"token|key|code|cookie|session[ -]?id|sid|salt|nonce|license|serial"
 CODE_EN = (
     r"pin(?:[ -]?code)?|door[ -]?code|gate[ -]?code|alarm[ -]?code|safe[ -]?code|locker[ -]?code|lock[ -]?code"
     r"|access[ -]?code|entry[ -]?code|keypad[ -]?code|sms[ -]?code|verification[ -]?code|one[ -]?time[ -]?code"
-    r"|2fa[ -]?code|mfa[ -]?code|otp|combination|lockbox|key[ -]?safe|key[ -]?box|padlock|keypad|code"
+    r"|2fa[ -]?code|mfa[ -]?code|otp|combination|lockbox|key[ -]?safe|key[ -]?box|padlock|keypad"
 )
 PHRASE_EN = r"seed[ -]?phrase|recovery[ -]?phrase|mnemonic(?:[ -]?phrase)?|wallet[ -]?seed|pass[ -]?phrase"
 LIST_EN = r"recovery[ -]?codes?|backup[ -]?codes?|scratch[ -]?codes?|one[ -]?time[ -]?codes|2fa[ -]?codes"
@@ -48,7 +48,9 @@ ZH_LIST = r"恢复码|恢復碼|备用码|備用碼|备份码|救援码|紧急�
 ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短语"
 # English credential words inside a Chinese sentence: "AWS 的 secret 是 X", "wifi password 改成 X"
 ZH_EN = r"(?i:password|passwd|pwd|pin|key|secret|token|api[ _-]?key|passphrase)"
-_ZH_VERB = r"是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為|设置为|设置成|设成|变成|变更为|更新为|用的是|新值|值"
+_ZH_VERB = (
+    r"是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為|设置为|设置成|设成|变成|变更为|更新为|用的是|新值|值"
+)
 _ZH_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB}|:|：|=|＝|填)\s*[:：]?\s*"
 _ZH_ONLY_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB})\s*[:：]?\s*"
 _ZH_GAP = r"(?:[，,]?\s*(?:新的?|新值|值)|\s*[（(][^）)\n]{0,12}[）)])?"  # "密钥，新值：X", "密码短语（带空格）：X"
@@ -83,17 +85,35 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}\s*[:：]?\s*(?=\n)"), "list"),
     (_rule("password", rf"(?:{ZH_LIST}){_ZH_GAP}[:：]?\s*(?=\n)", r"恢|备|備|救援"), "list"),
     (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}[^:\n]{{0,40}}?[:：][ \t]*(?=\S)"), "strong"),
-    (_rule("password", rf"(?i){_A}(?:{TOTP_EN}){_Z}[^\n.]{{0,30}}?(?:{_SEP}|{_IS}|\s)(?=(?:[A-Za-z2-7]{{4}} ){{3}})"), "groups"),
+    (
+        _rule(
+            "password", rf"(?i){_A}(?:{TOTP_EN}){_Z}[^\n.]{{0,30}}?(?:{_SEP}|{_IS}|\s)(?=(?:[A-Za-z2-7]{{4}} ){{3}})"
+        ),
+        "groups",
+    ),
     (_rule("password", rf"(?i){_A}(?:{PHRASE_EN}){_Z}{_FOR}(?:{_KEY_END}{_SEP}|{_IS})" + NOT_A_LABEL), "phrase"),
     (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_FOR}(?:{_KEY_END}{_SEP}|{_IS})" + NOT_A_LABEL), "strong"),
     (_rule("password", rf"(?i){_A}{_TO}(?:{STRONG_EN}|{CODE_EN}){_Z}\s+(?:to|as|=)\s+" + NOT_A_LABEL), "strong"),
     (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_LATER}" + NOT_A_LABEL), "prose"),
     (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}{_KEY_END}(?:{_SEP}|{_IS})" + NOT_A_LABEL), "weak"),
     (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}\s+" + NOT_A_LABEL), "made"),
-    (_rule("code", rf"(?i){_A}(?:{CODE_EN}){_Z}[^.\n]{{0,30}}?(?:{_SEP}|{_IS}|\bwith\b|\bsays\b|\s+#?(?=[\d*#]))\s*"), "code"),
+    (
+        _rule(
+            "code", rf"(?i){_A}(?:{CODE_EN}){_Z}[^.\n]{{0,30}}?(?:{_SEP}|{_IS}|\bwith\b|\bsays\b|\s+#?(?=[\d*#]))\s*"
+        ),
+        "code",
+    ),
+    (_rule("code", r"(?i)(?<![A-Za-z<>/])code(?![A-Za-z>])\s*(?:[:=：]|\bis\b)\s*"), "code"),
     (_rule("code", r"(?i)(?<![A-Za-z])(?:sms|text(?:ed)?|短信)\b[^.\n]{0,20}?(?:says|code|is|:|：)\s*"), "code"),
     (_rule("password", rf"(?:{ZH_PHRASE}){_ZH_GAP}(?:{_ZH_SEP})", r"助记|助記|种子|短语"), "zhphrase"),
-    (_rule("password", rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s+(?=[\"'`“「A-Za-z0-9#*]))" + NOT_A_LABEL, _ZH_TRIGGER), "zh"),
+    (
+        _rule(
+            "password",
+            rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s+(?=[\"'`“「A-Za-z0-9#*]))" + NOT_A_LABEL,
+            _ZH_TRIGGER,
+        ),
+        "zh",
+    ),
     (_rule("password", rf"{_ZH_ANY}(?:{ZH})(?=[A-Za-z0-9#*])", _ZH_TRIGGER), "zh"),
     (_rule("password", rf"{_ZH_ANY}{ZH_EN}{_ZH_ONLY_SEP}" + NOT_A_LABEL, r"(?i)pass|pwd|pin|key|secret|token"), "zh"),
     # env names and config keys whose last word is a credential word: DB_PASSWORD=, "apiKey":, client-key-data:
@@ -128,7 +148,12 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     ),
     (_rule("password", r"(?i)redis-cli\b[^\n]{0,200}?\s-a\s+", r"(?i)redis-cli"), "strong"),
     (_rule("password", r"(?i)(?<![A-Za-z])(?:requirepass|masterauth)\s+", r"(?i)requirepass|masterauth"), "strong"),
-    (_rule("password", r"(?i)(?:wi-?fi|wlan|ssid|热点|无线)\s*[:：]?\s*\S+\s+/\s+", r"(?i)wi-?fi|wlan|ssid|热点|无线"), "strong"),
+    (
+        _rule(
+            "password", r"(?i)(?:wi-?fi|wlan|ssid|热点|无线)\s*[:：]?\s*\S+\s+/\s+", r"(?i)wi-?fi|wlan|ssid|热点|无线"
+        ),
+        "strong",
+    ),
     (
         _rule(
             "password",
@@ -149,9 +174,21 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     ),
     (_rule("password", r"(?i)\bhttps?\b[^\n]{0,80}?\s-a\s+[\"']?[^\s:\"'@/]{1,64}:(?=\S)", r"(?i)http"), "strong"),
     (_rule("password", r"(?i)\blogin\s+\S+\s+password\s+", r"(?i)login"), "strong"),  # netrc
-    (_rule("password", r"(?i)\blogin\s*[:：]?\s*\S+?\s*[,;/]?\s+(?:pass(?:word)?|pw|pwd)?\s*[:：]?\s*", r"(?i)login"), "prose"),
+    (
+        _rule(
+            "password", r"(?i)\blogin\s*[:：]?\s*\S+?\s*[,;/]?\s+(?:pass(?:word)?|pw|pwd)?\s*[:：]?\s*", r"(?i)login"
+        ),
+        "prose",
+    ),
     (_rule("password", rf"(?i)\b(?:with|using|via|is)\s+(?:the\s+|a\s+|my\s+)?(?:{PHRASE_EN}){_Z}\s+"), "phrase"),
-    (_rule("password", rf"(?i)(?<![\w/.-])(?:{_ACCOUNTS})\s*/\s*(?=\S)", r"(?i)root|admin|ubuntu|pi|sa|postgres|user|用户|账号|帐号"), "prose"),
+    (
+        _rule(
+            "password",
+            rf"(?i)(?<![\w/.-])(?:{_ACCOUNTS})\s*/\s*(?=\S)",
+            r"(?i)root|admin|ubuntu|pi|sa|postgres|user|用户|账号|帐号",
+        ),
+        "prose",
+    ),
     (
         _rule("password", r"(?i)<(?:" + _SENSITIVE_XML + r")>(?=[^<\s])", r"(?i)<\w*(?:pass|secret|token|key|cred)"),
         "strong",

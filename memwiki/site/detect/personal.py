@@ -16,8 +16,8 @@ import re
 
 import phonenumbers
 from stdnum import luhn
-from stdnum.iso7064 import mod_97_10
 from stdnum.cn import ric
+from stdnum.iso7064 import mod_97_10
 from stdnum.us import ssn
 
 from memwiki.site.detect.spans import NOT_A_LABEL, Span
@@ -31,11 +31,14 @@ _BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,11}|1\d{10})$")  # a run with n
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
 _CARD = re.compile(r"(?<![\d.])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d]|\.\d)")
 _RIC = re.compile(
-    r"(?<![\d])[1-9]\d{5}[ -]?(?:19|20)\d{2}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx](?![\dA-Za-z])|(?<!\d)\d{6}(?: \d{4}){3}(?: ?[\dXx]{2})(?![\dA-Za-z])"
+    r"(?<![\d])[1-9]\d{5}[ -]?(?:19|20)\d{2}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx](?![\dA-Za-z])"
+    r"|(?<!\d)\d{6}(?: \d{4}){3}(?: ?[\dXx]{2})(?![\dA-Za-z])"
 )
 _SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
 _EMAIL = re.compile(r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+[@＠](?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
-_HASH_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]{2,64}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)(?![\w-])")
+_HASH_EMAIL = re.compile(
+    r"(?<![\w.+-])[A-Za-z0-9._%+-]{2,64}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)(?![\w-])"
+)
 _AT_WORD = re.compile(r"[\[({<（【]\s*(?:at|@)\s*[\])}>）】]|\sat\s|艾特")
 _AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特)\s*"
 _DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s)\s*"
@@ -51,8 +54,10 @@ _ID_WORDS = {
     r"(?:\s*(?:user(?:name)?|id|handle|number|号|账号))?",
     "address": r"home\s+address|mailing\s+address|street\s+address|i\s+live\s+at|住址|家庭住址|家住|住在|收货地址|寄到"
     r"|(?:我家|家里|家的|住宅|收件|寄件|公寓)?地址(?:是|为)?",
-    "id number": r"ssn|social(?:\s+security)?(?:\s+number)?|身份证(?:号码?)?|身份證(?:號碼?)?|身分證(?:字號|號碼?)?|身份证字号|社保号|驾照号"
-    r"|national\s+(?:id|insurance)(?:\s+number)?|ni\s+number|nino|aadhaar(?:\s+(?:number|no\.?))?|pan(?:\s+no\.?)|证件号码?|證件號碼?|通行证(?:号码?)?"
+    "id number": r"ssn|social(?:\s+security)?(?:\s+number)?|身份证(?:号码?)?|身份證(?:號碼?)?"
+    r"|身分證(?:字號|號碼?)?|身份证字号|社保号|驾照号"
+    r"|national\s+(?:id|insurance)(?:\s+number)?|ni\s+number|nino|aadhaar(?:\s+(?:number|no\.?))?"
+    r"|pan(?:\s+no\.?)|证件号码?|證件號碼?|通行证(?:号码?)?"
     r"|通行證(?:號碼?)?|回乡证|台胞证|居留证|tax\s+id|税号|driver'?s\s+licen[cs]e(?:\s+number)?|学号|工号|医保卡?号|健保卡?号"
     r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?",
 }
@@ -162,11 +167,12 @@ class PersonalDetector:
                         spans.append(Span(a, b, kind, 321))
                     continue
                 value = _ID_VALUE[kind].match(text, start)
-                if value and any(c.isdigit() for c in value.group()) | (kind in ("wechat", "messenger")):
-                    if kind in ("wechat", "messenger") and m.end() == m.start() + len(m.group().rstrip()):
-                        if not re.search(r"[:：=是]|\bis\b|\s@|id", m.group(), re.I):
-                            continue  # "WeChat group" is not an id: a wechat id needs a separator or "id"
-                    spans.append(Span(*value.span(), kind, 322))
+                handle = kind in ("wechat", "messenger")
+                if value is None or not (handle or any(c.isdigit() for c in value.group())):
+                    continue
+                if handle and not re.search(r"[:：=是]|\bis\b|\s@|id|user|handle|号", m.group(), re.I):
+                    continue  # "WeChat group" is not an id: an id needs a separator or a word that says so
+                spans.append(Span(*value.span(), kind, 322))
         return spans
 
 
@@ -189,10 +195,12 @@ def _is_phone(candidate: str) -> bool:
         return False  # an unbroken number is a count, an id, a port...: only the shapes phones are written in
     candidate = candidate.replace("(0)", " ")  # a trunk prefix written beside a country code
     groups = [g for g in re.split(r"[\s().+-]+", candidate) if g]
-    if any(len(g) == 1 for g in groups[2 if candidate.startswith("+") else 1 :]) or any(len(g) < 3 for g in candidate.split(".")[1:]):
+    if any(len(g) == 1 for g in groups[2 if candidate.startswith("+") else 1 :]) or any(
+        len(g) < 3 for g in candidate.split(".")[1:]
+    ):
         return False  # decimals and coordinates (`6.5 6.5 0 0 1`, `1.61-.59`), not a number written in groups
     regions: tuple[str | None, ...] = (None,) if candidate.startswith("+") else REGIONS
-    if not candidate.startswith("+") and not candidate[0] in "0(" and not candidate.isdigit():
+    if not candidate.startswith("+") and candidate[0] not in "0(" and not candidate.isdigit():
         candidate_plus = "+" + candidate  # "852-5674 7258": a country code without its plus
         try:
             if phonenumbers.is_valid_number(phonenumbers.parse(candidate_plus, None)):
