@@ -163,7 +163,9 @@ class PersonalDetector:
                 start = m.end()
                 if kind == "address":
                     a, b = value_span(text, start, phrase=True)
-                    if b - a >= 6:
+                    while a < b and text[a] in " \t:：,，":
+                        a += 1
+                    if b - a >= 6 and text[a] != "[":  # (a label, or a blanked one, is no address)
                         spans.append(Span(a, b, kind, 321))
                     continue
                 value = _ID_VALUE[kind].match(text, start)
