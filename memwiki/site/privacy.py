@@ -579,7 +579,10 @@ class PrivacyFilter:
     def _entity_ids(self) -> dict[str, str]:
         """The source's entity ids -> the ids shown (made from the gated names)."""
         if self._shown_entity_ids is None:
+            counting = self._kinds  # (learning the ids redacts nothing for the layer being counted now)
+            self._kinds = Counter()
             self._shown_entity_ids = {e.id: self._entity(e).id for e in self._graph()[1]}
+            self._kinds = counting
         return self._shown_entity_ids
 
     def _triple(self, triple: Triple) -> Triple:
