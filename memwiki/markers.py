@@ -7,7 +7,7 @@ dropped) and a few shapes over a list of private words (`private`, `私密`, `�
 - a hashtag: `#private`, `#私密`;
 - a leading label: `private: …`, `PRIVATE - …`, `私密：…`;
 - an HTML comment: `<!-- private -->`;
-- a phrase that says so anywhere: "do not publish", "不要公开", "勿外传";
+- a phrase said of the note itself, at its start or end or in brackets: "do not publish", "不要公开", "勿外传";
 - a section heading that is only a private word (`## Private`, `## 私密`): its section is private;
 - frontmatter or metadata: `private: true / "yes" / 1 / on`, `visibility: private`, `public: false`,
   `publish: false`;
@@ -48,7 +48,6 @@ _PHRASES = (
     "do not share",
     "don't share",
     "not for publication",
-    "never publish",
     "keep private",
     "keep this private",
     "不要公开",
@@ -64,6 +63,7 @@ _PHRASES = (
     "仅限本人",
     "不对外",
 )
+_SAYINGS = "|".join(re.escape(p) for p in _PHRASES)  # said of the note itself: at its start or end, or bracketed
 _BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》）］｝", "[[[[[<<([{]]]]]>>)]}")
 _WORDS = "|".join(re.escape(w) for w in sorted(PRIVATE_WORDS, key=len, reverse=True))
 _LABELS = "private|私密|私人|隐私|隱私|保密|机密|機密|confidential"  # a leading `secret:` is a key, not a marker
@@ -71,7 +71,8 @@ _MARKED = re.compile(
     rf"[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
     rf"|(?:^|(?<=[\s,;]))#(?:{_WORDS})(?![\w-])"  # a hashtag
     rf"|^\W{{0,3}}(?:{_LABELS})\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
-    rf"|<!--\s*(?:{_WORDS})\s*-->" + "|" + "|".join(re.escape(p) for p in _PHRASES),  # an HTML comment
+    rf"|<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
+    rf"|^\W{{0,3}}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
     re.MULTILINE,
 )
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")

@@ -1,7 +1,7 @@
 """L0 persona: SOUL.md, capped (3,000 characters by default).
 
 Over the cap, a write is refused (CapacityError); a read warns, keeps the whole text in the record and gives the
-agent (`Persona.injected`) what hermes-agent gives it of a long context file: 70% of the cap from the head and
+agent (`injected`) what hermes-agent gives it of a long context file: 70% of the cap from the head and
 20% from the tail, with a marker in between. The record keeps the whole text so that the privacy gate reads it
 as written: a secret across the cut is seen whole.
 """
@@ -40,6 +40,11 @@ def truncate(text: str, cap: int, name: str = "SOUL.md") -> str:
         "Use file tools to read the full file.]\n\n"
     )
     return head + marker + tail
+
+
+def injected(persona: Persona) -> str:
+    """What the agent reads each turn: the persona's text, cut hermes-style when it is over the cap."""
+    return truncate(persona.text, persona.cap, Path(persona.path).name or "SOUL.md")
 
 
 def read_persona(path: Path, cap: int) -> Persona:

@@ -39,16 +39,9 @@ class Persona:
     text: str  # the whole file as written: the privacy gate reads it before anything is cut from it
     cap: int
     chars: int  # length of the text on disk
-    truncated: bool = False  # over the cap: the agent is given its head and tail only (`injected`)
+    truncated: bool = False  # over the cap: the agent is given its head and tail only (`persona.injected`)
     path: str = ""
     modified: str = ""
-
-    @property
-    def injected(self) -> str:
-        """What the agent reads each turn: the text, cut hermes-style when it is over the cap."""
-        from memwiki.persona import truncate
-
-        return truncate(self.text, self.cap, self.path.rsplit("/", 1)[-1] or "SOUL.md")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memwiki.errors import CapacityError, InputFormatError
-from memwiki.persona import PersonaTruncatedWarning, read_persona, truncate, write_persona
+from memwiki.persona import PersonaTruncatedWarning, injected, read_persona, truncate, write_persona
 
 SOUL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home" / "SOUL.md"
 
@@ -35,9 +35,9 @@ def test_over_the_cap_on_read_warns_and_injects_head_and_tail(tmp_path: Path) ->
     with pytest.warns(PersonaTruncatedWarning, match="over the 3,000-char persona cap"):
         persona = read_persona(path, 3000)
     assert persona.truncated and persona.chars == len(text) and persona.text == text
-    assert persona.injected.startswith(text[:2100])
-    assert persona.injected.endswith(text[-600:])
-    assert f"[...truncated SOUL.md: kept 2100+600 of {len(text)} chars." in persona.injected
+    assert injected(persona).startswith(text[:2100])
+    assert injected(persona).endswith(text[-600:])
+    assert f"[...truncated SOUL.md: kept 2100+600 of {len(text)} chars." in injected(persona)
     assert path.read_text(encoding="utf-8") == text, "reading never rewrites"
 
 

@@ -218,7 +218,11 @@ def test_schema_v1_layout_without_titles(tmp_path: Path) -> None:
 
 
 def test_persona_over_its_cap_is_cut_with_a_note(home: Path) -> None:
+    """The record keeps the whole file (the privacy gate reads it as written); the agent is given the cut."""
+    from memwiki.persona import injected
+
     source = HermesHome(home, persona_cap=200)
     persona = source.persona()
-    assert persona is not None and persona.truncated and persona.chars > 200 and len(persona.text) <= 300
+    assert persona is not None and persona.truncated and persona.chars > 200 and len(persona.text) == persona.chars
+    assert len(injected(persona)) <= 300
     assert any("over the 200-char cap" in n for n in source.info().notes)

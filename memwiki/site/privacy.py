@@ -569,10 +569,10 @@ class PrivacyFilter:
         return self._count("graph/entities", self._graph()[1], lambda e: e.id not in hidden, self._entity)
 
     def _entity(self, entity: Entity) -> Entity:
-        """An entity as shown: its id is made again from its shown name when the gate changed the name (an id is
-        the name lower-cased and `_`-joined, which rules read worse than the name)."""
+        """An entity as shown: when the gate changed its name but not its id (an id is the name lower-cased and
+        `_`-joined, which rules read worse than the name), the id is made again from the shown name."""
         shown = self._record(entity)
-        if shown.name != entity.name:
+        if shown.name != entity.name and shown.id == entity.id:  # the rules missed the id's copy of the secret
             shown = replace(shown, id=entity_id(shown.name))
         return shown
 
@@ -595,7 +595,8 @@ class PrivacyFilter:
             if raw_id in ids:
                 return ids[raw_id]
             name = self.clean(raw_name) if raw_name else raw_name
-            return entity_id(name) if name != raw_name else cleaned_id  # (no entity row: the fact names it)
+            missed = name != raw_name and cleaned_id == raw_id  # (no entity row: the fact's own name for it)
+            return entity_id(name) if missed else cleaned_id
 
         shown = replace(
             shown,

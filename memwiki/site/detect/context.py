@@ -240,7 +240,8 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
     if how == "weak":
         return is_token(value)
     if how == "made":  # "the new key 9XslMuj…": after a weak word and a space only a made token counts
-        return made(value) or typed(value)
+        hex_key = len(value) >= 32 and all(c in "0123456789abcdefABCDEF" for c in value)
+        return made(value) or typed(value) or hex_key
     if how == "prose":
         return is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value)
     if how == "code":

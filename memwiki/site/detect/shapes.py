@@ -69,7 +69,7 @@ def made(token: str) -> bool:
     if _UUID.match(core) or _VERSIONISH.match(core):
         return False
     if _HEX.match(core):
-        return n not in _HASH_LENGTHS and n >= 24 and entropy(core) > 3.3  # (a 32-digit hex key; hashes stay)
+        return False  # digests and ids (git, MemPalace, Mongo): a hex key is known by the words around it
     if _written(core):
         return False  # words joined: an identifier, a path, a slug
     digits = sum(c.isdigit() for c in core)
@@ -87,8 +87,8 @@ def made(token: str) -> bool:
 
 def _one_case_made(part: str) -> bool:
     """A part in one case: digits mixed in, or letters too poor in vowels to be words (a lower-cased key)."""
-    if len(part) < 16 or not part.isalnum() or entropy(part) < 3.4:
-        return False
+    if len(part) < 16 or not part.isalnum() or entropy(part) < 3.4 or _HEX.match(part):
+        return False  # (hex inside an identifier is a digest or an id: a hex key is known by its context)
     digits = sum(c.isdigit() for c in part)
     letters = [c for c in part.lower() if c.isalpha()]
     vowels = sum(c in "aeiouy" for c in letters) / max(len(letters), 1)
