@@ -4,13 +4,13 @@ One normaliser (`normalise`: case folded, full-width forms and CJK brackets made
 dropped) and a few shapes over a list of private words (`private`, `私密`, `隐私`, `confidential`, ...):
 
 - a word in brackets of any kind: `[private]`, `(Private)`, `【私密】`, `「私密」`, `[ private ]`, `<private>`;
-- a hashtag: `#private`, `#私密`;
-- a leading label: `private: …`, `PRIVATE - …`, `私密：…`;
+- a hashtag: `#private`, `#私密`; a lock emoji (🔒, 🔐);
+- a leading label: `private: …`, `PRIVATE - …`, `Private note - …`, `私密：…`, `私密笔记：…`;
 - an HTML comment: `<!-- private -->`;
 - a phrase said of the note itself, at its start or end or in brackets: "do not publish", "不要公开", "勿外传";
 - a section heading that is only a private word (`## Private`, `## 私密`): its section is private;
-- frontmatter or metadata: `private: true / "yes" / 1 / on`, `visibility: private`, `public: false`,
-  `publish: false`;
+- frontmatter or metadata: `private: true / "yes" / 1 / on` (also `draft`, `sensitive`, `私密`),
+  `visibility: private` (also `可见性: 私密`), `public: false`, `publish: false`, `公开: false`;
 - a folder named with a private word (`wiki/private/…`).
 """
 
@@ -67,20 +67,27 @@ _SAYINGS = "|".join(re.escape(p) for p in _PHRASES)  # said of the note itself: 
 _BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》）］｝", "[[[[[<<([{]]]]]>>)]}")
 _WORDS = "|".join(re.escape(w) for w in sorted(PRIVATE_WORDS, key=len, reverse=True))
 _LABELS = "private|私密|私人|隐私|隱私|保密|机密|機密|confidential"  # a leading `secret:` is a key, not a marker
+_NOUNS = r"note|notes|entry|memo|page|info|only|stuff|thought|笔记|筆記|备注|備註|信息|资料|内容"
 _MARKED = re.compile(
     rf"[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
     rf"|(?:^|(?<=[\s,;]))#(?:{_WORDS})(?![\w-])"  # a hashtag
-    rf"|^\W{{0,3}}(?:{_LABELS})\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
+    rf"|^\W{{0,3}}(?:{_LABELS})\s*(?:{_NOUNS})?\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
+    r"|[\U0001f512\U0001f510]"  # a lock: 🔒 🔐
     rf"|<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
     rf"|^\W{{0,3}}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
     re.MULTILINE,
 )
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_TRUE = frozenset({"true", "yes", "y", "1", "on", "是", "private"})
-_FALSE = frozenset({"false", "no", "n", "0", "off", "否"})
-_VISIBILITY_KEYS = frozenset({"visibility", "access", "privacy", "audience", "scope", "sharing", "status"})
-_PRIVATE_FLAGS = frozenset({"private", "secret", "confidential", "hidden", "私密", "隐私"})
-_PUBLIC_FLAGS = frozenset({"public", "publish", "published", "shareable", "shared"})
+_TRUE = frozenset({"true", "yes", "y", "1", "on", "是", "对", "private"})
+_FALSE = frozenset({"false", "no", "n", "0", "off", "否", "不", "不是"})
+_VISIBILITY_KEYS = frozenset(
+    {"visibility", "access", "privacy", "audience", "scope", "sharing", "status", "可见性", "可見性", "可见范围", "权限"}
+)
+_PRIVATE_FLAGS = frozenset(
+    {"private", "secret", "confidential", "hidden", "draft", "sensitive", "私密", "隐私", "隱私", "敏感", "草稿", "机密"}
+)
+_PUBLIC_FLAGS = frozenset({"public", "publish", "published", "shareable", "shared", "公开", "公開", "发布", "發布"})
+_PRIVATE_VALUES = frozenset(PRIVATE_WORDS) | {"hidden", "draft", "internal", "restricted", "owner", "me", "仅本人"}
 
 
 def normalise(text: str) -> str:
@@ -154,7 +161,7 @@ def flagged(meta: Mapping[object, object]) -> bool:
             return True
         if k in _PUBLIC_FLAGS and truthy(value) is False:
             return True
-        if k in _VISIBILITY_KEYS and isinstance(value, str) and normalise(value).strip() in PRIVATE_WORDS:
+        if k in _VISIBILITY_KEYS and isinstance(value, str) and normalise(value).strip() in _PRIVATE_VALUES:
             return True
     return False
 

@@ -50,6 +50,37 @@ CONTEXT = [
     ('export API_KEY="sk-cfb7c44a4b1110d941\\\n8a242157440cbe"', "sk-cfb7c44a4b1110d941\\\n8a242157440cbe"),
     ("Google recovery codes:\n- FNPB-UQAL-BMPZ\n- U9JS-W5TP-N4VA\n- OAR2-XBGB-EAIO", "OAR2-XBGB-EAIO"),
     ("TOTP secret (in case I lose my phone): ME6TVXTJFHGVBNKP", "ME6TVXTJFHGVBNKP"),
+    # said of a door, a safe or a lock: codes and combinations
+    ("Building front door: key in #487427 then wait for the buzz", "#487427"),
+    ("Dad's gun safe: right 91, left 64, right 88.", "right 91, left 64, right 88"),
+    ("Safe under the desk: R 70 – L 86 – R 99", "R 70 – L 86 – R 99"),
+    ("Key box at the cabin: 8 9 6 3 0 3", "8 9 6 3 0 3"),
+    ("财务室保险柜：左转 35 右转 52 左转 73，再拧把手", "左转 35 右转 52 左转 73"),
+    ("微信支付密码跟门锁一样，都是 591222", "591222"),
+    # an account, a slash, its password
+    ("the router creds → anna.k / Snowy,1979&", "Snowy,1979&"),
+    ("学信网：wangfang@163.com / 3y7CBd&aKkGI+XT1O", "3y7CBd&aKkGI+XT1O"),
+    # commands and config files
+    ("htpasswd -b -c /etc/nginx/.htpasswd admin 'N1mbus!24otter'", "N1mbus!24otter"),
+    ("unrar x -pwalrus@dragon%94 photos.rar", "walrus@dragon%94"),
+    ("ldapsearch -x -H ldaps://ldap -D 'cn=admin' -w 'harbor@1988#' -b dc=corp", "harbor@1988#"),
+    ("gh secret set ALGOLIA_ADMIN_API_KEY --body '5c5eb658f0f185d083a7335c14b57c8e'", "5c5eb658f0f185d083a7335c14b57c8e"),
+    ("account default\nhost smtp.migadu.com\npassword 2dWy3D@q69uM?PLzI", "2dWy3D@q69uM?PLzI"),
+    ('password: &db_pw "GIN.tango;57*"', "GIN.tango;57*"),
+    ("password: \"{{ 'Nimbus~cobalt-72' | password_hash('sha512') }}\"", "Nimbus~cobalt-72"),
+    ('variable "db_password" {\n  type = string\n  default = "COB^tango.43*"\n}', "COB^tango.43*"),
+    ('<add key="ClearTextPassword" value="otter(85)lemon." />', "otter(85)lemon."),
+    ('export API_KEY=\\\"2487cbf9a50e2b80764d1056\\\" && ./sync.sh', "2487cbf9a50e2b80764d1056"),
+    ('API_KEY = (\n    "sntryu_cc33e3cc1233d1150"\n    "19bd69f9629c482a9258a5b8"\n)', "19bd69f9629c482a9258a5b8"),
+    ("Guest wifi is Cafe-5G, password 04UJZyR0!;mo3s (yes, with the comma)", "04UJZyR0!;mo3s"),
+    ("SSID MyHome_5G, key yangyang@2010", "yangyang@2010"),
+    ("老妈的 Apple ID 密码是她名字拼音加生日：zhouhao19560312", "zhouhao19560312"),
+    ("测试环境 token 先写死在这：0EFA50B862C3DE64ABDB8729DE9D6C68DC2BC6AC", "0EFA50B862C3DE64ABDB8729DE9D6C68DC2BC6AC"),
+    ("MongoDB 管理员 admin 密码「Snowy;tiger@66」", "Snowy;tiger@66"),
+    ("added to ~/.pgpass: db.prod:5432:*:postgres:7vWoZks?a4fy,c", "7vWoZks?a4fy,c"),
+    ("https://api.example.org/weather?q=Berlin&appid=3m9r73g51lqsucs4vkh27r5h95s34cyn&units=metric", "3m9r73g51lqs"),
+    ("飞书机器人：https://open.feishu.cn/open-apis/bot/v2/hook/e216fe6d-39fc-40c3-aec3-b9e1d89c4c03", "e216fe6d-39fc"),
+    ("jdbc:oracle:thin:scott/Coffee%1984#@//db.example.org:1521/ORCL", "Coffee%1984#"),
 ]
 SHAPES = [
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
@@ -62,6 +93,7 @@ SHAPES = [
     ),
     ("PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAAIFxk3oZ\nPrivate-MAC: 8f3a", "AAAAIFxk3oZ"),
     ("Typed '8ECa(#!LRGfHp' into the prompt", "8ECa(#!LRGfHp"),
+    ("~/.config/solana/id.json:\n[" + ",".join(str((i * 37) % 256) for i in range(64)) + "]", "37,74,111"),
 ]
 PERSONAL = [
     ("call me at 1-415-555-2671 tomorrow", "1-415-555-2671"),
@@ -76,6 +108,21 @@ PERSONAL = [
     ("seed: abandon ability able about above absent absorb abstract absurd abuse access accident", "absurd abuse"),
     ("I live at 221B Baker Street, London", "221B Baker Street"),
     ("我家地址：北京市朝阳区科技园南路854号锦绣家园21栋6单元1603室", "科技园南路854号"),
+    ("乘车人 王秀兰 330106196112253721", "330106196112253721"),  # a county code stdnum does not list
+    ("快递员电话 148 5361 6444，下午才送", "148 5361 6444"),
+    ("房东林峰电话18106803027，每月5号前交房租", "18106803027"),
+    ("Direct deposit: routing 128444344, account 8350558798", "8350558798"),
+    ("BSN: 612874448 (voor de huurovereenkomst)", "612874448"),
+    ("HKID E026572(5)", "E026572"),
+    ("NI number (for the payroll form): XA 10 54 88 C", "XA 10 54 88 C"),
+    ("my car reg is RW53 PDM for the parking permit", "RW53 PDM"),
+    ("我的车牌 苏B·FCM0Z，停 B2 层", "苏B·FCM0Z"),
+    ("绿泡泡 hugmh1202", "hugmh1202"),
+    ("企鹅号：29440522", "29440522"),
+    ("Skype live:.cid.495195e3ec24c42b", "live:.cid.495195e3ec24c42b"),
+    ("contact → sofia.novak@posteo[.]de", "sofia.novak@posteo[.]de"),
+    ("有事发邮件 tangjie1141 艾特 126 点 com", "tangjie1141 艾特 126 点 com"),
+    ("助记词（千万别截图）：币粒消仿室演赛节凯吐够腔", "币粒消仿室演赛节凯吐够腔"),  # BIP-39, Chinese, written together
 ]
 HOSTS = [
     ("nas at nas.fritz.box ok", "nas.fritz.box"),
@@ -114,6 +161,15 @@ ORDINARY = [
     "port 8080 and pid 123456789, version 3.11.7, exit code 137",
     "kube-system-coredns-7db6d8ff4d-x2v9k restarted",
     "secrets.token_hex(16) and os.environ['API_KEY']",
+    "Is it safe to run migration 0042?",
+    "Port 8080 is locked down; thread-safe since 2024",
+    "The door code changes every 90 days",
+    "the password manager is 1Password",
+    "HTTP 200 at 12:30:45:00:12",
+    "src / dist and CI / CD, read / write",
+    "今天下午去公司开会讨论项目进度和预算问题",
+    "WeChat group for the team",
+    "the plate is hot",
 ]
 
 
@@ -147,6 +203,12 @@ def test_provider_rules_read_a_token_to_its_end(text: str, secret: str) -> None:
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert Detectors().find(text) == [], found(Detectors(), text)
+
+
+def test_a_token_cut_by_a_line_break_is_withheld_to_its_end() -> None:
+    """A provider's rule finds the first line; the detectors carry the span over the line its alphabet goes on in."""
+    text = "密钥（复制时换行了）：\n```\nsk-8b882d903d5ef6cf7f1\n32deb052e41b9\n```\nnext line here"
+    assert redacted(text) == "密钥（复制时换行了）：\n```\n[R]\n```\nnext line here"
 
 
 def test_a_lower_cased_copy_of_a_token_is_still_a_token() -> None:

@@ -44,7 +44,7 @@ ZH = (
     r"|安全码|门禁码|门禁密码|门锁密码|开门密码|保险柜密码|恢复码|备用码|备份码|访问码|取件码|提取码|激活码|序列号"
     r"|识别码|(?i:pin)码|口令码|门禁|密码锁|开锁码|入户码"
 )
-ZH_LIST = r"恢复码|恢復碼|备用码|備用碼|备份码|救援码|紧急恢复码"
+ZH_LIST = r"恢复码|恢復碼|备用码|備用碼|备份码|救援码|紧急恢复码|备用验证码|備用驗證碼|恢复代码|备用代码"
 ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短语"
 # English credential words inside a Chinese sentence: "AWS 的 secret 是 X", "wifi password 改成 X"
 ZH_EN = r"(?i:password|passwd|pwd|pin|key|secret|token|api[ _-]?key|passphrase)"
@@ -56,7 +56,8 @@ _ZH_ONLY_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB})\s*[:：]?\s*"
 _ZH_GAP = r"(?:[，,]?\s*(?:新的?|新值|值)|\s*[（(][^）)\n]{0,12}[）)])?"  # "密钥，新值：X", "密码短语（带空格）：X"
 _ZH_ANY = r"(?:我把|把|将|新的?|默认|默認)?"
 _FOR = (  # "password for the NAS", "secret (in case I lose my phone)"
-    r"(?:\s+(?:for|of|on|to|at)\s+(?:the\s+|my\s+|our\s+|your\s+)?[^\s:：=]{1,40}?)?(?:\s*[(（][^()（）\n]{0,40}[)）])?"
+    r"(?:\s+(?:for|of|on|to|at)\s+(?:the\s+|my\s+|our\s+|your\s+)?[^\s:：=]{1,40}?(?:\s+[^\s:：=]{1,20}?){0,2}?)?"
+    r"(?:\s*[(（][^()（）\n]{0,40}[)）])?"
 )
 _KEY_END = r"(?:\\?[\"'])?\]?"  # a quoted key's closing quote (maybe escaped), a subscript's bracket
 _SEP = r"\s*(?:[:=：]|=>|->|:=)\s*"
@@ -82,7 +83,7 @@ def _rule(kind: str, lead: str, trigger: str = _TRIGGER) -> Rule:
 #  "prose" a value that looks typed (a digit or a symbol in it), "zh" ASCII up to Chinese, "list" codes below,
 #  "groups" a grouped key like `abcd efgh ijkl mnop`, "wifi" to the next unescaped `;`)
 LEADS: tuple[tuple[Rule, str], ...] = (
-    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}\s*[:：]?\s*(?=\n)"), "list"),
+    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}(?:\s*[(（][^()（）\n]{{0,60}}[)）])?\s*[:：]?\s*(?=\n)"), "list"),
     (_rule("password", rf"(?:{ZH_LIST}){_ZH_GAP}[:：]?\s*(?=\n)", r"恢|备|備|救援"), "list"),
     (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}[^:\n]{{0,40}}?[:：][ \t]*(?=\S)"), "strong"),
     (
@@ -109,7 +110,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (
         _rule(
             "password",
-            rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s+(?=[\"'`“「A-Za-z0-9#*]))" + NOT_A_LABEL,
+            rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s*(?=[\"'`“「『])|\s+(?=[A-Za-z0-9#*]))" + NOT_A_LABEL,
             _ZH_TRIGGER,
         ),
         "zh",
@@ -147,6 +148,73 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         "strong",
     ),
     (_rule("password", r"(?i)redis-cli\b[^\n]{0,200}?\s-a\s+", r"(?i)redis-cli"), "strong"),
+    (_rule("password", r"(?i)\bldap\w*\b[^\n]{0,200}?\s-w\s+", r"(?i)ldap"), "strong"),
+    (  # CI secrets set from the command line: `gh secret set NAME --body X`
+        _rule("password", r"(?i)\bsecrets?\s+set\s+\S+[^\n]{0,80}?\s(?:--body|-b)(?:=|\s+)", r"(?i)secrets?\s+set"),
+        "strong",
+    ),
+    (  # "SSID MyHome_5G, key yangyang@2010"
+        _rule("password", r"(?i)(?:wi-?fi|wlan|ssid)\b[^\n]{0,60}?\b(?:key|pw|pass)\b\s*[:：]?\s*", r"(?i)wi-?fi|wlan|ssid"),
+        "strong",
+    ),
+    # config files of `key value` lines (msmtprc, netrc, fetchmailrc): `password 2dWy3D@q69`
+    (
+        _rule(
+            "password",
+            r"(?im)^[ \t]*(?:password|passwd|passphrase|pass|secret|token)[ \t]+(?=\S)",
+            r"(?i)pass|secret|token",
+        ),
+        "prose",
+    ),
+    # a credential word and a space, then a made or typed value: "password 04UJZyR0!;mo3s"
+    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}[ \t]+" + NOT_A_LABEL), "made"),
+    (  # a Chinese credential word, a few words saying what it is, a colon: "密码是她名字拼音加生日：X"
+        _rule("password", rf"(?:{ZH})[\u4e00-\u9fff，,]{{1,14}}[:：]\s*" + NOT_A_LABEL, _ZH_TRIGGER),
+        "zh",
+    ),
+    # a credential word, then its value quoted: "password `hgpe807g7a1x`", "the token 'x8…'"
+    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}|{WEAK_EN}){_Z}[ \t]+(?=[`\"'“「])" + NOT_A_LABEL), "weak"),
+    (  # an English credential word in a Chinese sentence, then a colon: "token 先写死在这：X"
+        _rule("password", rf"{ZH_EN}\s*[\u4e00-\u9fff]{{1,10}}[:：]\s*", r"(?i)pass|pwd|pin|key|secret|token"),
+        "weak",
+    ),
+    (  # archives: `unrar x -pSECRET`, `7z a -pSECRET`, `zip -P SECRET`
+        _rule("password", r"(?i)\b(?:unrar|rar|7z|7za|7zz|unzip|zip)\b[^\n]{0,120}?\s-p(?=[^\s-])", r"(?i)rar|7z|zip"),
+        "strong",
+    ),
+    (_rule("password", r"\bzip\b[^\n]{0,120}?\s-P\s+", r"zip"), "strong"),
+    (  # `htpasswd -b [-c] FILE USER PASSWORD`, `htpasswd -nb USER PASSWORD`
+        _rule("password", r"\bhtpasswd(?:\s+-\w*b\w*)(?:\s+-\w+)*(?:\s+(?!-)\S+){2}\s+", r"htpasswd"),
+        "strong",
+    ),
+    (_rule("password", r"\bhtpasswd(?:\s+-\w*n\w*b\w*|\s+-\w*b\w*n\w*)(?:\s+-\w+)*\s+(?!-)\S+\s+", r"htpasswd"), "strong"),
+    (  # Terraform: `variable "db_password" { default = "X" }`
+        _rule(
+            "password",
+            r"(?i)variable\s+\"[^\"\n]*(?:password|passwd|secret|token|api_?key|private_?key)[^\"\n]*\"\s*\{[^}]{0,200}?"
+            r"\bdefault\s*=\s*",
+            r"(?i)variable",
+        ),
+        "strong",
+    ),
+    (  # XML settings: `<add key="ClearTextPassword" value="X" />`
+        _rule(
+            "password",
+            r"(?i)\b(?:key|name)\s*=\s*\"[^\"\n]*(?:password|passwd|secret|token|api_?key|apikey)[^\"\n]*\"\s+value\s*=\s*(?=\")",
+            r"(?i)value",
+        ),
+        "strong",
+    ),
+    (_rule("password", r"(?i)\baccounts\s*:\s*\[\s*(?=[\"'])", r"(?i)accounts"), "made"),  # hardhat's keys
+    (  # "the phrase for the VeraCrypt volume is X"
+        _rule(
+            "password",
+            r"(?i)\bphrase\s+(?:for|of|to|on)\s+[^\n.:]{0,40}?(?:veracrypt|luks|bitlocker|keepass|vault|wallet|gpg|pgp"
+            r"|encrypt\w*|volume|disk|drive|backup)[^\n.:]{0,20}?" + _IS,
+            r"(?i)phrase",
+        ),
+        "phrase",
+    ),
     (_rule("password", r"(?i)(?<![A-Za-z])(?:requirepass|masterauth)\s+", r"(?i)requirepass|masterauth"), "strong"),
     (
         _rule(
@@ -201,7 +269,8 @@ LEADS: tuple[tuple[Rule, str], ...] = (
 _QUERY_KEYS = (
     r"access_token|refresh_token|id_token|token|auth_token|api_?key|apikey|key|secret|client_secret|password"
     r"|passwd|pwd|pass|sig|signature|auth|code|private_token|session|sessionid|sid|x-amz-signature"
-    r"|x-amz-credential|x-amz-security-token|jwt|otp|ticket"
+    r"|x-amz-credential|x-amz-security-token|jwt|otp|ticket|appid|app_?key|app_?secret|access_?key|secret_?key"
+    r"|apiToken|api_token|accesskey|subscription-key|key_?secret"
 )
 _QUERY = rf"(?i)(?:[?&;#]|%3F|%26|%253F|%2526)(?:{_QUERY_KEYS})(?:=|%3D|%253D)"
 URL_RULES = (
@@ -212,23 +281,34 @@ URL_RULES = (
         1,
     ),
     Rule("url credentials", r"(?i)%3A%2F%2F[^\s%@]*(?:%3A|:)((?:(?!%40)[^\s@&])+)(?:%40|@)", r"(?i)%3A%2F%2F", 1),
+    Rule(  # a webhook's path is its secret: `/open-apis/bot/v2/hook/<id>`, `/webhooks/<id>/<token>`
+        "url secret",
+        r"(?i)/(?:hooks?|webhooks?)/([A-Za-z0-9_-]{16,}(?:/[A-Za-z0-9_-]{8,}){0,2})",
+        r"(?i)/(?:hooks?|webhooks?)/",
+        1,
+    ),
+    Rule(  # `jdbc:oracle:thin:scott/PASSWORD@//host:1521/db`
+        "url credentials", r"(?i)jdbc:oracle:\w+:[^/\s@]+/(\S+?)@(?=//|[\w.-]+:\d|\()", r"(?i)jdbc:oracle", 1
+    ),
     Rule("url secret", _QUERY + NOT_A_LABEL + r"((?:(?!%26|%2526)[^&\s#\"'<>\\])+)", _QUERY, 1),
 )
 # "G-577376 is your Google verification code": the code comes first
 CODE_FIRST = re.compile(
-    r"(?i)(?<![\w-])((?:[A-Z]{1,3}-)?\d{4,8})\s+is\s+your\s+(?:[\w-]+\s+){0,3}(?:code|pin|otp|passcode)\b"
+    r"(?i)(?<![\w-])((?:[A-Z]{1,3}-)?(?:\d{4,8}|\d{3}[ -]\d{3}))\s+is\s+your\s+(?:[\w-]+\s+){0,3}(?:code|pin|otp|passcode)\b"
     r"|(?<![\w-])(\d{4,8})\s*(?:是|为)?(?:您|你)的[^。\n]{0,12}?(?:验证码|动态码|校验码)"
     r"|(?i:\buse\s+)(\d{4,8})\s+(?i:to\s+(?:verify|log\s*in|sign\s*in|confirm|reset))"
 )
 # pgpass: host:port:database:user:password
-PGPASS = re.compile(r"(?m)^[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:(\S+)$")
+PGPASS = re.compile(r"(?m)(?:^|(?<=\s))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:(\S+)(?=\s|$)")
 _TABLE_HEAD = re.compile(
     r"(?i)password|passwd|pwd|secret|token|api[ _-]?key|credential|pin|code|密码|口令|密钥|令牌|验证码"
 )
 _UNIT = re.compile(
     r"\s*(?:[-–]?\s*)?(?:digits?|characters?|chars?|letters?|symbols?|long|or more|minimum|位|个字符|字符|个字)", re.I
 )
-_LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9])[ \t]*(?:\n|$)")
+_LIST_ITEM = re.compile(
+    r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9]|\d{3,5}[ -]\d{3,5})[ \t]*(?:\n|$)"
+)
 _NEXT_ITEM = re.compile(r"[`'\"]?(?:[ \t]*[,，、;；][ \t]*|[ \t]+)[`'\"]?")
 _GROUPS = re.compile(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
 
@@ -276,10 +356,21 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
             return [(a, b)]
         more = [] if text[a:b].isalpha() else _same_shape(text, a, b)  # words: a passphrase; codes: a list
         return [(a, b), *more] if more else [(a, _ascii_phrase_end(text, b))]
+    if (tag := _YAML_TAG.match(text, start)) is not None:  # `password: &db_pw "X"`, `!!str X`
+        start = tag.end()
+    if (literal := _TEMPLATE_LITERAL.match(text, start)) is not None:  # `"{{ 'X' | password_hash('sha512') }}"`
+        return [literal.span(2)]
+    if how == "strong" and (parts := _CONTINUED.match(text, start)) is not None:  # `KEY = (\n "ab"\n "cd"\n)`
+        return [m.span(1) for m in re.finditer(r"[\"']([^\"'\n]*)[\"']", text[: parts.end()]) if m.start() >= start]
     a, b = value_span(text, start, phrase=how == "phrase")
     if how == "strong" and text[a:b].isalpha() and text[a:b].islower():
         b = _words_to_line_end(text, b)  # "pw: violin lantern thunder walrus 5": a passphrase
     return [(a, b), *_same_shape(text, a, b)] if how != "phrase" else [(a, b)]
+
+
+_TEMPLATE_LITERAL = re.compile(r"[\"']?\{\{-?\s*(['\"])([^'\"\n]{4,})\1")
+_YAML_TAG = re.compile(r"(?:&[\w-]+|!{1,2}[\w-]*)[ \t]+(?=\S)")
+_CONTINUED = re.compile(r"[(\[][ \t]*\n(?:[ \t]*[\"'][^\"'\n]*[\"'][ \t]*,?[ \t]*\n){1,8}")
 
 
 def _words_to_line_end(text: str, end: int) -> int:
@@ -324,11 +415,17 @@ class ContextDetector:
             spans += self._find(text.replace("-", " "), urls=False)
         if "|" in text:
             spans += table_values(text)
+        if " / " in text or "\t/ " in text:
+            spans += slash_pairs(text)
+        if any(c.isdigit() for c in text):
+            spans += access_codes(text)
         for m in CODE_FIRST.finditer(text):
             group = next(i for i in (1, 2, 3) if m.group(i))
             spans.append(Span(*m.span(group), "code", 260))
         if ":" in text and "\n" in text or text.count(":") >= 4:
-            spans += [Span(*m.span(1), "password", 260) for m in PGPASS.finditer(text)]
+            spans += [
+                Span(*m.span(1), "password", 260) for m in PGPASS.finditer(text) if not m.group(1).isdigit()
+            ]
         return spans
 
     def _find(self, text: str, urls: bool = True) -> list[Span]:
@@ -341,6 +438,60 @@ class ContextDetector:
         if urls:
             out += self._urls.find(text)
         return out
+
+
+# `someone@example.org / Pa55!word`, "the router creds → anna.k / Snowy,1979&": an account, a slash, its password
+_PAIR = re.compile(r"(?<![\w/])([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[\w.@+-]{2,40})[ \t]+/[ \t]+([^\s/]{6,64})(?=\s|$|[，。)）])")
+_ACCOUNT_WORDS = re.compile(
+    r"(?i)\b(?:creds?|credentials?|login|log\s*in|sign\s*in|account|user(?:name)?|wi-?fi|wlan|ssid|router|hotspot"
+    r"|admin)\b|账号|帳號|账户|登录|登陆|用户名|热点|路由器|无线"
+)
+
+
+def slash_pairs(text: str) -> list[Span]:
+    """The password of an `account / password` pair: said of an account (an e-mail, or a login word before it)."""
+    spans = []
+    for m in _PAIR.finditer(text):
+        account, value = m.group(1), m.group(2).rstrip(".,;:")
+        before = text[max(0, m.start() - 60) : m.start()]
+        if not ("@" in account or _ACCOUNT_WORDS.search(before)):
+            continue
+        if is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value):
+            spans.append(Span(m.start(2), m.start(2) + len(value), "password", 262))
+    return spans
+
+
+# a number said of a door, a gate, a safe or a lock: `#487427`, `259988#`, "right 91, left 64, right 88", 左转 35 右转 52
+_ACCESS = re.compile(
+    r"(?i)\b(?:door|gate|garage|locker|keypad|lockbox|key\s?box|key\s?safe|alarm|padlock|combo|combination|intercom"
+    r"|buzzer|lock|deadbolt)\b|(?<![\w-])safe\b(?!\s+to\b)|门|锁|保险箱|保险柜|保險箱|保險櫃|密码箱|车库|門禁|门禁|支付密码"
+    r"|取件码|验证码|動態碼|动态码|快递柜"
+)
+_SENTENCE = re.compile(r"[^\n.!?。！？]+")
+_ACCESS_NUMBER = re.compile(
+    r"(?<![\w.:$¥€£/-])[#*]?\d{4,10}[#*]?(?![\w.:/%-]|\s*(?:digits?|chars?|characters?|位|次|天|days?|years?|元|块|ms|px))"
+)
+_DIALS = re.compile(
+    r"(?i)(?:(?:left|right|(?<![A-Za-z])[LR]|cw|ccw|左转?|右转?|顺时针|逆时针)\s*(?:to\s*)?\d{1,3}(?:\s*(?:圈|次|times|x))?"
+    r"[,，、;\s–—-]*){2,}"
+    r"|(?<![\d-])\d{1,2}-\d{1,2}-\d{1,2}(?![\d-])|(?<![\d.,])\d(?: \d){3,9}(?![\d.,])"
+)
+
+
+def access_codes(text: str) -> list[Span]:
+    """Numbers in a sentence about a door, a safe or a lock: codes and combinations."""
+    spans = []
+    for sentence in _SENTENCE.finditer(text):
+        if not _ACCESS.search(sentence.group()):
+            continue
+        at = sentence.start()
+        for m in _ACCESS_NUMBER.finditer(sentence.group()):
+            if not re.fullmatch(r"(?:19|20)\d\d", m.group()):  # a year
+                spans.append(Span(at + m.start(), at + m.end(), "code", 261))
+        for m in _DIALS.finditer(sentence.group()):
+            value = m.group().rstrip(",，、; \t–—-")
+            spans.append(Span(at + m.start(), at + m.start() + len(value), "code", 261))
+    return spans
 
 
 def _wifi_end(text: str, start: int) -> int:

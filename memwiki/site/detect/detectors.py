@@ -14,7 +14,7 @@ from memwiki.site.detect.context import ContextDetector
 from memwiki.site.detect.hosts import HostDetector
 from memwiki.site.detect.personal import PersonalDetector
 from memwiki.site.detect.providers import ProviderDetector
-from memwiki.site.detect.shapes import ShapeDetector
+from memwiki.site.detect.shapes import ShapeDetector, wrapped_end
 from memwiki.site.detect.spans import Span, disjoint
 
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
@@ -83,12 +83,16 @@ class Detectors:
 
 
 def _whole(text: str, span: Span) -> Span:
-    """A token's span carried to both ends of its token (a rule that stopped short leaves no tail)."""
-    if span.kind not in _WHOLE_TOKEN_KINDS:
+    """A token's span carried to both ends of its token (a rule that stopped short leaves no tail), and over a line
+    break or a string concatenation that cut it."""
+    if span.kind in CONTACT_KINDS:
         return span
     a, b = span.start, span.end
-    while a > 0 and _TOKEN_CHAR.match(text[a - 1]):
-        a -= 1
-    while b < len(text) and _TOKEN_CHAR.match(text[b]):
-        b += 1
+    if span.kind in _WHOLE_TOKEN_KINDS:
+        while a > 0 and _TOKEN_CHAR.match(text[a - 1]):
+            a -= 1
+        while b < len(text) and _TOKEN_CHAR.match(text[b]):
+            b += 1
+    if b - a >= 12:
+        b = wrapped_end(text, a, b)
     return Span(a, b, span.kind, span.rank) if (a, b) != (span.start, span.end) else span

@@ -15,6 +15,7 @@ import functools
 import re
 
 import phonenumbers
+from mnemonic import Mnemonic
 from stdnum import luhn
 from stdnum.cn import ric
 from stdnum.iso7064 import mod_97_10
@@ -24,10 +25,17 @@ from memwiki.site.detect.spans import NOT_A_LABEL, Span
 from memwiki.site.detect.values import value_span
 
 REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG", "KR")
-_PHONE_CANDIDATE = re.compile(r"(?<![\w.+/-])(?:\+|\(\d)?\d[\d \t().-]{6,18}\d(?![\w.]\d|[\w])")
+_PHONE_CANDIDATE = re.compile(  # (a CJK character beside a number is no part of it: 电话18106803027)
+    r"(?<![A-Za-z0-9_.+/-])(?:\+|\(\d)?\d[\d \t().-]{6,18}\d(?![A-Za-z0-9_.]\d|[A-Za-z0-9_])"
+)
 _DATE_OR_VERSION = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}")
 _DOTTED_PHONE = re.compile(r"^\d{3}\.\d{3}\.\d{4}$")  # 408.313.6571
 _BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
+_CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]\d{4}){2}$")
+_PLATE = re.compile(  # a Chinese plate (province, letter, five or six): 苏B·FCM0Z; a UK one needs its word
+    r"(?<![\u4e00-\u9fff])[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{5,6}(?![A-Za-z0-9])"
+)
+_NINO = re.compile(r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])")
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
 _CARD = re.compile(r"(?<![\d.])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d]|\.\d)")
 _RIC = re.compile(
@@ -39,17 +47,18 @@ _EMAIL = re.compile(r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+[@＠](?:[A-Za-z0-9-]
 _HASH_EMAIL = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9._%+-]{2,64}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)(?![\w-])"
 )
-_AT_WORD = re.compile(r"[\[({<（【]\s*(?:at|@)\s*[\])}>）】]|\sat\s|艾特")
-_AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特)\s*"
-_DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s)\s*"
+_AT_WORD = re.compile(r"[\[({<（【]\s*(?:at|@|dot|\.)\s*[\])}>）】]|\sat\s|艾特")
+_AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特|@)\s*"
+_DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s|点)\s*"
 _EMAIL_OBFUSCATED = re.compile(
     rf"(?i)(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{{2,64}}{_AT}[A-Za-z0-9-]{{2,63}}(?:(?:{_DOT}|\.)[A-Za-z0-9-]{{2,24}})+"
 )
 _ID_WORDS = {
     "passport": r"passport(?:\s*(?:no\.?|number|#))?|护照(?:号码?)?|護照(?:號碼?)?|パスポート",
-    "wechat": r"wechat(?:\s*id)?|weixin|微信(?:号|號|id)?|vx|wx",
-    "qq": r"qq(?:\s*(?:号|號|number|no\.?))?|扣扣|q\s*我",
-    "messenger": r"(?:telegram|tg|line(?:\s*id)|whatsapp|signal|电报|discord(?:\s*id)?|skype|钉钉|飞书|instagram|ig"
+    "wechat": r"wechat(?:\s*id)?|weixin|微信(?:号|號|id)?|vx|wx|绿泡泡|綠泡泡|v信|威信|薇信",
+    "qq": r"qq(?:\s*(?:号|號|number|no\.?))?|扣扣|q\s*我|企鹅号?|企鵝號?",
+    "messenger": r"(?:telegram|tg|line(?:\s*id)|whatsapp|signal|threema(?:\s*id)?|session\s+id|电报|discord(?:\s*id)?|skype|钉钉"
+    r"|飞书|instagram|ig|支付宝|支付寶|alipay|paypal|venmo|cash\s*app"
     r"|twitter|微博|小红书|抖音|threads|mastodon|bluesky)"
     r"(?:\s*(?:user(?:name)?|id|handle|number|号|账号))?",
     "address": r"home\s+address|mailing\s+address|street\s+address|i\s+live\s+at|住址|家庭住址|家住|住在|收货地址|寄到"
@@ -59,9 +68,17 @@ _ID_WORDS = {
     r"|national\s+(?:id|insurance)(?:\s+number)?|ni\s+number|nino|aadhaar(?:\s+(?:number|no\.?))?"
     r"|pan(?:\s+no\.?)|证件号码?|證件號碼?|通行证(?:号码?)?"
     r"|通行證(?:號碼?)?|回乡证|台胞证|居留证|tax\s+id|税号|driver'?s\s+licen[cs]e(?:\s+number)?|学号|工号|医保卡?号|健保卡?号"
-    r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?",
+    r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?|bsn|burgerservicenummer|hkid|香港身份证|香港身份證"
+    r"|nric|tfn|steuer-?id|steuernummer|personalausweis(?:nummer)?|codice\s+fiscale|dni|nie|curp|cpf|pesel"
+    r"|personnummer|my\s*number|マイナンバー|sin(?:\s+number)?",
+    "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
+    r"|kennzeichen|nummernschild|车牌号?|車牌號?|ナンバー",
+    "account number": r"(?:bank\s+)?account(?:\s*(?:no\.?|number|#|nr\.?))?|acct\.?|a/c|routing(?:\s*(?:no\.?|number|#))?"
+    r"|aba|sort\s*code|bsb|konto(?:nummer)?|kontonr\.?|账号|帳號|账户|帳戶|卡号|卡號|银行卡号?|銀行卡號?|户号|收款账号",
 }
-_ID_SEP = r"\s*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?\s*(?:[\"'“‘`「]|t\.me/)?"
+_ID_SEP = (  # "NI number (for the payroll form): X"
+    r"(?:\s*[(（][^()（）\n]{0,30}[)）])?\s*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?\s*(?:[\"'“‘`「]|t\.me/)?"
+)
 _ID_LEAD = {
     kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?![A-Za-z]){_ID_SEP}" + NOT_A_LABEL)
     for kind, words in _ID_WORDS.items()
@@ -70,8 +87,12 @@ _ID_VALUE = {
     "passport": re.compile(r"[A-Za-z]{0,2}\d{6,9}|[A-Za-z0-9]{6,9}"),
     "wechat": re.compile(r"@?[A-Za-z][-_A-Za-z0-9]{5,19}|1[3-9]\d{9}"),
     "qq": re.compile(r"[1-9]\d{4,10}"),
-    "messenger": re.compile(r"(?:t\.me/|@)[A-Za-z][A-Za-z0-9_.]{3,31}|\+?\d[\d -]{6,16}\d|[A-Za-z][A-Za-z0-9_.]{4,31}"),
-    "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]{4,24}[A-Za-z0-9](?![A-Za-z0-9])"),
+    "messenger": re.compile(
+        r"(?:t\.me/|@)[A-Za-z][A-Za-z0-9_.]{3,31}|live:[.\w-]{4,40}|\+?\d[\d -]{6,16}\d|[A-Za-z0-9][A-Za-z0-9_.]{4,31}"
+    ),
+    "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
+    "account number": re.compile(r"\d[\d -]{4,30}\d(?![\d-])"),
+    "licence plate": re.compile(r"[A-Z\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,6}(?![A-Za-z0-9])"),
 }
 _STREET = (
     r"Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Grove|Drive|Dr|Court|Ct|Way|Place|Pl|Close|Crescent|Terrace|Boulevard"
@@ -93,10 +114,13 @@ _SEED_SEP = re.compile(r"[\s,，、;]+(?:\d{1,2}[.):]\s*)?")
 
 
 @functools.cache
-def _wordlist(language: str) -> frozenset[str]:
-    from mnemonic import Mnemonic
+def _mnemonic(language: str) -> Mnemonic:
+    return Mnemonic(language)
 
-    return frozenset(Mnemonic(language).wordlist)
+
+@functools.cache
+def _wordlist(language: str) -> frozenset[str]:
+    return frozenset(_mnemonic(language).wordlist)
 
 
 class PersonalDetector:
@@ -114,6 +138,8 @@ class PersonalDetector:
         "messenger",
         "address",
         "seed phrase",
+        "account number",
+        "licence plate",
     )
 
     def find(self, text: str) -> list[Span]:
@@ -128,6 +154,8 @@ class PersonalDetector:
         if sum(c.isdigit() for c in text) >= 7:
             spans += self._numbers(text)
         spans += self._ids(text, low)
+        if any("\u4e00" <= c <= "\u9fff" for c in text):
+            spans += [Span(*m.span(), "licence plate", 323) for m in _PLATE.finditer(text)]
         if any(c.isdigit() for c in text):
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_EN.finditer(text)]
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_DE.finditer(text)]
@@ -146,8 +174,11 @@ class PersonalDetector:
             if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and luhn.is_valid(digits):
                 spans.append(Span(*m.span(), "card number", 311))
         for m in _RIC.finditer(text):
-            if ric.is_valid(re.sub(r"[ -]", "", m.group())):
+            if _resident_id(re.sub(r"[ -]", "", m.group())):
                 spans.append(Span(*m.span(), "id number", 312))
+        for m in _NINO.finditer(text):
+            if re.search(r"\d", m.group()) and not m.group()[:2] in ("BG", "GB", "NK", "KN", "TN", "NT", "ZZ"):
+                spans.append(Span(*m.span(), "id number", 313))
         for m in _SSN.finditer(text):
             if ssn.is_valid(m.group()):
                 spans.append(Span(*m.span(), "id number", 313))
@@ -172,10 +203,28 @@ class PersonalDetector:
                 handle = kind in ("wechat", "messenger")
                 if value is None or not (handle or any(c.isdigit() for c in value.group())):
                     continue
-                if handle and not re.search(r"[:：=是]|\bis\b|\s@|id|user|handle|号", m.group(), re.I):
-                    continue  # "WeChat group" is not an id: an id needs a separator or a word that says so
+                if kind == "account number" and sum(c.isdigit() for c in value.group()) < 6:
+                    continue
+                said = re.search(r"[:：=是]|\bis\b|\s@|id|user|handle|号", m.group(), re.I)
+                if handle and not said and not _made_handle(value.group()):
+                    continue  # "WeChat group" is not an id: an id needs a separator, a word that says so, or digits
                 spans.append(Span(*value.span(), kind, 322))
         return spans
+
+
+def _resident_id(number: str) -> bool:
+    """A Chinese resident id by its check digit and birth date (ISO 7064 mod 11-2). `stdnum`'s own check also asks
+    for a birth place it knows, and a person's id is private whether or not its county code is in that list."""
+    try:
+        ric.get_birth_date(number)
+    except ValueError:
+        return False
+    return len(number) == 18 and ric.calc_check_digit(number) == number[17].upper()  # (it reads the first 17)
+
+
+def _made_handle(value: str) -> bool:
+    """`livry9951`, `11SXIXOW`: letters and digits together, as a chosen handle is written."""
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and len(value) >= 6
 
 
 def _iban(candidate: str) -> bool:
@@ -193,6 +242,8 @@ def _is_phone(candidate: str) -> bool:
     digits = sum(c.isdigit() for c in candidate)
     if not 7 <= digits <= 15 or (_DATE_OR_VERSION.search(candidate) and not _DOTTED_PHONE.match(candidate)):
         return False
+    if _CN_MOBILE.match(candidate):
+        return True  # written 3-4-4, as a Chinese mobile is: newer ranges (14x, 19x) before the library knows them
     if candidate.isdigit() and not _BARE_PHONE.match(candidate):
         return False  # an unbroken number is a count, an id, a port...: only the shapes phones are written in
     candidate = candidate.replace("(0)", " ")  # a trunk prefix written beside a country code
@@ -220,6 +271,23 @@ def _is_phone(candidate: str) -> bool:
     return False
 
 
+_SEED_WORDS = re.compile(r"(?i)助记词|助記詞|种子|種子|seed|mnemonic|钱包|錢包|wallet|私钥|恢复短语")
+_ZH_RUN = re.compile(r"(?<![\u4e00-\u9fff])[\u4e00-\u9fff]{12,24}(?![\u4e00-\u9fff])")
+
+
+def _joined_zh_seeds(text: str) -> list[Span]:
+    """Twelve to twenty-four list characters written together, said to be a seed and passing BIP-39's checksum."""
+    spans = []
+    for m in _ZH_RUN.finditer(text):
+        run = m.group()
+        if len(run) % 3 == 0:
+            for language in ("chinese_simplified", "chinese_traditional"):
+                if set(run) <= _wordlist(language) and _mnemonic(language).check(" ".join(run)):
+                    spans.append(Span(*m.span(), "seed phrase", 330))
+                    break
+    return spans
+
+
 def seed_phrases(text: str) -> list[Span]:
     """Twelve or more BIP-39 words in a row (English), or twelve or more list characters written apart (Chinese)."""
     spans = []
@@ -244,6 +312,8 @@ def seed_phrases(text: str) -> list[Span]:
         spans.append(Span(run_start, run_end, "seed phrase", 330))
     if any("\u4e00" <= c <= "\u9fff" for c in text):
         zh = _wordlist("chinese_simplified") | _wordlist("chinese_traditional")
+        if _SEED_WORDS.search(text):
+            spans += _joined_zh_seeds(text)
         for m in re.finditer(r"(?:[\u4e00-\u9fff][\s,，、]+){11,}[\u4e00-\u9fff]", text):
             run: list[int] = []  # positions of consecutive list characters written apart
             for i in range(m.start(), m.end()):

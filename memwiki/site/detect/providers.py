@@ -38,6 +38,15 @@ RULES: tuple[Rule, ...] = (
         r"(?i)" + _B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
         r"(?i)gh[pousr]_|github_pat_",
     ),
+    Rule(  # Twilio: the auth token written beside its account SID
+        "twilio auth token",
+        r"(?i)" + _B + r"AC[0-9a-f]{32}[\"']?\s*[,:/]\s*[\"']?([0-9a-f]{32})" + _E,
+        r"(?i)AC[0-9a-f]{32}",
+        1,
+    ),
+    Rule(  # Firebase Cloud Messaging's legacy server key
+        "api key", r"(?<![A-Za-z0-9])AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}", r"AAAA[A-Za-z0-9_-]{7}:APA91b"
+    ),
     Rule("gitlab token", r"(?i)" + _B + r"glpat-[A-Za-z0-9_-]{20,}", r"(?i)glpat-"),
     Rule("slack token", r"(?i)" + _B + r"xox[abposr]-[A-Za-z0-9-]{10,}", r"(?i)xox[abposr]-"),
     Rule(

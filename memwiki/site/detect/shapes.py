@@ -19,7 +19,7 @@ from collections import Counter
 
 from memwiki.site.detect.spans import Span
 
-_RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/=_~.-]{15,}")
+_RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}")  # (`=` only as padding: `key=VALUE`)
 _KEY_BLOCK = re.compile(
     r"-----BEGIN [A-Z0-9 ]*(?:PRIVATE KEY|PRIVATE KEY BLOCK|SECRET KEY|ENCRYPTED [A-Z ]*)-----[\s\S]*?"
     r"(?:-----END [A-Z0-9 ]*-----|\Z)"
@@ -130,6 +130,8 @@ class ShapeDetector:
             spans += [Span(*m.span(), "private key", 100) for m in _B64_KEY.finditer(text)]
         if "\n" in text:
             spans += [Span(m.start(), m.end(), "private key", 100) for m in _B64_LINES.finditer(text)]
+        if "[" in text:
+            spans += [Span(*m.span(), "private key", 100) for m in _BYTE_ARRAY.finditer(text) if _key_bytes(m.group())]
         if "\n" in text:  # a token wrapped over lines, each line only a part of it
             for m in _TOKEN_LINES.finditer(text):
                 joined = "".join(m.group().split())
@@ -151,9 +153,18 @@ class ShapeDetector:
                 if _HASH_WORDS.search(text, max(0, m.start() - 32), m.start()):
                     continue  # a digest named as one
             if made(token) or _best_part(token):
-                a, b = m.start(), _wrapped_end(text, m.end())
+                a, b = m.start(), wrapped_end(text, m.start(), m.end())
                 spans.append(Span(a, b, "token", 500))
         return spans
+
+
+_BYTE_ARRAY = re.compile(r"\[\s*(?:\d{1,3}\s*,\s*){31,}\d{1,3}\s*\]")
+
+
+def _key_bytes(array: str) -> bool:
+    """A JSON list of 32 or 64 bytes is a key's bytes (a Solana keypair file, a seed)."""
+    values = [int(v) for v in re.findall(r"\d+", array)]
+    return len(values) in (32, 64) and max(values) <= 255 and len(set(values)) > 8
 
 
 _QUOTED = re.compile(r"""(?<![\w])(['"`‘“])([^\s'"`‘’“”]{8,64})(['"`’”])""")
@@ -175,14 +186,16 @@ def typed(value: str) -> bool:
     return classes == {0, 1, 3} and inner >= 2 and len(value) >= 10
 
 
-_NEXT_LINE = re.compile(r"\n[ \t]*([A-Za-z0-9+/=_-]{6,})(?=\s|$)")
+_NEXT_LINE = re.compile(r"(?:[\"'][ \t]*\+?[ \t]*)?\n[ \t]*[\"']?([A-Za-z0-9+/=_-]{6,})(?=[\"'\s;,)]|$)")
 
 
-def _wrapped_end(text: str, end: int) -> int:
-    """A token cut by a line break goes on on the next line when that line is one more run of its alphabet."""
-    while end < len(text) and text[end] == "\n":
-        m = _NEXT_LINE.match(text, end)
-        if m is None or not (made(m.group(1)) or switches(m.group(1)) >= 0.3):
+def wrapped_end(text: str, start: int, end: int) -> int:
+    """A token cut by a line break (or by a string concatenation, `"ab" +\n "cd"`) goes on on the next line when
+    that line is one more run of its alphabet: made, or written only in the characters the token has."""
+    alphabet = set(text[start:end])
+    while (m := _NEXT_LINE.match(text, end)) is not None:
+        part = m.group(1)
+        if not (made(part) or switches(part) >= 0.3 or (set(part) <= alphabet and any(c.isdigit() for c in part))):
             break
-        end = m.end()
+        end = m.end(1)
     return end

@@ -57,7 +57,7 @@ class RuleSet:
     def find(self, text: str) -> list[Span]:
         """Each rule looks only near its triggers (a window around each), and only in the blocks of `text` where
         the RE2 set says they occur; a match that reaches its window's end is read again to its real end."""
-        found: dict[tuple[int, int], Span] = {}
+        found: dict[tuple[int, int, int], Span] = {}  # (rule, start, end): two rules may read the same lead
         looked: set[tuple[int, int]] = set()
         covered = [0] * len(self.rules)  # where the last span each rule found ends: triggers inside it are skipped
         n = len(text)
@@ -76,8 +76,8 @@ class RuleSet:
                         if match.end() >= end - 1 and end < n:
                             match = pattern.match(text, match.start()) or match
                         a, b = match.span(rule.group)
-                        if a < b and (a, b) not in found and (rule.check is None or rule.check(text[a:b])):
-                            found[(a, b)] = Span(a, b, rule.kind, self._rank + i)
+                        if a < b and (i, a, b) not in found and (rule.check is None or rule.check(text[a:b])):
+                            found[(i, a, b)] = Span(a, b, rule.kind, self._rank + i)
                             covered[i] = max(covered[i], b)
         return list(found.values())
 

@@ -14,6 +14,7 @@ QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "「": "」"
 _STOP = frozenset("\"'`“”‘’「」『』«»，。；、！？：（）【】《》\u3000")
 _TRAILING = ".,;:"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+_ESCAPED_QUOTE = re.compile(r"\\+[\"']")
 MAX_VALUE = 400  # a value longer than this is cut there (the rest is redacted with it)
 
 # words that describe a credential rather than being one ("secret: optional", "password is required")
@@ -25,7 +26,7 @@ NOT_VALUES = frozenset(
     your my our their his her its in at for from with via by of to and or not never always also only""".split()
 )
 _PLACEHOLDER = re.compile(
-    r"^(?:\$\{.*|\$\(.*|\{\{.*|\$[A-Z_][A-Z0-9_]*|<[^<>]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
+    r"^(?:\$\{.*|\$\(.*|\{\{.*|\$[A-Z_][A-Z0-9_]*|<[A-Za-z_ -]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
     r"\[[^\]]*\]|your[-_ ]?\w*|changeme|change[-_]me|redacted.*)$",
     re.IGNORECASE,
 )
@@ -37,10 +38,11 @@ def value_span(text: str, start: int, phrase: bool = False) -> tuple[int, int]:
     n = len(text)
     if start >= n:
         return start, start
-    if text.startswith('\\"', start) or text.startswith("\\'", start):
-        quote = text[start : start + 2]
-        end = text.find(quote, start + 2, start + 2 + MAX_VALUE)
-        return start + 2, end if end > 0 else _bare_end(text, start + 2)
+    escaped = _ESCAPED_QUOTE.match(text, start)  # `\"X\"`, `\\\"X\\\"`: a quote escaped once or more
+    if escaped is not None:
+        quote = escaped.group()
+        end = text.find(quote, escaped.end(), escaped.end() + MAX_VALUE)
+        return escaped.end(), end if end > 0 else _bare_end(text, escaped.end())
     closer = QUOTES.get(text[start])
     if closer is not None:
         end = start + 1

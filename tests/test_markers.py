@@ -1,0 +1,84 @@
+"""Private markers as people type them (memwiki/markers.py): each shape is read as private, and ordinary text that
+only mentions a private word is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from memwiki.markers import flagged, marked, private_heading, private_path, without_private_sections
+
+MARKED = [
+    "[private] the garden gate",
+    "【私密】花园的门",
+    "(Private) the garden gate",
+    "[ private ] the garden gate",
+    "<private> the garden gate",
+    "the garden gate #private",
+    "the garden gate #私密",
+    "PRIVATE: the garden gate",
+    "私密：花园的门",
+    "Private note - the garden gate",
+    "私密笔记：花园的门",
+    "<!-- private --> the garden gate",
+    "🔒 the garden gate",
+    "the garden gate 🔐",
+    "the garden gate (do not publish)",
+    "不要公开：花园的门",
+    "花园的门（仅自己可见）",
+]
+NOT_MARKED = [
+    "private data pipeline is slow",
+    "Private equity notes from the talk",
+    "the secret of good soup is salt",
+    "a #privacy policy draft",
+    "we publish on Fridays",
+    "私有云的部署笔记",
+]
+
+
+@pytest.mark.parametrize("text", MARKED)
+def test_a_marker_makes_a_note_private(text: str) -> None:
+    assert marked(text)
+
+
+@pytest.mark.parametrize("text", NOT_MARKED)
+def test_a_private_word_in_a_sentence_is_no_marker(text: str) -> None:
+    assert not marked(text)
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"private": True},
+        {"private": "yes"},
+        {"private": 1},
+        {"visibility": "private"},
+        {"public": False},
+        {"publish": "no"},
+        {"draft": True},
+        {"sensitive": "true"},
+        {"公开": False},
+        {"可见性": "私密"},
+        {"私密": "是"},
+    ],
+)
+def test_frontmatter_flags_are_read_by_meaning(meta: dict) -> None:
+    assert flagged(meta)
+
+
+@pytest.mark.parametrize("meta", [{"private": False}, {"public": True}, {"status": "done"}, {"draft": "no"}, {}])
+def test_public_or_silent_frontmatter_is_not_private(meta: dict) -> None:
+    assert not flagged(meta)
+
+
+def test_a_private_section_ends_at_the_next_heading_of_its_level() -> None:
+    text = "# Me\nkind\n## Private\nsecret line\n### more\nalso secret\n## Style\nshort answers\n"
+    kept, dropped = without_private_sections(text)
+    assert kept == "# Me\nkind\n## Style\nshort answers\n" and dropped == 4
+    assert private_heading("## 私密") == 2 and private_heading("### Private notes") == 3
+    assert private_heading("## Privacy policy") == 0
+
+
+def test_a_folder_named_private_marks_its_pages() -> None:
+    assert private_path("wiki/private/plan.md") and private_path("wiki/私密/计划.md")
+    assert not private_path("wiki/private.md") and not private_path("wiki/privacy/plan.md")
