@@ -247,6 +247,7 @@ def _apply_config_file(args: argparse.Namespace) -> None:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _refuse_undecodable(args)
     _apply_config_file(args)
     if args.command == "init":
         import os
@@ -473,19 +474,35 @@ def _run_on_sources(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_undecodable(args: argparse.Namespace) -> None:
+    """An argument that is not valid UTF-8 (`memwiki remember $'\\xff\\xfe'`) reaches Python as lone surrogates,
+    which no layer can store: refuse it before anything is opened."""
+    from memwiki.jsonl import unpaired_surrogate
+
+    for name, value in vars(args).items():
+        if isinstance(value, str | list) and unpaired_surrogate(value) is not None:
+            flag = name.replace("_", "-")
+            raise MemwikiError(f"{flag}: not valid UTF-8 text (check the terminal's encoding); nothing was written")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = run(argv)
     except MemwikiError as exc:
         print(f"memwiki: error: {exc}", file=sys.stderr)
         code = 2
-    except KeyboardInterrupt:
-        code = 130
     except BrokenPipeError:  # the reader went away (`memwiki ... | head`): stop quietly
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 141
+    except OSError as exc:  # a folder where a file should be, a full disk, a read-only mount: one line, no traceback
+        from memwiki.errors import describe_os_error
+
+        print(f"memwiki: error: {describe_os_error(exc)}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
     sys.exit(code)
 
 

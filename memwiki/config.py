@@ -79,6 +79,14 @@ class Caps:
     memory: int = 2200
     user: int = 1375
 
+    def __post_init__(self) -> None:
+        for name in ("persona", "memory", "user"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 100_000_000:
+                raise TypeError(
+                    f"caps.{name} must be a whole number of characters from 100 to 100,000,000, not {value!r}"
+                )
+
 
 # A hard limit per input (one import line, one memory or message): an agent logging a whole file into one memory
 # must get an error, not a machine out of memory. 8 MB is past anything a conversation writes; a 5 MB memory
@@ -117,13 +125,18 @@ class StoreConfig:
     def from_json(cls, text: str, where: str) -> StoreConfig:
         try:
             raw = json.loads(text)
+            if not isinstance(raw, dict) or "version" not in raw or "embedder" not in raw:
+                raise ValueError('an object with at least "version" and "embedder" (memwiki init writes them)')
+            threshold = float(raw.get("overflow_threshold", 0.70))
+            if not 0.05 <= threshold <= 1.0:
+                raise ValueError(f"overflow_threshold must be between 0.05 and 1, not {threshold!r}")
             return cls(
                 version=int(raw.get("version", FORMAT_VERSION)),
                 embedder=EmbedderConfig(**raw.get("embedder", {})),
                 chroma=ChromaConfig(**raw.get("chroma", {})),
                 caps=Caps(**raw.get("caps", {})),
                 limits=Limits(**raw.get("limits", {})),
-                overflow_threshold=float(raw.get("overflow_threshold", 0.70)),
+                overflow_threshold=threshold,
                 created_at=str(raw.get("created_at", "")),
             )
         except (ValueError, TypeError, AttributeError) as exc:

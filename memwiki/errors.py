@@ -48,3 +48,23 @@ class InputTooLargeError(InputFormatError):
 class DamagedStoreError(MemwikiError):
     """A part of the store cannot be read (a damaged or half-written file); the message names the part,
     its file and what to do."""
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for a person from an operating-system error: what happened to which file, and what to do."""
+    import errno
+
+    where = exc.filename or "a store file"
+    if isinstance(exc, IsADirectoryError):
+        return f"{where}: a folder where memwiki expects a file: move it aside"
+    if isinstance(exc, NotADirectoryError):
+        return f"{where}: a file where memwiki expects a folder: move it aside"
+    if isinstance(exc, FileNotFoundError):
+        return f"{where}: no longer there (was the store moved or deleted?); nothing was written"
+    if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
+        return f"disk full while writing {where}: free some space and run it again"
+    if exc.errno == errno.EROFS:
+        return f"{where}: the file system is read-only; nothing was written"
+    if isinstance(exc, PermissionError):
+        return f"{where}: permission denied"
+    return f"{where}: {exc.strerror or exc}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+MAX_DEPTH = 64  # objects and lists inside each other: deeper is no memory record, and Python's parser would overflow
+
+
 def _open(path: Path):
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputFormatError(f"{path}: no such file") from None
+    except PermissionError:
+        raise InputFormatError(f"{path}: permission denied") from None
+    if stat.S_ISDIR(mode):
+        raise InputFormatError(f"{path}: is a folder, not a JSONL file")
+    if not stat.S_ISREG(mode):  # a FIFO or a device would block the reader, or never end
+        raise InputFormatError(f"{path}: not a regular file (a pipe, a socket or a device): save it to a file first")
     try:
         return path.open("rb")
     except FileNotFoundError:
@@ -44,13 +58,71 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 line = line[1:]
             if not line.strip():
                 continue
+            if _too_deep(line):
+                raise InputFormatError(f"{path}:{lineno}: nested more than {MAX_DEPTH} deep")
             try:
                 obj = json.loads(line, parse_constant=_reject_constant)
             except (json.JSONDecodeError, ValueError) as exc:
                 raise InputFormatError(f"{path}:{lineno}: invalid JSON ({exc})") from None
             if not isinstance(obj, dict):
                 raise InputFormatError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            if (field := unpaired_surrogate(obj)) is not None:
+                raise InputFormatError(
+                    f"{path}:{lineno}: {field or 'a key'} holds a lone surrogate (an escape like \\ud800 that is "
+                    "half of a character): not text any layer can store"
+                )
             yield lineno, obj
+
+
+def _too_deep(line: str) -> bool:
+    """Whether brackets nest more than MAX_DEPTH deep (counted outside strings, before parsing)."""
+    if line.count("{") + line.count("[") <= MAX_DEPTH:
+        return False
+    depth = 0
+    in_string = escaped = False
+    for c in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "{[":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif c in "}]":
+            depth -= 1
+    return False
+
+
+def unpaired_surrogate(value: object, where: str = "") -> str | None:
+    """The field (dotted path, "" for the top) of the first string or key holding a lone surrogate, else None."""
+    if isinstance(value, str):
+        return None if _encodable(value) else where
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and not _encodable(key):
+                return where or "a key"
+            if (found := unpaired_surrogate(item, here)) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if (found := unpaired_surrogate(item, f"{where}[{i}]")) is not None:
+                return found
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def count_lines(path: Path) -> int:

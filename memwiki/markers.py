@@ -81,10 +81,35 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _TRUE = frozenset({"true", "yes", "y", "1", "on", "是", "对", "private"})
 _FALSE = frozenset({"false", "no", "n", "0", "off", "否", "不", "不是"})
 _VISIBILITY_KEYS = frozenset(
-    {"visibility", "access", "privacy", "audience", "scope", "sharing", "status", "可见性", "可見性", "可见范围", "权限"}
+    {
+        "visibility",
+        "access",
+        "privacy",
+        "audience",
+        "scope",
+        "sharing",
+        "status",
+        "可见性",
+        "可見性",
+        "可见范围",
+        "权限",
+    }
 )
 _PRIVATE_FLAGS = frozenset(
-    {"private", "secret", "confidential", "hidden", "draft", "sensitive", "私密", "隐私", "隱私", "敏感", "草稿", "机密"}
+    {
+        "private",
+        "secret",
+        "confidential",
+        "hidden",
+        "draft",
+        "sensitive",
+        "私密",
+        "隐私",
+        "隱私",
+        "敏感",
+        "草稿",
+        "机密",
+    }
 )
 _PUBLIC_FLAGS = frozenset({"public", "publish", "published", "shareable", "shared", "公开", "公開", "发布", "發布"})
 _PRIVATE_VALUES = frozenset(PRIVATE_WORDS) | {"hidden", "draft", "internal", "restricted", "owner", "me", "仅本人"}

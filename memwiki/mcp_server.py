@@ -28,7 +28,7 @@ from pydantic import Field
 
 from memwiki.categories import category_of
 from memwiki.context import render_context
-from memwiki.errors import MemwikiError
+from memwiki.errors import MemwikiError, describe_os_error
 from memwiki.graph import entity_id, select_facts, select_timeline
 from memwiki.jsonable import jsonable
 from memwiki.recall import Recaller
@@ -59,10 +59,30 @@ class Served:
         def guarded() -> Any:  # noqa: ANN401
             try:
                 return work()
-            except MemwikiError as exc:
-                raise ToolError(str(exc)) from None
+            except Exception as exc:  # the agent sees the cause, not "Error executing tool"
+                raise ToolError(tool_error(exc)) from None
 
         return await self.thread.acall(guarded)
+
+    async def write(self, work: Callable[[], Any]) -> Any:  # noqa: ANN401
+        """Like `run`, for a write: refused when the store's folder is gone (a write would make a partial one)."""
+
+        def present_then(work: Callable[[], Any]) -> Any:  # noqa: ANN401
+            if self.store is not None:
+                self.store.check_present()
+            return work()
+
+        return await self.run(lambda: present_then(work))
+
+
+def tool_error(exc: BaseException) -> str:
+    """The one line an agent reads for a failed tool call: memwiki's own message, a file system's cause, or the
+    exception's type and text."""
+    if isinstance(exc, MemwikiError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return describe_os_error(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _hermes_result(body: dict[str, Any]) -> CallToolResult:
@@ -241,14 +261,14 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
                 else:
                     store.forget(old_text, target=target)
                     sunk, message = [], "Entry removed."
-            except MemwikiError as exc:
-                return {"success": False, "error": str(exc)}
+            except (MemwikiError, OSError) as exc:
+                return {"success": False, "error": tool_error(exc)}
             out = {"success": True, "target": target, **_usage(store, target), "message": message}
             if sunk:
                 out["sunk"] = [{"memory_id": r.memory_id, "text": r.text, "reason": r.reason} for r in sunk]
             return out
 
-        return _hermes_result(await served.run(write))
+        return _hermes_result(await served.write(write))
 
     @server.tool(description="Keep a long memory in semantic memory (L2); returns its id.")
     async def memwiki_remember_long(
@@ -256,8 +276,12 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
         id: Annotated[str | None, Field(max_length=200)] = None,
         category: Literal[CATEGORIES] | None = None,  # type: ignore[valid-type]
     ) -> dict[str, Any]:
-        memory = long_memory(text, id, category)
-        await served.run(lambda: store.semantic.upsert([memory]))
+        def remember() -> Memory:
+            memory = long_memory(text, id, category)
+            store.semantic.upsert([memory])
+            return memory
+
+        memory = await served.write(remember)
         return {"id": memory.id, "category": memory.category}
 
     @server.tool(description="Delete a long memory (L2) by id.")
@@ -267,7 +291,7 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
                 raise MemwikiError(f"no long memory {id!r}")
             store.semantic.delete([id])
 
-        await served.run(forget)
+        await served.write(forget)
         return {"id": id, "deleted": True}
 
     @server.tool(description="Add a fact (subject, predicate, object) to the knowledge graph, valid from a date.")
@@ -283,11 +307,11 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
         def add() -> str:
             return store.graph.add_triple(subject, predicate, object, valid_from=valid_from, source_file=source)
 
-        return {"id": await served.run(add)}
+        return {"id": await served.write(add)}
 
     @server.tool(description="End a current fact on a date (it stays in the graph's history).")
     async def memwiki_kg_invalidate(subject: Name, predicate: Name, object: Name, ended: Date = None) -> dict[str, Any]:
-        return {"ended": await served.run(lambda: store.graph.invalidate(subject, predicate, object, ended=ended))}
+        return {"ended": await served.write(lambda: store.graph.invalidate(subject, predicate, object, ended=ended))}
 
     @server.tool(
         description=(
@@ -301,7 +325,7 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
         def supersede() -> str:
             return store.graph.supersede(subject, predicate, new_object, date=at, old_object=old_object)
 
-        return {"id": await served.run(supersede)}
+        return {"id": await served.write(supersede)}
 
 
 def serve(opener: Callable[[StoreThread], Served]) -> None:

@@ -125,6 +125,15 @@ class Store:
             )
         return cls(root, config, embedder)
 
+    def check_present(self) -> None:
+        """Refuse to write into a store whose folder was deleted or emptied while it was open: a write would make a
+        partial folder, or go into a file that no longer has a name, and be acknowledged and lost."""
+        missing = [STORE_FILE] if not (self.root / STORE_FILE).is_file() else missing_parts(self.root)
+        if missing:
+            raise NotAStoreError(
+                f"{self.root}: the store is gone or half there (missing {', '.join(missing)}): nothing was written"
+            )
+
     def close(self) -> None:
         for name in ("graph", "sessions", "semantic"):
             layer = self.__dict__.pop(name, None)

@@ -74,7 +74,11 @@ def run(checkout: Path, store: Path, site: Path, what: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(store), str(site), what],
-        cwd=checkout, env=env, capture_output=True, text=True, check=False,
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"{checkout} {what}: failed\n{done.stderr[-2000:]}")
@@ -102,8 +106,10 @@ def main() -> None:
                 f"{what:4} {name:8} median {medians[name]:7.2f} s over {len(rs)} runs, "
                 f"peak {max(r['peak_mb'] for r in rs):6.0f} MB, {extra}"
             )
-        print(f"{what:4} ratio this/baseline {medians['this'] / medians['baseline']:.2f}   "
-              f"(load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})\n")
+        print(
+            f"{what:4} ratio this/baseline {medians['this'] / medians['baseline']:.2f}   "
+            f"(load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})\n"
+        )
 
 
 if __name__ == "__main__":

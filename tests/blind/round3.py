@@ -47,17 +47,82 @@ vanish venture viable violin vocal wagon warrior weapon welcome where win wisdom
 """.split()
 
 _HUMAN_WORDS = [
-    "Harbor", "Mango", "Tiger", "Lotus", "Falcon", "Panda", "Summer", "Winter", "Qiuqiu", "Xiaomi", "Dragon",
-    "Maple", "Coffee", "Sunny", "Lucky", "Rocket", "Ocean", "Jasmine", "Bamboo", "Kitty", "Shadow", "Wuhan",
-    "Hangzhou", "Dolphin", "Pepper", "Cherry", "Nemo", "Totoro", "Pikachu", "Snoopy",
+    "Harbor",
+    "Mango",
+    "Tiger",
+    "Lotus",
+    "Falcon",
+    "Panda",
+    "Summer",
+    "Winter",
+    "Qiuqiu",
+    "Xiaomi",
+    "Dragon",
+    "Maple",
+    "Coffee",
+    "Sunny",
+    "Lucky",
+    "Rocket",
+    "Ocean",
+    "Jasmine",
+    "Bamboo",
+    "Kitty",
+    "Shadow",
+    "Wuhan",
+    "Hangzhou",
+    "Dolphin",
+    "Pepper",
+    "Cherry",
+    "Nemo",
+    "Totoro",
+    "Pikachu",
+    "Snoopy",
 ]
 _PINYIN = ["wang", "li", "zhang", "liu", "chen", "yang", "huang", "zhao", "zhou", "wu", "xu", "sun", "lin", "guo", "he"]
 _GIVEN = ["xiaoyu", "wei", "fang", "jing", "lei", "ting", "hao", "min", "yan", "qiang", "lili", "jun", "xin", "bo"]
-_FIRST = ["dana", "mike", "sophie", "liam", "emma", "noah", "olivia", "jonas", "hannah", "kenji", "yuki", "priya", "tom"]
+_FIRST = [
+    "dana",
+    "mike",
+    "sophie",
+    "liam",
+    "emma",
+    "noah",
+    "olivia",
+    "jonas",
+    "hannah",
+    "kenji",
+    "yuki",
+    "priya",
+    "tom",
+]
 _LAST = ["miller", "schmidt", "tanaka", "okafor", "garcia", "novak", "kowalski", "fischer", "brennan", "sato", "patel"]
-_COMPANIES = ["acme-robotics", "northwind", "globex", "initech", "umbrella-labs", "contoso", "hooli", "vandelay", "tyrell", "wayne-ent"]
+_COMPANIES = [
+    "acme-robotics",
+    "northwind",
+    "globex",
+    "initech",
+    "umbrella-labs",
+    "contoso",
+    "hooli",
+    "vandelay",
+    "tyrell",
+    "wayne-ent",
+]
 _CN_COMPANIES = ["xingchen", "haina", "yunfan", "tianyi", "jinshan", "lanhai", "qiming", "zhiyuan"]
-_SERVICES = ["jenkins", "grafana", "gitlab", "sonar", "nexus", "kibana", "vault", "harbor", "argo", "prom", "minio", "jira"]
+_SERVICES = [
+    "jenkins",
+    "grafana",
+    "gitlab",
+    "sonar",
+    "nexus",
+    "kibana",
+    "vault",
+    "harbor",
+    "argo",
+    "prom",
+    "minio",
+    "jira",
+]
 
 
 def _w(rng: random.Random, n: int, alphabet: str = ALNUM) -> str:
@@ -148,7 +213,12 @@ def _private_ip(rng: random.Random) -> str:
 
 def _jwt(rng: random.Random) -> str:
     header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
-    claims = {"sub": _d(rng, 8), "name": rng.choice(_FIRST), "role": rng.choice(["admin", "ops", "user"]), "iat": rng.randint(1_700_000_000, 1_760_000_000)}
+    claims = {
+        "sub": _d(rng, 8),
+        "name": rng.choice(_FIRST),
+        "role": rng.choice(["admin", "ops", "user"]),
+        "iat": rng.randint(1_700_000_000, 1_760_000_000),
+    }
     payload = base64.urlsafe_b64encode(json.dumps(claims, separators=(",", ":")).encode()).decode().rstrip("=")
     return f"{header}.{payload}.{_b64(rng, 32, urlsafe=True)}"
 
@@ -165,7 +235,9 @@ def _seed(rng: random.Random) -> str:
 KINDS: dict[str, Callable[[random.Random], tuple[str, str]]] = {}
 
 
-def kind(name: str) -> Callable[[Callable[[random.Random], tuple[str, str]]], Callable[[random.Random], tuple[str, str]]]:
+def kind(
+    name: str,
+) -> Callable[[Callable[[random.Random], tuple[str, str]]], Callable[[random.Random], tuple[str, str]]]:
     def register(make: Callable[[random.Random], tuple[str, str]]) -> Callable[[random.Random], tuple[str, str]]:
         KINDS[name] = make
         return make
@@ -197,7 +269,10 @@ def _(r):
 @kind("sshpass -p")
 def _(r):
     s = _pw_human(r)
-    return s, f"the old deploy script does sshpass -p '{s}' ssh -o StrictHostKeyChecking=no deploy@web3 'systemctl restart app'"
+    return (
+        s,
+        f"the old deploy script does sshpass -p '{s}' ssh -o StrictHostKeyChecking=no deploy@web3 'systemctl restart app'",
+    )
 
 
 @kind("docker login -p")
@@ -420,7 +495,11 @@ def _(r):
 @kind("pgp key block")
 def _(r):
     lines = _b64_lines(r, "lQOYBG", 4)
-    s = "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n" + "\n".join(lines) + f"\n={_w(r, 4, B64)}\n-----END PGP PRIVATE KEY BLOCK-----"
+    s = (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n"
+        + "\n".join(lines)
+        + f"\n={_w(r, 4, B64)}\n-----END PGP PRIVATE KEY BLOCK-----"
+    )
     return s, f"signing subkey export:\n{s}"
 
 
@@ -918,7 +997,9 @@ def _(r):
 
 @kind("cn landline zh")
 def _(r):
-    s = r.choice([f"021-{r.randint(5, 6)}{_d(r, 7)}", f"(010) {r.randint(5, 8)}{_d(r, 3)}-{_d(r, 4)}", f"0755-{_d(r, 8)}"])
+    s = r.choice(
+        [f"021-{r.randint(5, 6)}{_d(r, 7)}", f"(010) {r.randint(5, 8)}{_d(r, 3)}-{_d(r, 4)}", f"0755-{_d(r, 8)}"]
+    )
     return s, f"公司前台座机 {s}，转 8021"
 
 
@@ -1005,13 +1086,15 @@ def _(r):
 
 @kind("home address zh")
 def _(r):
-    city, district, roads = r.choice([
-        ("上海市", "浦东新区", ["张杨路", "世纪大道", "锦绣路"]),
-        ("北京市", "朝阳区", ["望京西路", "建国路", "酒仙桥路"]),
-        ("广州市", "天河区", ["体育西路", "天河北路"]),
-        ("杭州市", "西湖区", ["文三路", "古墩路"]),
-        ("深圳市", "南山区", ["科技园南路", "后海大道"]),
-    ])
+    city, district, roads = r.choice(
+        [
+            ("上海市", "浦东新区", ["张杨路", "世纪大道", "锦绣路"]),
+            ("北京市", "朝阳区", ["望京西路", "建国路", "酒仙桥路"]),
+            ("广州市", "天河区", ["体育西路", "天河北路"]),
+            ("杭州市", "西湖区", ["文三路", "古墩路"]),
+            ("深圳市", "南山区", ["科技园南路", "后海大道"]),
+        ]
+    )
     s = f"{city}{district}{r.choice(roads)}{r.randint(1, 2999)}弄{r.randint(1, 60)}号{r.randint(1, 32)}0{r.randint(1, 6)}室"
     return s, f"家里地址：{s}"
 
@@ -1024,7 +1107,12 @@ def _(r):
 
 @kind("licence plate zh")
 def _(r):
-    s = r.choice("沪京粤浙苏川鄂") + r.choice("ABCDEF") + r.choice(["·", "", " "]) + _w(r, 5, "ABCDEFGHJKLMNPQRSTUVWXYZ0123456789")
+    s = (
+        r.choice("沪京粤浙苏川鄂")
+        + r.choice("ABCDEF")
+        + r.choice(["·", "", " "])
+        + _w(r, 5, "ABCDEFGHJKLMNPQRSTUVWXYZ0123456789")
+    )
     return s, f"我的车牌 {s}，停 B2 层"
 
 

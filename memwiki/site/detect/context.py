@@ -154,7 +154,11 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         "strong",
     ),
     (  # "SSID MyHome_5G, key yangyang@2010"
-        _rule("password", r"(?i)(?:wi-?fi|wlan|ssid)\b[^\n]{0,60}?\b(?:key|pw|pass)\b\s*[:：]?\s*", r"(?i)wi-?fi|wlan|ssid"),
+        _rule(
+            "password",
+            r"(?i)(?:wi-?fi|wlan|ssid)\b[^\n]{0,60}?\b(?:key|pw|pass)\b\s*[:：]?\s*",
+            r"(?i)wi-?fi|wlan|ssid",
+        ),
         "strong",
     ),
     # config files of `key value` lines (msmtprc, netrc, fetchmailrc): `password 2dWy3D@q69`
@@ -187,7 +191,10 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule("password", r"\bhtpasswd(?:\s+-\w*b\w*)(?:\s+-\w+)*(?:\s+(?!-)\S+){2}\s+", r"htpasswd"),
         "strong",
     ),
-    (_rule("password", r"\bhtpasswd(?:\s+-\w*n\w*b\w*|\s+-\w*b\w*n\w*)(?:\s+-\w+)*\s+(?!-)\S+\s+", r"htpasswd"), "strong"),
+    (
+        _rule("password", r"\bhtpasswd(?:\s+-\w*n\w*b\w*|\s+-\w*b\w*n\w*)(?:\s+-\w+)*\s+(?!-)\S+\s+", r"htpasswd"),
+        "strong",
+    ),
     (  # Terraform: `variable "db_password" { default = "X" }`
         _rule(
             "password",
@@ -294,7 +301,8 @@ URL_RULES = (
 )
 # "G-577376 is your Google verification code": the code comes first
 CODE_FIRST = re.compile(
-    r"(?i)(?<![\w-])((?:[A-Z]{1,3}-)?(?:\d{4,8}|\d{3}[ -]\d{3}))\s+is\s+your\s+(?:[\w-]+\s+){0,3}(?:code|pin|otp|passcode)\b"
+    r"(?i)(?<![\w-])((?:[A-Z]{1,3}-)?(?:\d{4,8}|\d{3}[ -]\d{3}))\s+is\s+your\s+(?:[\w-]+\s+){0,3}"
+    r"(?:code|pin|otp|passcode)\b"
     r"|(?<![\w-])(\d{4,8})\s*(?:是|为)?(?:您|你)的[^。\n]{0,12}?(?:验证码|动态码|校验码)"
     r"|(?i:\buse\s+)(\d{4,8})\s+(?i:to\s+(?:verify|log\s*in|sign\s*in|confirm|reset))"
 )
@@ -423,9 +431,7 @@ class ContextDetector:
             group = next(i for i in (1, 2, 3) if m.group(i))
             spans.append(Span(*m.span(group), "code", 260))
         if ":" in text and "\n" in text or text.count(":") >= 4:
-            spans += [
-                Span(*m.span(1), "password", 260) for m in PGPASS.finditer(text) if not m.group(1).isdigit()
-            ]
+            spans += [Span(*m.span(1), "password", 260) for m in PGPASS.finditer(text) if not m.group(1).isdigit()]
         return spans
 
     def _find(self, text: str, urls: bool = True) -> list[Span]:
@@ -441,7 +447,9 @@ class ContextDetector:
 
 
 # `someone@example.org / Pa55!word`, "the router creds → anna.k / Snowy,1979&": an account, a slash, its password
-_PAIR = re.compile(r"(?<![\w/])([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[\w.@+-]{2,40})[ \t]+/[ \t]+([^\s/]{6,64})(?=\s|$|[，。)）])")
+_PAIR = re.compile(
+    r"(?<![\w/])([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[\w.@+-]{2,40})[ \t]+/[ \t]+([^\s/]{6,64})(?=\s|$|[，。)）])"
+)
 _ACCOUNT_WORDS = re.compile(
     r"(?i)\b(?:creds?|credentials?|login|log\s*in|sign\s*in|account|user(?:name)?|wi-?fi|wlan|ssid|router|hotspot"
     r"|admin)\b|账号|帳號|账户|登录|登陆|用户名|热点|路由器|无线"
@@ -461,7 +469,7 @@ def slash_pairs(text: str) -> list[Span]:
     return spans
 
 
-# a number said of a door, a gate, a safe or a lock: `#487427`, `259988#`, "right 91, left 64, right 88", 左转 35 右转 52
+# a number said of a door, a gate, a safe or a lock: `#487427`, `259988#`, "right 91, left 64, right 88", 左转 35
 _ACCESS = re.compile(
     r"(?i)\b(?:door|gate|garage|locker|keypad|lockbox|key\s?box|key\s?safe|alarm|padlock|combo|combination|intercom"
     r"|buzzer|lock|deadbolt)\b|(?<![\w-])safe\b(?!\s+to\b)|门|锁|保险箱|保险柜|保險箱|保險櫃|密码箱|车库|門禁|门禁|支付密码"

@@ -57,7 +57,8 @@ _ID_WORDS = {
     "passport": r"passport(?:\s*(?:no\.?|number|#))?|护照(?:号码?)?|護照(?:號碼?)?|パスポート",
     "wechat": r"wechat(?:\s*id)?|weixin|微信(?:号|號|id)?|vx|wx|绿泡泡|綠泡泡|v信|威信|薇信",
     "qq": r"qq(?:\s*(?:号|號|number|no\.?))?|扣扣|q\s*我|企鹅号?|企鵝號?",
-    "messenger": r"(?:telegram|tg|line(?:\s*id)|whatsapp|signal|threema(?:\s*id)?|session\s+id|电报|discord(?:\s*id)?|skype|钉钉"
+    "messenger": r"(?:telegram|tg|line(?:\s*id)|whatsapp|signal|threema(?:\s*id)?|session\s+id|电报|discord(?:\s*id)?"
+    r"|skype|钉钉"
     r"|飞书|instagram|ig|支付宝|支付寶|alipay|paypal|venmo|cash\s*app"
     r"|twitter|微博|小红书|抖音|threads|mastodon|bluesky)"
     r"(?:\s*(?:user(?:name)?|id|handle|number|号|账号))?",
@@ -73,7 +74,8 @@ _ID_WORDS = {
     r"|personnummer|my\s*number|マイナンバー|sin(?:\s+number)?",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
     r"|kennzeichen|nummernschild|车牌号?|車牌號?|ナンバー",
-    "account number": r"(?:bank\s+)?account(?:\s*(?:no\.?|number|#|nr\.?))?|acct\.?|a/c|routing(?:\s*(?:no\.?|number|#))?"
+    "account number": r"(?:bank\s+)?account(?:\s*(?:no\.?|number|#|nr\.?))?|acct\.?|a/c"
+    r"|routing(?:\s*(?:no\.?|number|#))?"
     r"|aba|sort\s*code|bsb|konto(?:nummer)?|kontonr\.?|账号|帳號|账户|帳戶|卡号|卡號|银行卡号?|銀行卡號?|户号|收款账号",
 }
 _ID_SEP = (  # "NI number (for the payroll form): X"
@@ -177,7 +179,7 @@ class PersonalDetector:
             if _resident_id(re.sub(r"[ -]", "", m.group())):
                 spans.append(Span(*m.span(), "id number", 312))
         for m in _NINO.finditer(text):
-            if re.search(r"\d", m.group()) and not m.group()[:2] in ("BG", "GB", "NK", "KN", "TN", "NT", "ZZ"):
+            if re.search(r"\d", m.group()) and m.group()[:2] not in ("BG", "GB", "NK", "KN", "TN", "NT", "ZZ"):
                 spans.append(Span(*m.span(), "id number", 313))
         for m in _SSN.finditer(text):
             if ssn.is_valid(m.group()):
