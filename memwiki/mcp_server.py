@@ -254,6 +254,7 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
 
         def write() -> dict[str, Any]:
             try:
+                store.check_present()
                 if action == "add":
                     sunk, message = store.remember(content, target=target), "Entry added."
                 elif action == "replace":
@@ -268,7 +269,7 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
                 out["sunk"] = [{"memory_id": r.memory_id, "text": r.text, "reason": r.reason} for r in sunk]
             return out
 
-        return _hermes_result(await served.write(write))
+        return _hermes_result(await served.run(write))  # (the store's presence checked in write())
 
     @server.tool(description="Keep a long memory in semantic memory (L2); returns its id.")
     async def memwiki_remember_long(

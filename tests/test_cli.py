@@ -203,3 +203,36 @@ def test_stats_prints_a_summary_with_right_plurals(
     assert "2 memories" in out and "1 memory" not in out and "1 fact (0 current, 1 ended)" in out
     stats = json.loads(run(capsys, "--store", store_dir, "stats", "--json")[1])  # the JSON keeps its shape
     assert stats["L2"]["memories"] == 2 and stats["L3"]["ended"] == 1 and set(stats) >= {"L0", "L1", "L4", "wiki"}
+
+
+def test_bad_input_gets_one_line_and_writes_nothing(
+    store_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Undecodable arguments, a surrogate on line 2,501 of an import, a folder where MEMORY.md should be, and a
+    store.json that says nothing or says nonsense: each a one-line error, and the store as it was."""
+    code, _, err = run(capsys, "--store", store_dir, "remember", b"\xff\xfe".decode("utf-8", "surrogateescape"))
+    assert code == 2 and "text: not valid UTF-8" in err and "Traceback" not in err
+    rows = [{"id": f"m{i}", "text": f"memory number {i}"} for i in range(3000)]
+    path = write_jsonl(tmp_path / "in.jsonl", rows)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[2500] = '{"id": "m2500", "text": "half \\ud800 a character"}'
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = run(capsys, "--store", store_dir, "import", str(path), "--layer", "L2")
+    assert code == 2 and "in.jsonl:2501: text holds a lone surrogate" in err
+    assert json.loads(run(capsys, "--store", store_dir, "stats", "--json")[1])["L2"]["memories"] == 0
+
+    store = Path(store_dir)
+    (store / "MEMORY.md").unlink()
+    (store / "MEMORY.md").mkdir()
+    code, _, err = run(capsys, "--store", store_dir, "remember", "a fact")
+    assert code == 2 and "MEMORY.md: a folder where memwiki expects a file" in err and "Traceback" not in err
+    (store / "MEMORY.md").rmdir()
+    (store / "MEMORY.md").touch()
+
+    kept = (store / "store.json").read_text(encoding="utf-8")
+    for bad in ("{}", kept.replace('"memory": 2200', '"memory": -5')):
+        (store / "store.json").write_text(bad, encoding="utf-8")
+        code, _, err = run(capsys, "--store", store_dir, "stats")
+        assert code == 2 and "not a valid store configuration" in err, err
+    (store / "store.json").write_text(kept, encoding="utf-8")
+    assert run(capsys, "--store", store_dir, "stats")[0] == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,28 @@ def test_count_lines(tmp_path: Path) -> None:
     assert count_lines(_write(tmp_path, b"{}\n{}\n", "two")) == 2
     assert count_lines(_write(tmp_path, b"{}\n{}", "two-no-newline")) == 2
     assert count_lines(_write(tmp_path, b"{}\n\n\n", "blank")) == 3
+
+
+def test_a_lone_surrogate_names_the_line_and_field(tmp_path: Path) -> None:
+    path = _write(tmp_path, b'{"id": "a", "text": "ok"}\n{"id": "b", "meta": {"k": "x \\ud800 y"}}\n')
+    with pytest.raises(InputFormatError, match=rf"{path.name}:2: meta.k holds a lone surrogate"):
+        list(iter_jsonl(path))
+
+
+def test_nesting_past_the_limit_is_refused_before_parsing(tmp_path: Path) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    path = _write(tmp_path, f'{{"id": "a", "meta": {{"x": {deep}}}}}\n'.encode())
+    with pytest.raises(InputFormatError, match=rf"{path.name}:1: nested more than 64 deep"):
+        list(iter_jsonl(path))
+    shallow = _write(tmp_path, b'{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}\n', "s.jsonl")
+    assert list(iter_jsonl(shallow))[0][1]["a"].startswith("[[[")  # brackets inside a string are text
+
+
+def test_a_pipe_or_a_folder_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(InputFormatError, match="not a regular file"):
+        list(iter_jsonl(fifo))
+    (tmp_path / "dir.jsonl").mkdir()
+    with pytest.raises(InputFormatError, match="is a folder"):
+        list(iter_jsonl(tmp_path / "dir.jsonl"))

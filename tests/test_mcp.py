@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -204,3 +205,22 @@ def test_read_only_sources_offer_no_writing_tool(tmp_path: Path) -> None:
     assert out["refused"].is_error and "Unknown tool" in out["refused"].content[0].text
     assert out["stats"][1]["source"]["kind"]
     assert checksums(fixtures) == before  # read in place, every byte as it was
+
+
+def test_a_store_deleted_under_the_server_refuses_writes_with_the_cause(store_dir: Path) -> None:
+    """An agent's write into a store whose folder was removed is refused, not acknowledged and lost; every error
+    carries its cause."""
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        out = {"blank": await call(session, "memwiki_remember_long", text="   ")}
+        shutil.rmtree(store_dir)
+        out["memory"] = (await session.call_tool("memwiki_memory", {"action": "add", "content": "new fact"})).content
+        out["kg"] = await call(session, "memwiki_kg_add", subject="a", predicate="b", object="c")
+        return out
+
+    out = session_with(["--store", str(store_dir), "mcp"], body)
+    assert out["blank"][0] and "text cannot be empty" in out["blank"][1]
+    memory = json.loads(out["memory"][0].text)
+    assert memory["success"] is False and "the store is gone" in memory["error"], memory
+    assert out["kg"][0] and "the store is gone" in out["kg"][1], out["kg"]
+    assert not store_dir.exists()  # nothing made a partial folder again
