@@ -94,7 +94,7 @@ def test_nesting_past_the_limit_is_refused_before_parsing(tmp_path: Path) -> Non
     path = _write(tmp_path, f'{{"id": "a", "meta": {{"x": {deep}}}}}\n'.encode())
     with pytest.raises(InputFormatError, match=rf"{path.name}:1: nested more than 64 deep"):
         list(iter_jsonl(path))
-    shallow = _write(tmp_path, b'{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}\n', "s.jsonl")
+    shallow = _write(tmp_path, ('{"a": "' + "[" * 70 + '"}\n').encode(), "s.jsonl")
     assert list(iter_jsonl(shallow))[0][1]["a"].startswith("[[[")  # brackets inside a string are text
 
 
