@@ -76,6 +76,9 @@ CONTEXT = [
     ('export API_KEY=\\"2487cbf9a50e2b80764d1056\\" && ./sync.sh', "2487cbf9a50e2b80764d1056"),
     ('API_KEY = (\n    "sntryu_cc33e3cc1233d1150"\n    "19bd69f9629c482a9258a5b8"\n)', "19bd69f9629c482a9258a5b8"),
     ("Guest wifi is Cafe-5G, password 04UJZyR0!;mo3s (yes, with the comma)", "04UJZyR0!;mo3s"),
+    ("[pitfall] h23 Guest wifi is Cafe-5G, password ywbM,Ckj2;M (yes)", "ywbM,Ckj2;M"),
+    ("[pitfall] h21 | service | user | password |\n| --- | --- |\n| grafana | admin | ADdpPI!8=X1x5r |", "ADdpPI!8=X1x5r"),
+    ("entity · | 系统 | 账号 | 密码 | | --- | --- | --- | | 财务系统 | zhangsan | 6gc#=pS51cqe |", "6gc#=pS51cqe"),
     ("SSID MyHome_5G, key yangyang@2010", "yangyang@2010"),
     ("老妈的 Apple ID 密码是她名字拼音加生日：zhouhao19560312", "zhouhao19560312"),
     ("测试环境 token 先写死在这：0EFA50B862C3DE64ABDB8729DE9D6C68DC2BC6AC", "0EFA50B862C3DE64ABDB8729DE9D6C68DC2BC6AC"),
@@ -96,6 +99,9 @@ SHAPES = [
     ),
     ("PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAAIFxk3oZ\nPrivate-MAC: 8f3a", "AAAAIFxk3oZ"),
     ("Typed '8ECa(#!LRGfHp' into the prompt", "8ECa(#!LRGfHp"),
+    ("AKIAIOSFODNN7EXAMPLF / FNmxajVoewYBzVCMojs23VclaUsTeW+GIKEyKywn (the terraform user)", "FNmxajVoewYBzVCMojs23"),
+    ("export:_-----begin_pgp_private_key_block-----_lqoybgmj4vzcmlu1q2skmpx3viahin_-----end_pgp", "lqoybgmj4vzcmlu1"),
+    ("lines:_private-lines:_1_keytolx0hatbmmg+ocd6kkftpy98vxypmsg9f_private-mac:_f711d35d", "keytolx0hatbmmg"),
     ("~/.config/solana/id.json:\n[" + ",".join(str((i * 37) % 256) for i in range(64)) + "]", "37,74,111"),
 ]
 PERSONAL = [
@@ -126,6 +132,12 @@ PERSONAL = [
     ("contact → sofia.novak@posteo[.]de", "sofia.novak@posteo[.]de"),
     ("有事发邮件 tangjie1141 艾特 126 点 com", "tangjie1141 艾特 126 点 com"),
     ("助记词（千万别截图）：币粒消仿室演赛节凯吐够腔", "币粒消仿室演赛节凯吐够腔"),  # BIP-39, Chinese, written together
+    ("Oma wohnt jetzt in der Am Park 13, 12901 Berlin", "Am Park 13, 12901 Berlin"),
+    # lower-cased and `_`-joined as a graph's predicate is: the same classes still apply
+    ("pred rent goes to de66 1769 0584 3411 7096 91 (sparkasse)", "de66 1769 0584 3411 7096 91"),
+    ("pred ship the monitor to 4204 linden dr, apt 3d, austin, tx 78744 object", "4204 linden dr"),
+    ("pred_小林的微信号是_zhou_xin7214，备注写同事", "zhou_xin7214"),
+    ("小区物业张经理14250558214", "14250558214"),
 ]
 HOSTS = [
     ("nas at nas.fritz.box ok", "nas.fritz.box"),
@@ -173,6 +185,9 @@ ORDINARY = [
     "今天下午去公司开会讨论项目进度和预算问题",
     "WeChat group for the team",
     "the plate is hot",
+    "Version 3, 12345 Results",
+    "take 3 steps up the hill to the park",
+    "| step | time |\n| --- | --- |\n| build | 12 s |",
 ]
 
 

@@ -171,7 +171,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         "prose",
     ),
     # a credential word and a space, then a made or typed value: "password 04UJZyR0!;mo3s"
-    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}[ \t]+" + NOT_A_LABEL), "made"),
+    (_rule("password", rf"(?i)(?<!redacted: ){_A}(?:{STRONG_EN}){_Z}[ \t]+" + NOT_A_LABEL), "spaced"),  # (a label)
     (  # a Chinese credential word, a few words saying what it is, a colon: "密码是她名字拼音加生日：X"
         _rule("password", rf"(?:{ZH})[\u4e00-\u9fff，,]{{1,14}}[:：]\s*" + NOT_A_LABEL, _ZH_TRIGGER),
         "zh",
@@ -330,6 +330,8 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
     if how == "made":  # "the new key 9XslMuj…": after a weak word and a space only a made token counts
         hex_key = len(value) >= 32 and all(c in "0123456789abcdefABCDEF" for c in value)
         return made(value) or typed(value) or hex_key
+    if how == "spaced":  # "password ywbM,Ckj2;M": after a credential word and a space, a value of mixed classes
+        return is_value(value, 6) and (made(value) or typed(value) or _mixed(value))
     if how == "prose":
         return is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value)
     if how == "code":
@@ -338,6 +340,13 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
     if how == "phrase":
         return is_value(value, 8)
     return how in ("groups", "list")
+
+
+def _mixed(value: str) -> bool:
+    """Upper and lower case with a digit or a symbol, or letters with both: how a typed password is mixed."""
+    upper, lower = any(c.isupper() for c in value), any(c.islower() for c in value)
+    digit, symbol = any(c.isdigit() for c in value), any(not c.isalnum() for c in value)
+    return (upper and lower and (digit or symbol)) or ((upper or lower) and digit and symbol)
 
 
 def _described(text: str, end: int) -> bool:
@@ -509,32 +518,43 @@ def _wifi_end(text: str, start: int) -> int:
     return min(end, len(text))
 
 
+_SEPARATOR_ROW = re.compile(r"\|?(?:\s*:?-{2,}:?\s*\|)+\s*(?::?-{2,}:?)?\s*")
+_INLINE_SEPARATOR = re.compile(r"\|\s*:?-{2,}:?\s*\|")
+_ROW_BREAK = re.compile(r"(?<=\|) (?=\|)")  # "| a | b | | --- |": a table whose line breaks became spaces
+
+
 def table_values(text: str) -> list[Span]:
-    """Cells of a Markdown table under a header that says password, token, key, 密码..."""
+    """Cells of a Markdown table in a column whose header says password, token, key, 密码... The header is the
+    line above a separator row (leading text and pipes optional); a table flattened onto one line is read too."""
+    if _INLINE_SEPARATOR.search(text):
+        text = "\n".join(  # (a space becomes a line break: every offset stays)
+            _ROW_BREAK.sub("\n", line) if _INLINE_SEPARATOR.search(line) else line for line in text.split("\n")
+        )
     spans: list[Span] = []
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
     columns: set[int] = set()
-    at = 0
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if not stripped.startswith("|"):
+    for i, line in enumerate(lines):
+        if "|" not in line:
             columns = set()
-        elif not re.fullmatch(r"\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?-*:?\s*", stripped):
-            cells = _cells(line)
-            heads = {i for i, (_, _, cell) in enumerate(cells) if _TABLE_HEAD.search(cell) and len(cell) < 40}
-            if heads and not columns:
-                columns = heads
-            else:
-                for i, (a, b, cell) in enumerate(cells):
-                    if i in columns and is_value(cell.strip("`\"' "), 4):
-                        spans.append(Span(at + a, at + b, "password", 260))
-        at += len(line)
+            continue
+        if _SEPARATOR_ROW.fullmatch(line.strip()):
+            header = _cells(lines[i - 1]) if i else []
+            columns = {j for j, (_, _, cell) in enumerate(header) if _TABLE_HEAD.search(cell) and len(cell) < 40}
+            continue
+        for j, (a, b, cell) in enumerate(_cells(line)):
+            if j in columns and is_value(cell.strip("`\"' "), 4):
+                spans.append(Span(starts[i] + a, starts[i] + b, "password", 260))
     return spans
 
 
 def _cells(line: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) of each cell, split at every `|` (a leading `|` makes an empty first cell)."""
     out = []
-    start = line.index("|") + 1
-    while (end := line.find("|", start)) >= 0:
+    start = 0
+    for end in [*(i for i, c in enumerate(line) if c == "|"), len(line.rstrip("\n"))]:
         raw = line[start:end]
         lead = len(raw) - len(raw.lstrip())
         cell = raw.strip()

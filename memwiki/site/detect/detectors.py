@@ -65,6 +65,10 @@ class Detectors:
             spaced = text.replace("_", " ")
             for detector in self.classes[1:]:  # (provider keys hold "_" themselves)
                 spans += detector.find(spaced)  # type: ignore[attr-defined]
+        if ":--" in text:  # a URL in a file or page name, its slashes made dashes: `https:--host-path`
+            urls = text.replace(":--", "://")
+            for detector in self.classes[1:]:
+                spans += detector.find(urls)  # type: ignore[attr-defined]
         for pattern in self.extra:
             spans += [Span(*m.span(), "custom", 999) for m in pattern.finditer(text) if m.end() > m.start()]
         return disjoint([_whole(text, s) for s in spans])

@@ -31,12 +31,12 @@ _PHONE_CANDIDATE = re.compile(  # (a CJK character beside a number is no part of
 _DATE_OR_VERSION = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}")
 _DOTTED_PHONE = re.compile(r"^\d{3}\.\d{3}\.\d{4}$")  # 408.313.6571
 _BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
-_CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]\d{4}){2}$")
+_CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}$")
 _PLATE = re.compile(  # a Chinese plate (province, letter, five or six): 苏B·FCM0Z; a UK one needs its word
     r"(?<![\u4e00-\u9fff])[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{5,6}(?![A-Za-z0-9])"
 )
 _NINO = re.compile(r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])")
-_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+_IBAN = re.compile(r"(?i)(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")  # (lower-cased too)
 _CARD = re.compile(r"(?<![\d.])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d]|\.\d)")
 _RIC = re.compile(
     r"(?<![\d])[1-9]\d{5}[ -]?(?:19|20)\d{2}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx](?![\dA-Za-z])"
@@ -78,8 +78,9 @@ _ID_WORDS = {
     r"|routing(?:\s*(?:no\.?|number|#))?"
     r"|aba|sort\s*code|bsb|konto(?:nummer)?|kontonr\.?|账号|帳號|账户|帳戶|卡号|卡號|银行卡号?|銀行卡號?|户号|收款账号",
 }
-_ID_SEP = (  # "NI number (for the payroll form): X"
-    r"(?:\s*[(（][^()（）\n]{0,30}[)）])?\s*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?\s*(?:[\"'“‘`「]|t\.me/)?"
+_ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words
+    r"(?:\s*[(（][^()（）\n]{0,30}[)）])?[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
+    r"(?:[\"'“‘`「]|t\.me/)?"
 )
 _ID_LEAD = {
     kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?![A-Za-z]){_ID_SEP}" + NOT_A_LABEL)
@@ -103,6 +104,15 @@ _STREET = (
 _ADDRESS_EN = re.compile(
     r"(?:(?:Flat|Apt\.?|Apartment|Unit|Suite|Room)\s+\w{1,5},?\s+)?\b\d{1,5}[A-Za-z]?,?\s+(?:[A-Z][a-z]+\s+){1,3}"
     rf"(?:{_STREET})\b\.?(?:,?\s+(?:Apt\.?|Unit|Suite|\#)\s*\w{{1,5}})?(?:,?\s+[A-Z][a-z]+(?:\s[A-Z][a-z]+){{0,2}})?(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s?\d[A-Z]{{2}}|,?\s+[A-Z]{{2}}\s+\d{{5}})?"
+)
+_ADDRESS_POSTCODE = re.compile(  # "Am Park 13, 12901 Berlin", "Kastanienallee 7a, 10435 Berlin": a number, a postcode
+    r"(?<![\w-])(?:(?:Am|An der|Auf dem|Im|In der|Zum|Zur|Alt|Unter den)\s+[A-ZÄÖÜ][\wäöüß.-]+"
+    r"|[A-ZÄÖÜ][\wäöüß-]*(?:str\.|straße|strasse|weg|allee|platz|gasse|ring|damm|ufer|chaussee|markt|park|hof|berg"
+    r"|garten|graben|steig|pfad|kamp|tor))\s+\d{1,4}[a-z]?,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+"
+)
+_ADDRESS_LOWER = re.compile(  # lower-cased by a graph's predicate: a street, then a ZIP or postcode to be sure
+    rf"(?i)\b\d{{1,5}}[a-z]?\s+(?:[a-z]+\s+){{1,3}}(?:{_STREET})\b\.?[^\n]{{0,40}}?"
+    r"\b(?:[a-z]{2}\s+\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s?\d[a-z]{2})\b"
 )
 _ADDRESS_DE = re.compile(
     r"\b[A-ZÄÖÜ][a-zäöüß]+(?:str\.|straße|strasse|weg|gasse|platz|allee|ring)\s+\d{1,4}[a-z]?(?:,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+)?"
@@ -161,6 +171,8 @@ class PersonalDetector:
         if any(c.isdigit() for c in text):
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_EN.finditer(text)]
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_DE.finditer(text)]
+            spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_POSTCODE.finditer(text)]
+            spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_LOWER.finditer(text)]
             if "号" in text:
                 spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_ZH.finditer(text)]
         spans += seed_phrases(text)
@@ -231,7 +243,7 @@ def _made_handle(value: str) -> bool:
 
 def _iban(candidate: str) -> bool:
     """An IBAN's own check (ISO 7064 mod 97-10); a bank's national check digits are not asked for."""
-    compact = candidate.replace(" ", "")
+    compact = candidate.replace(" ", "").upper()
     return 15 <= len(compact) <= 34 and mod_97_10.is_valid(compact[4:] + compact[:4])
 
 

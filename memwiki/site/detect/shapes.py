@@ -20,11 +20,13 @@ from collections import Counter
 from memwiki.site.detect.spans import Span
 
 _RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}")  # (`=` only as padding: `key=VALUE`)
-_KEY_BLOCK = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*(?:PRIVATE KEY|PRIVATE KEY BLOCK|SECRET KEY|ENCRYPTED [A-Z ]*)-----[\s\S]*?"
+_KEY_BLOCK = re.compile(  # (any case: a graph predicate or a slug is lower-cased by the tools that make it)
+    r"(?i)-----BEGIN [A-Z0-9 ]*(?:PRIVATE KEY|PRIVATE KEY BLOCK|SECRET KEY|ENCRYPTED [A-Z ]*)-----[\s\S]*?"
     r"(?:-----END [A-Z0-9 ]*-----|\Z)"
 )
-_PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC:\s*[0-9a-fA-F]+|\Z)")
+_PUTTY = re.compile(
+    r"(?i)(?:PuTTY-User-Key-File-\d+:|Private-Lines:[\s_]*\d+[\s_])[\s\S]*?(?:Private-MAC:\s*[0-9a-f]+|\Z)"
+)
 _B64_KEY = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}")  # base64 of "-----BEGIN"
 _B64_LINES = re.compile(r"(?:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n|$)){3,}", re.M)  # a key's body, header lost
 _HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sri)[-:]\s*[+/]?$")
@@ -107,6 +109,8 @@ def _written(token: str) -> bool:
     if not parts or not all(_WORD.match(p) for p in parts):
         return False
     letters = [sum(c.isalpha() for c in p) for p in parts]
+    if sum(n == 1 and len(p) == 1 for n, p in zip(letters, parts, strict=True)) > 2:
+        return False  # cut by case into many short pieces (`FNmxajVoewYBzVC…`): random, not words joined
     return sum(n for n in letters if n >= 3) >= 0.6 * max(sum(letters), 1)
 
 
@@ -122,9 +126,10 @@ class ShapeDetector:
 
     def find(self, text: str) -> list[Span]:
         spans: list[Span] = []
-        if "-----BEGIN" in text:
+        low = text.lower()
+        if "-----begin" in low:
             spans += [Span(*m.span(), "private key", 100) for m in _KEY_BLOCK.finditer(text)]
-        if "PuTTY-User-Key-File" in text:
+        if "putty-user-key-file" in low or "private-lines:" in low:
             spans += [Span(*m.span(), "private key", 100) for m in _PUTTY.finditer(text)]
         if "LS0tLS1CRUdJTi" in text:
             spans += [Span(*m.span(), "private key", 100) for m in _B64_KEY.finditer(text)]
