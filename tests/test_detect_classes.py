@@ -77,8 +77,12 @@ CONTEXT = [
     ('API_KEY = (\n    "sntryu_cc33e3cc1233d1150"\n    "19bd69f9629c482a9258a5b8"\n)', "19bd69f9629c482a9258a5b8"),
     ("Guest wifi is Cafe-5G, password 04UJZyR0!;mo3s (yes, with the comma)", "04UJZyR0!;mo3s"),
     ("[pitfall] h23 Guest wifi is Cafe-5G, password ywbM,Ckj2;M (yes)", "ywbM,Ckj2;M"),
-    ("[pitfall] h21 | service | user | password |\n| --- | --- |\n| grafana | admin | ADdpPI!8=X1x5r |", "ADdpPI!8=X1x5r"),
+    (
+        "[pitfall] h21 | service | user | password |\n| --- | --- |\n| grafana | admin | ADdpPI!8=X1x5r |",
+        "ADdpPI!8=X1x5r",
+    ),
     ("entity · | 系统 | 账号 | 密码 | | --- | --- | --- | | 财务系统 | zhangsan | 6gc#=pS51cqe |", "6gc#=pS51cqe"),
+    ('{"output": "| service | password |\\n| --- | --- |\\n| grafana | B=flEzSGh4J=I |"}', "B=flEzSGh4J=I"),
     ("SSID MyHome_5G, key yangyang@2010", "yangyang@2010"),
     ("老妈的 Apple ID 密码是她名字拼音加生日：zhouhao19560312", "zhouhao19560312"),
     ("测试环境 token 先写死在这：0EFA50B862C3DE64ABDB8729DE9D6C68DC2BC6AC", "0EFA50B862C3DE64ABDB8729DE9D6C68DC2BC6AC"),
@@ -138,6 +142,9 @@ PERSONAL = [
     ("pred ship the monitor to 4204 linden dr, apt 3d, austin, tx 78744 object", "4204 linden dr"),
     ("pred_小林的微信号是_zhou_xin7214，备注写同事", "zhou_xin7214"),
     ("小区物业张经理14250558214", "14250558214"),
+    ("pred 我的车牌 鄂b3s46f，停 b2 层", "鄂b3s46f"),
+    ("my car reg is dc54 ilm for the parking", "dc54 ilm"),
+    ("oma wohnt jetzt in der am park 31b, 13429 berlin object", "am park 31b, 13429 berlin"),
 ]
 HOSTS = [
     ("nas at nas.fritz.box ok", "nas.fritz.box"),
@@ -188,6 +195,7 @@ ORDINARY = [
     "Version 3, 12345 Results",
     "take 3 steps up the hill to the park",
     "| step | time |\n| --- | --- |\n| build | 12 s |",
+    "postgresqlconnectionstring123 and pythonscriptsforbackups2024v2",
 ]
 
 

@@ -526,6 +526,8 @@ _ROW_BREAK = re.compile(r"(?<=\|) (?=\|)")  # "| a | b | | --- |": a table whose
 def table_values(text: str) -> list[Span]:
     """Cells of a Markdown table in a column whose header says password, token, key, 密码... The header is the
     line above a separator row (leading text and pipes optional); a table flattened onto one line is read too."""
+    if "\\n" in text:  # a table inside a JSON string (a tool's output): `\n` is its line break (two characters)
+        text = text.replace("\\n", "\n ")
     if _INLINE_SEPARATOR.search(text):
         text = "\n".join(  # (a space becomes a line break: every offset stays)
             _ROW_BREAK.sub("\n", line) if _INLINE_SEPARATOR.search(line) else line for line in text.split("\n")

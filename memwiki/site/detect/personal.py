@@ -33,7 +33,8 @@ _DOTTED_PHONE = re.compile(r"^\d{3}\.\d{3}\.\d{4}$")  # 408.313.6571
 _BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
 _CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}$")
 _PLATE = re.compile(  # a Chinese plate (province, letter, five or six): 苏B·FCM0Z; a UK one needs its word
-    r"(?<![\u4e00-\u9fff])[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{5,6}(?![A-Za-z0-9])"
+    r"(?i)(?<![\u4e00-\u9fff])[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{5,6}"
+    r"(?![A-Za-z0-9])"
 )
 _NINO = re.compile(r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])")
 _IBAN = re.compile(r"(?i)(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")  # (lower-cased too)
@@ -95,7 +96,7 @@ _ID_VALUE = {
     ),
     "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
     "account number": re.compile(r"\d[\d -]{4,30}\d(?![\d-])"),
-    "licence plate": re.compile(r"[A-Z\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,6}(?![A-Za-z0-9])"),
+    "licence plate": re.compile(r"(?i)[A-Z\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,6}(?![A-Za-z0-9])"),
 }
 _STREET = (
     r"Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Grove|Drive|Dr|Court|Ct|Way|Place|Pl|Close|Crescent|Terrace|Boulevard"
@@ -106,7 +107,7 @@ _ADDRESS_EN = re.compile(
     rf"(?:{_STREET})\b\.?(?:,?\s+(?:Apt\.?|Unit|Suite|\#)\s*\w{{1,5}})?(?:,?\s+[A-Z][a-z]+(?:\s[A-Z][a-z]+){{0,2}})?(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s?\d[A-Z]{{2}}|,?\s+[A-Z]{{2}}\s+\d{{5}})?"
 )
 _ADDRESS_POSTCODE = re.compile(  # "Am Park 13, 12901 Berlin", "Kastanienallee 7a, 10435 Berlin": a number, a postcode
-    r"(?<![\w-])(?:(?:Am|An der|Auf dem|Im|In der|Zum|Zur|Alt|Unter den)\s+[A-ZÄÖÜ][\wäöüß.-]+"
+    r"(?i)(?<![\w-])(?:(?:Am|An der|Auf dem|Im|In der|Zum|Zur|Alt|Unter den)\s+[A-ZÄÖÜ][\wäöüß.-]+"
     r"|[A-ZÄÖÜ][\wäöüß-]*(?:str\.|straße|strasse|weg|allee|platz|gasse|ring|damm|ufer|chaussee|markt|park|hof|berg"
     r"|garten|graben|steig|pfad|kamp|tor))\s+\d{1,4}[a-z]?,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+"
 )

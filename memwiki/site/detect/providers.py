@@ -47,6 +47,7 @@ RULES: tuple[Rule, ...] = (
     Rule(  # Firebase Cloud Messaging's legacy server key
         "api key", r"(?<![A-Za-z0-9])AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}", r"AAAA[A-Za-z0-9_-]{7}:APA91b"
     ),
+    Rule("tencent secret id", r"(?i)" + _B + r"AKID[0-9a-z]{32}" + _E, r"(?i)AKID"),
     Rule("gitlab token", r"(?i)" + _B + r"glpat-[A-Za-z0-9_-]{20,}", r"(?i)glpat-"),
     Rule("slack token", r"(?i)" + _B + r"xox[abposr]-[A-Za-z0-9-]{10,}", r"(?i)xox[abposr]-"),
     Rule(
