@@ -51,7 +51,7 @@ class L2Index(Protocol):
 class RecallConfig:
     """Ranking and stopping parameters; every stage here earns its place on held-out folds.
 
-    Ranking (`python scripts/bench_cv.py`: 5-fold cross-validation over every set of ../shared/bench, each
+    Ranking (`python scripts/bench_cv.py`: 5-fold cross-validation over every benchmark set (not in the repo), each
     fold's setting chosen on the other folds, plain dense retrieval beside it): z-score fusion of the dense and
     the lexical list, each weighted by how far its best candidate stands out (`peak_weighting`). Held-out
     hit@1 / hit@5 / recall@5 (mean of 15 folds: 5 folds × 3 seeds) against plain dense: zh_recall
@@ -62,7 +62,7 @@ class RecallConfig:
     bridge for Chinese queries, the recency-weighted dialogue query vector, reciprocal-rank and min-max fusion.
 
     Calibration of the cosine thresholds (`python scripts/bench_recall.py --calibrate`, USE multilingual v3,
-    dev sets of ../shared/bench): run against a corpus that does NOT hold their answer (zh_recall questions
+    benchmark dev sets outside the repo): run against a corpus that does NOT hold their answer (zh_recall questions
     against the MADial memories, MADial dialogues against a LoCoMo conversation, LoCoMo questions against the
     zh memories), queries get a best cosine of p50 0.16, p95 0.445 (p50 0.32, p95 0.454 when LoCoMo questions
     against another conversation are added); answerable queries get p50 0.49.

@@ -34,8 +34,9 @@ STOP_WORDS = frozenset(
 
 # Chinese function characters: particles, pronouns, question words, the copula, the common measure word.
 # Bigrams holding one ("是什", "什么", "的宠", "在哪") say nothing about a question's topic. Measured on the
-# dev sets of ../shared/bench (scripts/bench_recall.py): zh_recall hit@5 0.978 -> 1.000, MADial recall@5 +0.01,
-# LoCoMo unchanged. Characters that also start content words often (地 in 地址, 得 in 获得) are left out.
+# recall benchmark's dev sets (scripts/bench_recall.py; the data is kept outside the repository): zh_recall
+# hit@5 0.978 -> 1.000, MADial recall@5 +0.01, LoCoMo unchanged. Characters that also start content words often
+# (地 in 地址, 得 in 获得) are left out.
 STOP_CHARS = frozenset("的了吗呢吧啊呀嘛么什哪怎是这那我你他她它们个在有")
 
 

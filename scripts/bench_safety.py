@@ -31,8 +31,6 @@ from memwiki.site.detect import Detectors  # noqa: E402
 from memwiki.site.privacy import strings  # noqa: E402
 from memwiki.store import Store  # noqa: E402
 
-FIXTURES = ROOT.parent / "shared" / "fixtures"
-
 
 def canaries(per_field: int, work: Path) -> None:
     from tests.canaries import found_in, plant
@@ -64,12 +62,14 @@ def false_positives() -> None:
     """Every span the detectors would redact in the demo and the fixtures, by kind, with its context."""
     detectors = Detectors()
     sources = {"demo": lambda: Store.open(build_demo_store(ROOT / "demo", ROOT / ".cache" / "demo-store")).reader()}
-    if FIXTURES.is_dir():
-        cache = Path(tempfile.mkdtemp(prefix="memwiki-fp-"))
-        sources["fixture hermes home"] = lambda: open_sources(None, str(FIXTURES / "hermes_home"), None, cache)
-        sources["fixture MemPalace palace"] = lambda: open_sources(
-            None, None, str(FIXTURES / "mempalace_palace"), cache, config_dir=str(FIXTURES / "mempalace_config")
-        )
+    from tests.fixture_homes import pristine  # the tests' hermes home and palace, made by the upstream code
+
+    fixtures = pristine()
+    cache = Path(tempfile.mkdtemp(prefix="memwiki-fp-"))
+    sources["fixture hermes home"] = lambda: open_sources(None, str(fixtures / "hermes_home"), None, cache)
+    sources["fixture MemPalace palace"] = lambda: open_sources(
+        None, None, str(fixtures / "mempalace_palace"), cache, config_dir=str(fixtures / "mempalace_config")
+    )
     for name, open_source in sources.items():
         source = open_source()
         records = [

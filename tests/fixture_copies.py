@@ -1,4 +1,5 @@
-"""Helpers for tests over ../shared/fixtures: work on private copies, checksum every file, write-protect."""
+"""Helpers for tests over the hermes home and MemPalace palace of `fixture_homes` (made at test time by the
+upstream code): work on private copies, checksum every file, write-protect."""
 
 from __future__ import annotations
 
@@ -10,15 +11,29 @@ import subprocess
 import sys
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+import pytest
+from fixture_homes import pristine
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"  # the recall benchmark's data, never in the repo
 
 
 def copy_fixtures(dest: Path) -> Path:
-    """A writable copy of the whole fixtures folder under `dest`; returns the copy's root."""
+    """A writable copy of the fixtures under `dest`: `<dest>/fixtures/` holding `hermes_home/`,
+    `mempalace_palace/` and `mempalace_config/` (see `fixture_homes`, built once per session); returns
+    `<dest>/fixtures`."""
     root = Path(dest) / "fixtures"
-    shutil.copytree(FIXTURES, root)
+    shutil.copytree(pristine(), root)
     make_writable(root)
     return root
+
+
+def bench_file(name: str) -> Path:
+    """`name` in the recall benchmark's data folder beside the checkout (`../shared/bench`); a test that needs it
+    is skipped, saying so, where that data is not."""
+    path = BENCH / name
+    if not path.is_file():
+        pytest.skip(f"needs {path} (benchmark data, not in the repository)")
+    return path
 
 
 def checksums(root: Path) -> dict[str, str]:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from fixture_homes import pristine
 
 from memwiki.categories import MAX_CLASSIFIED_CHARS, category_of, classify, is_core, parse_tag
 from memwiki.hot import parse_entries
 from memwiki.source import CATEGORIES, CORE_CATEGORIES
-
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home" / "memories"
 
 # Labels given by reading each entry of the real fixture (file order). Mixed entries that carry a
 # preference or rule for the agent are labelled core: sinking them would lose an instruction.
@@ -127,7 +124,7 @@ VARIED = [
 
 
 def _fixture_entries(name: str) -> list[str]:
-    return parse_entries((FIXTURE / name).read_text(encoding="utf-8"))
+    return parse_entries((pristine() / "hermes_home" / "memories" / name).read_text(encoding="utf-8"))
 
 
 def test_fixture_has_24_entries() -> None:

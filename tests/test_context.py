@@ -5,17 +5,22 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from fixture_homes import pristine
+
 from memwiki.context import FrozenContext, render_context
 from memwiki.hot import HotMemoryFile
 from memwiki.persona import read_persona
 
-HERMES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home"
+
+def hermes() -> Path:
+    """The hermes-agent home of tests/fixture_homes.py (built once per session; copy before writing)."""
+    return pristine() / "hermes_home"
 
 
 def _home(tmp_path: Path) -> tuple[Path, HotMemoryFile, HotMemoryFile]:
     for name in ("MEMORY.md", "USER.md"):
-        shutil.copy(HERMES / "memories" / name, tmp_path / name)
-    shutil.copy(HERMES / "SOUL.md", tmp_path / "SOUL.md")
+        shutil.copy(hermes() / "memories" / name, tmp_path / name)
+    shutil.copy(hermes() / "SOUL.md", tmp_path / "SOUL.md")
     mem = HotMemoryFile(tmp_path / "MEMORY.md", "memory", 2200, 0.7)
     user = HotMemoryFile(tmp_path / "USER.md", "user", 1375, 0.7)
     return tmp_path / "SOUL.md", mem, user

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+from fixture_homes import pristine
 
 from memwiki.errors import MemwikiError, SourceError, StoreLockedError
 from memwiki.graph import KnowledgeGraph, entity_id
 from memwiki.sqlitedb import connect_readonly
 from memwiki.times import parse_date, parse_time
 
-FIXTURE_KG = (
-    Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mempalace_palace" / "knowledge_graph.sqlite3"
-)
+
+def fixture_kg() -> Path:
+    """The knowledge graph of tests/fixture_homes.py's palace (built once per session; copy before writing)."""
+    return pristine() / "mempalace_palace" / "knowledge_graph.sqlite3"
 
 
 def _checksums(folder: Path) -> dict[str, str]:
@@ -29,7 +32,7 @@ def palace_kg(tmp_path: Path) -> Path:
     folder = tmp_path / "palace"
     folder.mkdir()
     dest = folder / "knowledge_graph.sqlite3"
-    shutil.copyfile(FIXTURE_KG, dest)
+    shutil.copyfile(fixture_kg(), dest)
     return dest
 
 
@@ -55,12 +58,17 @@ def test_reads_the_mempalace_fixture_readonly(palace_kg: Path) -> None:
         chen = graph.query_entity("陈海")
         timeline = graph.timeline()
     assert _checksums(palace_kg.parent) == before  # nothing written, no -wal / -shm left behind
+    raw = sqlite3.connect(f"file:{palace_kg}?mode=ro&immutable=1", uri=True)
+    (created,) = raw.execute("SELECT created_at FROM entities WHERE id = 'timescaledb_2.13'").fetchone()
+    (extracted,) = raw.execute("SELECT extracted_at FROM triples WHERE predicate = 'has_column'").fetchone()
+    raw.close()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", created)  # as MemPalace stamps them (UTC)
 
     assert stats["entities"] == 14 and stats["triples"] == 10
     assert (stats["current"], stats["ended"]) == (8, 2)
     assert entities["priya_raman"].name == "Priya Raman"
     assert entities["宁波海洋实验室_(ningbo_marine_lab)"].name == "宁波海洋实验室 (Ningbo marine lab)"
-    assert entities["timescaledb_2.13"].created == "2026-11-30T03:02:45Z"
+    assert entities["timescaledb_2.13"].created == created.replace(" ", "T") + "Z"
     assert all(e.type == "unknown" and e.properties == {} for e in entities.values())
 
     ended = {(t.subject, t.predicate, t.object): (t.valid_from, t.valid_to) for t in triples if not t.current}
@@ -73,7 +81,7 @@ def test_reads_the_mempalace_fixture_readonly(palace_kg: Path) -> None:
     assert (successor.subject_name, successor.object_name) == ("tidepool", "TimescaleDB 2.15")
     frames = next(t for t in triples if t.predicate == "has_column")
     assert frames.source == "drawer_tidepool_decisions_f7b21dd594b87a90fd99ef6d"
-    assert frames.extracted_at == "2026-11-30T03:02:45Z"
+    assert frames.extracted_at == extracted.replace(" ", "T") + "Z"
 
     assert [t.object_name for t in tidepool_mid_2025 if t.predicate == "uses"] == ["TimescaleDB 2.13"]
     assert [t.object_name for t in tidepool_jul_2025 if t.predicate == "uses"] == ["TimescaleDB 2.15"]
@@ -360,7 +368,7 @@ def test_select_facts_agrees_with_query_entity_on_the_fixture(tmp_path: Path) ->
     from memwiki.graph import select_facts
 
     db = tmp_path / "kg.sqlite3"
-    shutil.copy(FIXTURE_KG, db)
+    shutil.copy(fixture_kg(), db)
     with KnowledgeGraph.open_readonly(db) as kg:
         triples = kg.triples()
         names = {e.name for e in kg.entities()}

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from fixture_homes import pristine
 
 from memwiki.errors import (
     CapacityError,
@@ -20,13 +21,16 @@ from memwiki.errors import (
 )
 from memwiki.hot import HotMemoryFile, join_entries, parse_entries, usage_text
 
-HERMES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home"
+
+def hermes() -> Path:
+    """The hermes-agent home of tests/fixture_homes.py (built once per session; copy before writing)."""
+    return pristine() / "hermes_home"
 
 
 @pytest.fixture
 def mem(tmp_path: Path) -> HotMemoryFile:
     """A copy of the real hermes MEMORY.md (12 entries, 2,133/2,200 chars)."""
-    shutil.copy(HERMES / "memories" / "MEMORY.md", tmp_path / "MEMORY.md")
+    shutil.copy(hermes() / "memories" / "MEMORY.md", tmp_path / "MEMORY.md")
     return HotMemoryFile(tmp_path / "MEMORY.md", "memory", 2200, 0.70)
 
 
@@ -41,7 +45,7 @@ def _backups(hot: HotMemoryFile) -> list[Path]:
 
 @pytest.mark.parametrize("name", ["MEMORY.md", "USER.md"])
 def test_fixture_round_trips_byte_for_byte(name: str) -> None:
-    raw = (HERMES / "memories" / name).read_text(encoding="utf-8")
+    raw = (hermes() / "memories" / name).read_text(encoding="utf-8")
     entries = parse_entries(raw)
     assert len(entries) == 12
     assert join_entries(entries) == raw
@@ -58,7 +62,7 @@ def test_view_counts_as_hermes(mem: HotMemoryFile) -> None:
 
 def test_replay_the_real_tool_call(mem: HotMemoryFile) -> None:
     """The one memory tool call in state.db, replayed: same file bytes and usage as hermes produced."""
-    db = sqlite3.connect(f"file:{HERMES / 'state.db'}?mode=ro&immutable=1", uri=True)
+    db = sqlite3.connect(f"file:{hermes() / 'state.db'}?mode=ro&immutable=1", uri=True)
     calls, result = db.execute(
         "SELECT a.tool_calls, t.content FROM messages a JOIN messages t ON t.session_id = a.session_id "
         "WHERE a.tool_calls LIKE '%\"memory\"%' AND t.role = 'tool' AND t.tool_name = 'memory'"

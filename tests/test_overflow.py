@@ -13,6 +13,7 @@ from pathlib import Path
 import chromadb
 import pytest
 from chromadb.config import Settings
+from fixture_homes import pristine
 
 from memwiki.categories import category_of, is_core, parse_tag
 from memwiki.embedders import USEEmbedder
@@ -21,7 +22,12 @@ from memwiki.hot import HotMemoryFile, join_entries
 from memwiki.overflow import L2Writer, SinkLog, memory_id, plan_sink, remember, sink
 from memwiki.source import Memory
 
-HERMES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home"
+
+def hermes() -> Path:
+    """The hermes-agent home of tests/fixture_homes.py (built once per session; copy before writing)."""
+    return pristine() / "hermes_home"
+
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -86,7 +92,7 @@ class LossyL2(ChromaL2):
 @pytest.fixture
 def home(tmp_path: Path) -> tuple[HotMemoryFile, SinkLog, list[str]]:
     """A copy of the real hermes MEMORY.md (96% full), its sink log, and its original entries."""
-    shutil.copy(HERMES / "memories" / "MEMORY.md", tmp_path / "MEMORY.md")
+    shutil.copy(hermes() / "memories" / "MEMORY.md", tmp_path / "MEMORY.md")
     hot = HotMemoryFile(tmp_path / "MEMORY.md", "memory", 2200, 0.70)
     return hot, SinkLog(tmp_path / "sinks.jsonl"), hot.entries()
 

@@ -6,18 +6,22 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fixture_homes import pristine
 
 from memwiki.errors import CapacityError, InputFormatError
 from memwiki.persona import PersonaTruncatedWarning, injected, read_persona, truncate, write_persona
 
-SOUL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hermes_home" / "SOUL.md"
+
+def soul() -> Path:
+    """The persona of tests/fixture_homes.py's hermes home (built once per session; copy before writing)."""
+    return pristine() / "hermes_home" / "SOUL.md"
 
 
 def test_reads_the_real_soul(tmp_path: Path) -> None:
     path = tmp_path / "SOUL.md"
-    shutil.copy(SOUL, path)
+    shutil.copy(soul(), path)
     persona = read_persona(path, 3000)
-    assert persona.text == SOUL.read_text(encoding="utf-8")
+    assert persona.text == soul().read_text(encoding="utf-8")
     assert persona.chars == 574 and not persona.truncated
     assert persona.path == str(path) and persona.modified.endswith("Z")
 

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from fixture_copies import FIXTURES, checksums, copy_fixtures
+from fixture_copies import checksums, copy_fixtures
+from fixture_homes import pristine
 
 from memwiki.embedders import USEEmbedder
 from memwiki.errors import SourceError
@@ -113,4 +114,4 @@ def test_store_fills_the_layers_the_sources_lack(fx: Path, tmp_path: Path) -> No
     assert len(source.triples()) == 10 and source.memory_count() == 16  # palace: L2, L3
     assert source.sessions() == [] and [p.title for p in source.wiki_pages()] == ["Homelab"]
     assert open_sources(str(store), None, None, None).info().kind == "store"
-    assert checksums(fx / "mempalace_palace") == checksums(FIXTURES / "mempalace_palace")
+    assert checksums(fx / "mempalace_palace") == checksums(pristine() / "mempalace_palace")

@@ -1,4 +1,4 @@
-"""HermesHome over a copy of a real hermes-agent 0.19.0 home (../shared/fixtures/hermes_home)."""
+"""HermesHome over a copy of a hermes-agent home made by hermes-agent itself (tests/fixture_homes.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from fixture_copies import FIXTURES, Holder, checksums, copy_fixtures, leave_rows_in_wal, make_readonly, make_writable
+from fixture_copies import Holder, checksums, copy_fixtures, leave_rows_in_wal, make_readonly, make_writable
+from fixture_homes import pristine
 
 from memwiki.errors import SourceError
 from memwiki.readers.hermes import HermesHome
@@ -33,6 +34,13 @@ def _raw_messages(db: Path) -> list[tuple]:
     ).fetchall()
     conn.close()
     return rows
+
+
+def _raw_latest_start(db: Path) -> float:
+    conn = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+    (latest,) = conn.execute("SELECT max(started_at) FROM sessions").fetchone()
+    conn.close()
+    return latest
 
 
 def test_persona_and_hot_files_with_hermes_limits_and_categories(home: Path) -> None:
@@ -110,7 +118,7 @@ def test_reading_everything_leaves_every_byte(home: Path) -> None:
     source.search_sessions("restic prune", 5)
     source.close()
     assert checksums(home) == before
-    assert checksums(FIXTURES / "hermes_home") == before  # the originals match the copy, untouched
+    assert checksums(pristine() / "hermes_home") == before  # the originals match the copy, untouched
 
 
 def test_write_protected_home_still_reads(home: Path) -> None:
@@ -125,11 +133,12 @@ def test_write_protected_home_still_reads(home: Path) -> None:
 
 def test_rows_left_in_wal_are_read_from_a_snapshot(home: Path) -> None:
     db = home / "state.db"
+    later = _raw_latest_start(db) + 60  # the newest session
     leave_rows_in_wal(
         db,
-        "INSERT INTO sessions (id, source, started_at, title) VALUES ('s5', 'cli', 1796007700.5, 'wal only')",
+        f"INSERT INTO sessions (id, source, started_at, title) VALUES ('s5', 'cli', {later}, 'wal only')",
         "INSERT INTO messages (session_id, role, content, timestamp) "
-        "VALUES ('s5', 'user', '只在 WAL 里的消息', 1796007700.6)",
+        f"VALUES ('s5', 'user', '只在 WAL 里的消息', {later + 0.1})",
     )
     before = checksums(home)
     source = HermesHome(home)

@@ -1,4 +1,4 @@
-"""MemPalace over a copy of a real MemPalace 3.11.0 palace (chromadb 1.5.9), checked against Chroma itself."""
+"""MemPalace over a copy of a palace made by MemPalace itself (tests/fixture_homes.py), checked against Chroma."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixture_copies import FIXTURES, checksums, copy_fixtures, leave_rows_in_wal, make_readonly, make_writable
+from fixture_copies import checksums, copy_fixtures, leave_rows_in_wal, make_readonly, make_writable
+from fixture_homes import pristine
 
 from memwiki.embedders import USEEmbedder
 from memwiki.errors import EmbedderMismatchError, SourceError
@@ -36,7 +37,7 @@ def _chroma_view(tmp_path: Path, name: str) -> dict[str, tuple[str, dict]]:
     import chromadb
 
     other = tmp_path / "chroma_copy"
-    shutil.copytree(FIXTURES / "mempalace_palace", other)
+    shutil.copytree(pristine() / "mempalace_palace", other)
     make_writable(other)
     client = chromadb.PersistentClient(path=str(other))
     got = client.get_collection(name, embedding_function=None).get(include=["documents", "metadatas"])
@@ -129,11 +130,11 @@ def test_search_through_memwiki_cache(fx: Path, tmp_path: Path) -> None:
     vectors = palace.memory_vectors(ids)
     assert vectors is not None and vectors.shape == (len(ids), 512)
     assert np.allclose(vectors[0], palace.embed([next(palace.memories()).text])[0], atol=1e-5)
+    # a mined chat's id hashes the path it was mined from (the build's); an MCP drawer's, its wing, room and text
+    typhoon = next(m.id for m in palace.memories() if m.text.startswith("> 台风“蝴蝶”登陆前"))
+    assert typhoon.startswith("drawer_tidepool_chats_technical_")
     for question, expected in (
-        (
-            "台风期间浮标数据延迟是网络问题还是 ingest 的问题？",
-            "drawer_tidepool_chats_technical_ad5ac812fb1e4e6e355a3ba6",
-        ),
+        ("台风期间浮标数据延迟是网络问题还是 ingest 的问题？", typhoon),
         ("Who owns data quality and the QARTOD flag rules?", "drawer_people_team_50e49798f26390ae5ebd2927"),
     ):
         hits = palace.search_memories(palace.embed([question])[0], 3)
@@ -158,7 +159,7 @@ def test_reading_everything_leaves_every_byte(fx: Path, tmp_path: Path) -> None:
     finally:
         make_writable(fx)
     assert checksums(fx) == before
-    assert checksums(FIXTURES) == before  # the originals match the copy, untouched
+    assert checksums(pristine()) == before  # the originals match the copy, untouched
 
 
 def test_writes_still_in_chromas_queue_are_read(fx: Path, tmp_path: Path) -> None:

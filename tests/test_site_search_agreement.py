@@ -1,9 +1,10 @@
 """The site's search ranks as `memwiki recall --all-layers` ranks, over a store with every layer filled.
 
-The store: the demo (persona, hot memory, L2, graph, sessions, wiki pages) plus the 45 memories of
-../shared/bench/zh_recall_dev.jsonl and a long memory (split into passages). Queries: the benchmark's questions,
-tests/demo_questions.jsonl's when it exists, and a few that nothing answers. Python's answer is the real CLI's
-(`memwiki recall --all-layers --json --batch`); the site's is search-core.js run by node over the files the
+The store: the demo (persona, hot memory, L2, graph, sessions, wiki pages) plus the 45 memories of the recall
+benchmark's zh_recall_dev.jsonl (benchmark data beside the checkout, not in the repository: without it these tests
+are skipped, see `fixture_copies.bench_file`) and a long memory (split into passages). Queries: the benchmark's
+questions, tests/demo_questions.jsonl's when it exists, and a few that nothing answers. Python's answer is the real
+CLI's (`memwiki recall --all-layers --json --batch`); the site's is search-core.js run by node over the files the
 search builder exported for that store, with the query vector Python computes (so that only the ranking is
 compared). The browser's own encoder and page are compared in tests/test_site_search_browser.py.
 
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixture_copies import bench_file
 
 from memwiki.demo import build_demo_store
 from memwiki.recall import LAYERS, cut_query
@@ -33,7 +35,6 @@ from memwiki.source import Memory
 from memwiki.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT.parent / "shared" / "bench" / "zh_recall_dev.jsonl"
 DEMO_QUESTIONS = ROOT / "tests" / "demo_questions.jsonl"
 HARNESS = ROOT / "tests" / "js" / "search_recall.js"
 CACHE = ROOT / ".cache" / "memwiki"  # the shared cache: the browser model's export is reused across runs
@@ -57,19 +58,19 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def queries() -> list[str]:
+def queries(bench: Path) -> list[str]:
     """The benchmark-style questions (deduplicated, in order)."""
-    found = [row["query"] for row in _jsonl(BENCH)]
+    found = [row["query"] for row in _jsonl(bench)]
     if DEMO_QUESTIONS.is_file():
         found += [row["query"] for row in _jsonl(DEMO_QUESTIONS) if isinstance(row.get("query"), str)]
     return list(dict.fromkeys(found + MORE + NOTHING))
 
 
-def full_store(root: Path) -> Path:
+def full_store(root: Path, bench: Path) -> Path:
     """The demo store with the benchmark's memories and a long memory added to L2."""
     store_dir = build_demo_store(ROOT / "demo", root / "store")
     with Store.open(store_dir) as store:
-        rows = _jsonl(BENCH)
+        rows = _jsonl(bench)
         store.semantic.upsert([Memory(id=r["id"], text=r["memory"], category="other") for r in rows])
         store.semantic.upsert([Memory(id="runbook-long", text=LONG_MEMORY, category="technical")])
     return store_dir
@@ -161,13 +162,14 @@ def flat_agreement(python: list[list[dict]], site: list[list[dict]]) -> float:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    bench = bench_file("zh_recall_dev.jsonl")
     root = tmp_path_factory.mktemp("agreement")
-    store_dir = full_store(root)
+    store_dir = full_store(root, bench)
     cache = root / "cache"
     cache.mkdir()
     (cache / "use").symlink_to(CACHE / "use", target_is_directory=True) if (CACHE / "use").is_dir() else None
     export(store_dir, root / "site", cache)
-    qs = queries()
+    qs = queries(bench)
     yield {"root": root, "store": store_dir, "site": root / "site", "queries": qs, "cli": cli_recall(store_dir, qs)}
 
 
