@@ -76,6 +76,11 @@ CONTEXT = [
     ('export API_KEY=\\"2487cbf9a50e2b80764d1056\\" && ./sync.sh', "2487cbf9a50e2b80764d1056"),
     ('API_KEY = (\n    "sntryu_cc33e3cc1233d1150"\n    "19bd69f9629c482a9258a5b8"\n)', "19bd69f9629c482a9258a5b8"),
     ("Guest wifi is Cafe-5G, password 04UJZyR0!;mo3s (yes, with the comma)", "04UJZyR0!;mo3s"),
+    ("bash az login -u bob -p 'biscuit@$Bluebird2020'", "biscuit@$Bluebird2020"),
+    ("Google backup codes (each works once): 7461 1340 6156 6130 1217 5551", "7461 1340 6156 6130 1217 5551"),
+    ('network={\n    ssid="Hendersons"\n    psk="p4hyn9pcux13"\n}', "p4hyn9pcux13"),
+    ("the staging admin → user anna, pass **juniper11=rocket**", "juniper11=rocket"),
+    ("私钥的 passphrase 是 处处闻啼鸟 海内存知己 2013", "处处闻啼鸟 海内存知己 2013"),
     ("[pitfall] h23 Guest wifi is Cafe-5G, password ywbM,Ckj2;M (yes)", "ywbM,Ckj2;M"),
     (
         "[pitfall] h21 | service | user | password |\n| --- | --- |\n| grafana | admin | ADdpPI!8=X1x5r |",
@@ -137,6 +142,8 @@ PERSONAL = [
     ("有事发邮件 tangjie1141 艾特 126 点 com", "tangjie1141 艾特 126 点 com"),
     ("助记词（千万别截图）：币粒消仿室演赛节凯吐够腔", "币粒消仿室演赛节凯吐够腔"),  # BIP-39, Chinese, written together
     ("Oma wohnt jetzt in der Am Park 13, 12901 Berlin", "Am Park 13, 12901 Berlin"),
+    ("香港身份證號碼：H203220(3)", "H203220"),
+    ("助记词：1.呆 2.偏 3.冻 4.南 5.裁 6.性 7.获 8.云 9.厘 10.佛 11.哭 12.调", "8.云 9.厘"),
     # lower-cased and `_`-joined as a graph's predicate is: the same classes still apply
     ("pred rent goes to de66 1769 0584 3411 7096 91 (sparkasse)", "de66 1769 0584 3411 7096 91"),
     ("pred ship the monitor to 4204 linden dr, apt 3d, austin, tx 78744 object", "4204 linden dr"),
@@ -196,6 +203,7 @@ ORDINARY = [
     "take 3 steps up the hill to the park",
     "| step | time |\n| --- | --- |\n| build | 12 s |",
     "postgresqlconnectionstring123 and pythonscriptsforbackups2024v2",
+    "pass the salt please",
 ]
 
 
@@ -232,9 +240,12 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 
 
 def test_a_token_cut_by_a_line_break_is_withheld_to_its_end() -> None:
-    """A provider's rule finds the first line; the detectors carry the span over the line its alphabet goes on in."""
+    """A provider's rule finds the first line; the detectors carry the span over the line its alphabet goes on in
+    (or, in a one-line field where the break became a space, over the next run of 12 or more)."""
     text = "密钥（复制时换行了）：\n```\nsk-8b882d903d5ef6cf7f1\n32deb052e41b9\n```\nnext line here"
     assert redacted(text) == "密钥（复制时换行了）：\n```\n[R]\n```\nnext line here"
+    assert redacted("sk-20bdc16dae32c11f d772b682e5cdd187 拼起来用") == "[R] 拼起来用"
+    assert redacted("see sk-proj-abcdefghijk1234567 for the bot") == "see [R] for the bot"
 
 
 def test_a_lower_cased_copy_of_a_token_is_still_a_token() -> None:

@@ -85,7 +85,7 @@ def _rule(kind: str, lead: str, trigger: str = _TRIGGER) -> Rule:
 LEADS: tuple[tuple[Rule, str], ...] = (
     (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}(?:\s*[(（][^()（）\n]{{0,60}}[)）])?\s*[:：]?\s*(?=\n)"), "list"),
     (_rule("password", rf"(?:{ZH_LIST}){_ZH_GAP}[:：]?\s*(?=\n)", r"恢|备|備|救援"), "list"),
-    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}[^:\n]{{0,40}}?[:：][ \t]*(?=\S)"), "strong"),
+    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}[^:\n]{{0,40}}?[:：][ \t]*(?=\S)"), "codes"),
     (
         _rule(
             "password", rf"(?i){_A}(?:{TOTP_EN}){_Z}[^\n.]{{0,30}}?(?:{_SEP}|{_IS}|\s)(?=(?:[A-Za-z2-7]{{4}} ){{3}})"
@@ -107,6 +107,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (_rule("code", r"(?i)(?<![A-Za-z<>/])code(?![A-Za-z>])\s*(?:[:=：]|\bis\b)\s*"), "code"),
     (_rule("code", r"(?i)(?<![A-Za-z])(?:sms|text(?:ed)?|短信)\b[^.\n]{0,20}?(?:says|code|is|:|：)\s*"), "code"),
     (_rule("password", rf"(?:{ZH_PHRASE}){_ZH_GAP}(?:{_ZH_SEP})", r"助记|助記|种子|短语"), "zhphrase"),
+    (_rule("password", rf"(?i)pass\s*phrase{_ZH_ONLY_SEP}", r"(?i)phrase"), "zhphrase"),  # "passphrase 是 处处闻啼鸟 …"
     (
         _rule(
             "password",
@@ -122,10 +123,8 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule(
             "password",
             r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9]*(?:[_.-]?(?:password|passwd|passphrase|pwd|pass|secret|token|apikey"
-            r"|api[_-]?key|access[_-]?key|private[_-]?key|key[_-]?data|credentials?|auth|requirepass))"
-            + _KEY_END
-            + _SEP
-            + NOT_A_LABEL,
+            r"|api[_-]?key|access[_-]?key|private[_-]?key|key[_-]?data|credentials?|auth|requirepass|psk"
+            r"|wpa_passphrase))" + _KEY_END + _SEP + NOT_A_LABEL,
         ),
         "strong",
     ),
@@ -149,6 +148,8 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     ),
     (_rule("password", r"(?i)redis-cli\b[^\n]{0,200}?\s-a\s+", r"(?i)redis-cli"), "strong"),
     (_rule("password", r"(?i)\bldap\w*\b[^\n]{0,200}?\s-w\s+", r"(?i)ldap"), "strong"),
+    (_rule("password", r"(?i)\blogin\b[^\n]{0,120}?\s-p\s+", r"(?i)login"), "strong"),  # `az login -u X -p Y`
+    (_rule("password", r"(?i)(?<![\w-])pass\b\s*[:：=]?\s*(?=\S)" + NOT_A_LABEL, r"(?i)pass\b"), "prose"),  # "pass X"
     (  # CI secrets set from the command line: `gh secret set NAME --body X`
         _rule("password", r"(?i)\bsecrets?\s+set\s+\S+[^\n]{0,80}?\s(?:--body|-b)(?:=|\s+)", r"(?i)secrets?\s+set"),
         "strong",
@@ -318,12 +319,13 @@ _LIST_ITEM = re.compile(
     r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9]|\d{3,5}[ -]\d{3,5})[ \t]*(?:\n|$)"
 )
 _NEXT_ITEM = re.compile(r"[`'\"]?(?:[ \t]*[,，、;；][ \t]*|[ \t]+)[`'\"]?")
+_CODE_ROW = re.compile(r"[A-Za-z0-9-]{4,12}(?:[ \t,;]+[A-Za-z0-9-]{4,12}){2,}")
 _GROUPS = re.compile(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
 
 
 def _judge(how: str, text: str, a: int, b: int) -> bool:
     value = text[a:b]
-    if how in ("strong", "zh", "wifi", "zhphrase"):
+    if how in ("strong", "zh", "wifi", "zhphrase", "codes"):
         return is_value(value, 4) and not _described(text, b)
     if how == "weak":
         return is_token(value)
@@ -362,6 +364,10 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
             out.append(m.span(1))
             at = m.end()
         return out
+    if how == "codes":  # "backup codes (each works once): 7461 1340 6156 6130 …": the whole row of codes
+        if (row := _CODE_ROW.match(text, start)) is not None:
+            return [row.span()]
+        how = "strong"
     if how == "groups":
         m = _GROUPS.match(text, start)
         return [m.span()] if m else []
@@ -369,6 +375,8 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
         return [(start, _wifi_end(text, start))]
     if how in ("zh", "zhphrase"):
         a, b = value_span(text, start)
+        if how == "zhphrase" and a == b:  # a phrase in Chinese: to the end of its clause
+            return [value_span(text, a, phrase=True)]
         if text[a : a + 1] in "\"'`“「":
             return [(a, b)]
         more = [] if text[a:b].isalpha() else _same_shape(text, a, b)  # words: a passphrase; codes: a list

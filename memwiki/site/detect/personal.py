@@ -70,7 +70,7 @@ _ID_WORDS = {
     r"|national\s+(?:id|insurance)(?:\s+number)?|ni\s+number|nino|aadhaar(?:\s+(?:number|no\.?))?"
     r"|pan(?:\s+no\.?)|证件号码?|證件號碼?|通行证(?:号码?)?"
     r"|通行證(?:號碼?)?|回乡证|台胞证|居留证|tax\s+id|税号|driver'?s\s+licen[cs]e(?:\s+number)?|学号|工号|医保卡?号|健保卡?号"
-    r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?|bsn|burgerservicenummer|hkid|香港身份证|香港身份證"
+    r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?|bsn|burgerservicenummer|hkid|香港身份[证證](?:号码?|號碼?)?"
     r"|nric|tfn|steuer-?id|steuernummer|personalausweis(?:nummer)?|codice\s+fiscale|dni|nie|curp|cpf|pesel"
     r"|personnummer|my\s*number|マイナンバー|sin(?:\s+number)?",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
@@ -329,13 +329,13 @@ def seed_phrases(text: str) -> list[Span]:
         zh = _wordlist("chinese_simplified") | _wordlist("chinese_traditional")
         if _SEED_WORDS.search(text):
             spans += _joined_zh_seeds(text)
-        for m in re.finditer(r"(?:[\u4e00-\u9fff][\s,，、]+){11,}[\u4e00-\u9fff]", text):
+        for m in re.finditer(r"(?:[\u4e00-\u9fff](?:[\s,，、]|\d{1,2}[.)、])+){11,}[\u4e00-\u9fff]", text):
             run: list[int] = []  # positions of consecutive list characters written apart
             for i in range(m.start(), m.end()):
                 c = text[i]
-                if c.isspace() or c in ",，、":
+                if c.isspace() or c in ",，、.)" or c.isdigit():  # (numbered: "1.呆 2.偏 …")
                     continue
-                if c in zh and (not run or text[run[-1] + 1 : i].strip(" \t,，、") == ""):
+                if c in zh and (not run or re.fullmatch(r"(?:[\s,，、]|\d{1,2}[.)、])*", text[run[-1] + 1 : i])):
                     run.append(i)
                 else:
                     if len(run) >= 12:

@@ -191,16 +191,21 @@ def typed(value: str) -> bool:
     return classes == {0, 1, 3} and inner >= 2 and len(value) >= 10
 
 
-_NEXT_LINE = re.compile(r"(?:[\"'][ \t]*\+?[ \t]*)?\n[ \t]*[\"']?([A-Za-z0-9+/=_-]{6,})(?=[\"'\s;,)]|$)")
+_NEXT_LINE = re.compile(  # (a line break a one-line field made a space: then the part is 12 or more)
+    r"(?:[\"'][ \t]*\+?[ \t]*)?(?:\n[ \t]*[\"']?([A-Za-z0-9+/=_-]{6,})|[ \t]([A-Za-z0-9+/=_-]{12,}))(?=[\"'\s;,)]|$)"
+)
 
 
 def wrapped_end(text: str, start: int, end: int) -> int:
     """A token cut by a line break (or by a string concatenation, `"ab" +\n "cd"`) goes on on the next line when
     that line is one more run of its alphabet: made, or written only in the characters the token has."""
     alphabet = set(text[start:end])
+    hex_tail = bool(_HEX.match(re.split(r"[-_]", text[start:end])[-1]))
     while (m := _NEXT_LINE.match(text, end)) is not None:
-        part = m.group(1)
-        if not (made(part) or switches(part) >= 0.3 or (set(part) <= alphabet and any(c.isdigit() for c in part))):
+        group = 1 if m.group(1) else 2
+        part = m.group(group)
+        same = any(c.isdigit() for c in part) and (set(part) <= alphabet or (hex_tail and bool(_HEX.match(part))))
+        if not (same if group == 2 else made(part) or switches(part) >= 0.3 or same):
             break
-        end = m.end(1)
+        end = m.end(group)
     return end

@@ -43,6 +43,10 @@ def value_span(text: str, start: int, phrase: bool = False) -> tuple[int, int]:
         quote = escaped.group()
         end = text.find(quote, escaped.end(), escaped.end() + MAX_VALUE)
         return escaped.end(), end if end > 0 else _bare_end(text, escaped.end())
+    if text.startswith(("**", "__"), start):  # Markdown bold: `pass **juniper11=rocket**`
+        end = text.find(text[start : start + 2], start + 2, start + 2 + MAX_VALUE)
+        if end > start + 2:
+            return start + 2, end
     closer = QUOTES.get(text[start])
     if closer is not None:
         end = start + 1
