@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict
@@ -23,11 +24,13 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from memwiki.categories import category_of, is_core, parse_tag
-from memwiki.errors import CapacityError, DuplicateEntryError, InputFormatError, MemwikiError
+from memwiki.errors import CapacityError, DuplicateEntryError, MemwikiError
 from memwiki.hot import HotMemoryFile, join_entries
 from memwiki.source import Memory, SinkRecord
 from memwiki.textio import file_lock, read_text
 from memwiki.times import utc_now
+
+log = logging.getLogger(__name__)
 
 SINK_LOG = "sinks.jsonl"
 
@@ -67,7 +70,7 @@ class SinkLog:
 
     A torn last line (a crash mid-append) is ignored, and cut off by the next append: the hot file is only
     rewritten after the append succeeded, so that sink is re-run and logged again. Any other line that is not
-    a record is an InputFormatError naming the file and line.
+    a record is skipped with a warning naming the file and line (the entries themselves are in L2).
     """
 
     def __init__(self, path: Path) -> None:
@@ -89,7 +92,8 @@ class SinkLog:
             except (ValueError, KeyError, TypeError) as exc:
                 if number == len(lines):  # last line without a newline: an append cut short by a crash
                     continue
-                raise InputFormatError(f"{self.path}:{number}: not a sink record ({exc})") from None
+                # the log only says where sunk entries went (they are in L2): a bad line is skipped, not fatal
+                log.warning("%s:%d: not a sink record, skipped (%s)", self.path, number, exc)
         return records
 
     def _mend_tail(self) -> None:

@@ -40,6 +40,8 @@ import numpy as np
 
 from memwiki.damage import damaged_message
 from memwiki.errors import DamagedStoreError, MemwikiError
+from memwiki.generation import WRITE_LOCK, bump_generation
+from memwiki.hnsw_files import segment_damage
 from memwiki.sqlitedb import connect_readonly
 from memwiki.textio import file_lock
 
@@ -50,7 +52,7 @@ REBUILD_SUFFIX = ".rebuild"
 DAMAGED_INFIX = ".damaged-"
 COMPLETE_MARK = ".rebuilt"
 RECOVERY_LOCK_TIMEOUT = 900.0  # seconds another process may wait while one rebuilds (3,000 memories: ~15 s)
-_DAMAGE_WORDS = ("hnsw", "backfill", "compactor", "segment", "pickle")
+_DAMAGE_WORDS = ("hnsw", "backfill", "compactor", "segment", "pickle", "error finding id", "error getting embedding")
 _UUID_DIR = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _OPS = {0: "add", 1: "update", 2: "upsert", 3: "delete"}  # embeddings_queue.operation
 _HNSW_KEYS = ("space", "ef_construction", "ef_search", "max_neighbors", "batch_size", "sync_threshold")
@@ -306,6 +308,7 @@ def rebuild(path: Path, text_of: TextOf, embed: Embed) -> RebuildReport:
     os.replace(tmp, path)
     (path / COMPLETE_MARK).unlink()
     _fsync_dir(path.parent)
+    bump_generation(path)  # every other process's copy of the index is now stale
     return RebuildReport(from_log + re_embedded, from_log, re_embedded, damaged)
 
 
@@ -340,17 +343,22 @@ def open_local(path: Path, connect: Callable[[], tuple[Any, Any]], text_of: Text
         with recovery_lock(path):
             finish_interrupted(path)
     _refuse_lost_database(path)
-    error = _try_open(connect, dim)
+    with file_lock(path / WRITE_LOCK, timeout=RECOVERY_LOCK_TIMEOUT):  # (no writer is saving the files meanwhile)
+        problem = segment_damage(path)  # a damage Chroma would crash on, or load without a word
+    error = _try_open(connect, dim) if problem is None else MemwikiError(problem)
     if isinstance(error, tuple):
         return error
-    if not looks_damaged(error):
+    if problem is None and not looks_damaged(error):
         raise DamagedStoreError(damaged_message("L2 semantic memory", path, _one_line(error))) from None
     with recovery_lock(path):
-        again = _try_open(connect, dim)  # another process may have rebuilt it meanwhile
+        with file_lock(path / WRITE_LOCK, timeout=RECOVERY_LOCK_TIMEOUT):
+            problem = segment_damage(path)  # another process may have rebuilt it meanwhile
+        again = _try_open(connect, dim) if problem is None else MemwikiError(problem)
         if isinstance(again, tuple):
             return again
         log.warning("L2 vector index at %s does not load (%s); rebuilding it", path, _one_line(again))
-        report = rebuild(path, text_of, embed)
+        with file_lock(path / WRITE_LOCK, timeout=RECOVERY_LOCK_TIMEOUT):  # no write goes to the folder swapped out
+            report = rebuild(path, text_of, embed)
         log.warning(
             "L2 rebuilt at %s: %d memories (%d vectors from Chroma's log, %d re-embedded); "
             "the damaged folder is kept at %s",

@@ -10,10 +10,13 @@ from __future__ import annotations
 import bisect
 import contextlib
 import json
+import logging
+import sqlite3
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from chromadb.errors import ChromaError
 from memwiki.config import DEFAULT_MAX_INPUT_BYTES, EMBEDDED_COLLECTION
 from memwiki.embedders import Embedder
 from memwiki.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError, MemwikiError
+from memwiki.generation import WRITE_LOCK, bump_generation, read_generation
 from memwiki.lexical import POSTINGS_BUDGET, LexicalIndex
 from memwiki.limits import check_line_sizes, check_text_size
 from memwiki.passages import MAX_EMBED_BYTES, PASSAGE_KEY, Span, cut_to_bytes, is_long, passage_id, split, utf8_size
@@ -45,10 +49,25 @@ HNSW_EF_SEARCH = 256
 HNSW_EF_CONSTRUCTION = 100
 WRITE_BATCH = 1024  # memories per Chroma write during an import (bigger writes are cheaper per memory)
 WRITE_BYTES = 8_000_000  # ... and characters of text (a file of long memories is written a few at a time)
-WRITE_LOCK = ".writes.lock"  # in the L2 folder: one process writes at a time (`SemanticMemory._writing`)
 WRITE_LOCK_TIMEOUT = 120.0  # seconds another process's write may take before a write gives up, saying so
 _FIELDS = tuple(f.name for f in fields(Memory) if f.name not in ("id", "text", "meta"))
 Split = dict[str, tuple[list[Span], np.ndarray]]  # long memory id -> its passages and their vectors
+
+
+@dataclass
+class _Loaded:
+    """This process's one embedded Chroma client on an L2 folder, shared by every SemanticMemory on it (Chroma
+    keeps one index per folder per process: two clients would not see each other's reloads)."""
+
+    client: Any
+    token: str  # the folder's generation this process last loaded or wrote (memwiki.generation)
+    load: int = 0  # how many times this process loaded the folder: a SemanticMemory with an older count adopts
+    users: int = 0
+
+
+log = logging.getLogger(__name__)
+_LOADED: dict[str, _Loaded] = {}
+_LOADED_LOCK = threading.RLock()
 
 
 def memory_to_metadata(memory: Memory) -> dict[str, str]:
@@ -109,18 +128,65 @@ class SemanticMemory:
         self.created = False  # whether this opening made the collection (on a server)
         self._own_client = client is None  # close() releases only a client made here
         self._passages_seen: tuple[tuple[int, int], bool] | None = None  # see _has_passages
+        self._collection_name = collection
+        # a local folder other processes may write too (memwiki.generation): one client per folder per process
+        self._shared = not url and client is None
+        self._loaded: _Loaded | None = None
         if url:
             self.client, self._col = self._connect_server(url, collection, create)
         elif client is None:  # a local folder: a vector index a crash damaged is rebuilt here (memwiki.recovery)
-            self.client, self._col = open_local(
-                self.path, lambda: self._connect(None, collection), _record_text, embedder.embed, int(embedder.dim or 0)
-            )
+            self.client, self._col = self._open_shared(collection)
         else:
             self.client, self._col = self._connect(client, collection)
         self._check_embedder()
-        self.lexical = LexicalIndex(self.path / LEXICAL_FILE)
-        if self.lexical.count() != self.count() + self._passages.count() or not self.lexical.current():
-            self.rebuild_lexical()
+        if self._shared and any(self._sync_threshold(c) != 1 for c in (self._col, self._passages)):
+            self._write_index_at_every_write()
+        self.lexical = self._open_lexical()
+        if not self._lexical_in_step():
+            with file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT):  # not beside another's write
+                self._fresh_locked()
+                if not self._lexical_in_step():
+                    self.rebuild_lexical()
+
+    def _open_lexical(self) -> LexicalIndex:
+        """The lexical side index; one that does not open (garbage, cut short) is made again: it is derived."""
+        path = self.path / LEXICAL_FILE
+        try:
+            index = LexicalIndex(path)
+            index.count()
+            return index
+        except (sqlite3.DatabaseError, MemwikiError) as exc:
+            if "FTS5" in str(exc):
+                raise
+            with file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT):
+                log.warning("%s does not open (%s); it is made again from L2", path, " ".join(str(exc).split()))
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+            return LexicalIndex(path)
+
+    def _lexical_in_step(self) -> bool:
+        return self.lexical.count() == self._col.count() + self._passages.count() and self.lexical.current()
+
+    def _open_shared(self, collection: str) -> tuple[Any, Any]:
+        """(client, collection) of this process's one client on the folder (made, and repaired, on first use)."""
+        key = str(self.path.resolve())
+        with _LOADED_LOCK:
+            loaded = _LOADED.get(key)
+            if loaded is None:
+                token = read_generation(self.path)  # (read first: a write after it makes this load stale, not lost)
+                client, col = open_local(
+                    self.path,
+                    lambda: self._connect(None, collection),
+                    _record_text,
+                    self.embedder.embed,
+                    int(self.embedder.dim or 0),
+                )
+                loaded = _LOADED[key] = _Loaded(client, token)
+            else:
+                col = self._connect(loaded.client, collection)[1]
+            loaded.users += 1
+        self._loaded, self._load_seen = loaded, loaded.load
+        return loaded.client, col
 
     def _connect_server(self, url: str, collection: str, create: bool) -> tuple[Any, Any]:
         """(client, collection) on the Chroma server at `url`, checked and probed (nothing is ever rebuilt here:
@@ -151,15 +217,15 @@ class SemanticMemory:
         return client, col
 
     def _connect(self, client: Any, collection: str) -> tuple[Any, Any]:
+        """(client, collection). A local collection writes its vector index to disk at every write
+        (`sync_threshold` 1): another process then loads it whole, with nothing left only in this one's memory."""
         import chromadb
 
         client = client if client is not None else chromadb.PersistentClient(path=str(self.path))
         col = client.get_or_create_collection(
             collection,
             embedding_function=None,
-            configuration={
-                "hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": HNSW_EF_CONSTRUCTION}
-            },
+            configuration={"hnsw": self._hnsw_configuration()},
             metadata={
                 "embedder": self.embedder.name,
                 "model": _model_name(self.embedder),
@@ -168,11 +234,77 @@ class SemanticMemory:
         )
         return client, col
 
+    def _hnsw_configuration(self) -> dict[str, Any]:
+        hnsw: dict[str, Any] = {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": HNSW_EF_CONSTRUCTION}
+        if self._shared:
+            hnsw["sync_threshold"] = 1
+        return hnsw
+
+    @staticmethod
+    def _sync_threshold(col: Any) -> int:  # noqa: ANN401 - a chromadb collection
+        return int(((col.configuration or {}).get("hnsw") or {}).get("sync_threshold") or 0)
+
+    def _write_index_at_every_write(self) -> None:
+        """An older store's collections kept up to 1,000 writes in memory: from now on every write reaches the disk
+        (the setting takes effect when the index is loaded again, so it is reloaded here)."""
+        with file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT):
+            for col in (self._col, self._passages):
+                if self._sync_threshold(col) != 1:
+                    col.modify(configuration={"hnsw": {"sync_threshold": 1}})
+            bump_generation(self.path)
+            self._reload()
+
+    def _fresh(self) -> None:
+        """Before a read: reload Chroma when another process wrote since this one loaded (memwiki.generation), under
+        the write lock (a load may itself write the index, and must not read one being written)."""
+        if self._loaded is None:
+            return
+        if read_generation(self.path) != self._loaded.token:
+            with file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT):
+                self._fresh_locked()
+        self._adopt()
+
+    def _fresh_locked(self) -> None:
+        if self._loaded is not None and read_generation(self.path) != self._loaded.token:
+            self._reload()
+        self._adopt()
+
+    def _reload(self) -> None:
+        """Drop this process's copy of the vector index and load the folder's (the write lock is held). Every
+        SemanticMemory of this process on the folder shares the client, and takes the new one (`_adopt`)."""
+        loaded = self._loaded
+        assert loaded is not None
+        token = read_generation(self.path)
+        with _LOADED_LOCK:
+            loaded.client.close()
+            loaded.client = self._connect(None, self._collection_name)[0]
+            loaded.token, loaded.load = token, loaded.load + 1
+        self._adopt()
+        probe_collections([self._col, self._passages], int(self.embedder.dim or 0))
+
+    def _adopt(self) -> None:
+        """Take the process's current client on the folder (after a reload made a new one)."""
+        loaded = self._loaded
+        if loaded is None or self._load_seen == loaded.load:
+            return
+        self.__dict__.pop("_passages", None)
+        self._passages_seen = None
+        self.client, self._col = self._connect(loaded.client, self._collection_name)
+        self._load_seen = loaded.load
+
     def close(self) -> None:
         """Release the lexical index and Chroma's shared system for this folder (Chroma keeps one per path in
-        the process: a folder removed and made again must not meet the old one)."""
+        the process: a folder removed and made again must not meet the old one). A client this process shares
+        on the folder is closed by the last SemanticMemory that used it."""
         self.lexical.close()
-        if self._own_client and hasattr(self.client, "close"):
+        if self._loaded is not None:
+            with _LOADED_LOCK:
+                self._loaded.users -= 1
+                if self._loaded.users <= 0:
+                    self._loaded.client.close()
+                    _LOADED.pop(str(self.path.resolve()), None)
+            self._loaded = None
+        elif self._own_client and hasattr(self.client, "close"):
             self.client.close()
 
     def _check_embedder(self) -> None:
@@ -229,6 +361,7 @@ class SemanticMemory:
 
     def add(self, memories: Sequence[Memory], vectors: np.ndarray | None = None) -> None:
         """Like `upsert`, but refuses ids that are already stored."""
+        self._fresh()
         memories = list(memories)
         existing = self._col.get(ids=[m.id for m in memories], include=[])["ids"] if memories else []
         if existing:
@@ -253,7 +386,15 @@ class SemanticMemory:
         to mark the change (`_has_passages`): the write path asks Chroma itself, and this process asks again after."""
         try:
             with file_lock(self.path / WRITE_LOCK, timeout=WRITE_LOCK_TIMEOUT):
-                yield
+                self._fresh_locked()  # never write from a stale index: it would overwrite what others wrote
+                done = False
+                try:
+                    yield
+                    done = True
+                finally:
+                    if self._loaded is not None:  # (a write that failed half-way: reload before the next call)
+                        token = bump_generation(self.path)
+                        self._loaded.token = token if done else ""
         finally:
             self._passages_seen = None
 
@@ -351,9 +492,7 @@ class SemanticMemory:
         return self.client.get_or_create_collection(
             self._col.name + PASSAGES_SUFFIX,
             embedding_function=None,
-            configuration={
-                "hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": HNSW_EF_CONSTRUCTION}
-            },
+            configuration={"hnsw": self._hnsw_configuration()},
             metadata=dict(self._col.metadata or {}),
         )
 
@@ -379,6 +518,7 @@ class SemanticMemory:
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
         """The stored memories with these ids, in the order asked; unknown ids are left out."""
+        self._fresh()
         ids = list(ids)
         if not ids:
             return []
@@ -439,6 +579,7 @@ class SemanticMemory:
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """Stored vectors of these ids, in order; an unknown id, or one whose vector this process cannot read yet
         (written by another process a moment ago), is a MemwikiError."""
+        self._fresh()
         ids = list(ids)
         if not ids:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
@@ -458,6 +599,7 @@ class SemanticMemory:
 
     def search(self, vector: np.ndarray, k: int, where: dict[str, Any] | None = None) -> list[ScoredMemory]:
         """The `k` nearest memories to a query vector, score = cosine similarity."""
+        self._fresh()
         rows = self._query(self._col, vector, k, where)
         return [ScoredMemory(memory_from_record(i, text, meta), cosine) for i, text, meta, cosine in rows]
 
@@ -465,6 +607,7 @@ class SemanticMemory:
         """The `k` nearest memories to a query vector, a long memory by its passages (each a `Memory` as `get` gives
         it), with their records, score = cosine similarity: what recall ranks by meaning. One call to Chroma while
         the store holds no long memory (one round trip on a Chroma server; the records come with the search)."""
+        self._fresh()
         # No count() first: it costs ~10 ms at 100k memories, and Chroma returns fewer hits when it holds fewer.
         rows = self._query(self._col, vector, k)
         hits = [
@@ -498,6 +641,7 @@ class SemanticMemory:
 
     def search_ids(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The (id, cosine) pairs of `nearest`."""
+        self._fresh()
         return [(h.memory.id, h.score) for h in self.nearest(vector, k)]
 
     def get_with_vectors(self, ids: Sequence[str]) -> tuple[list[Memory], np.ndarray]:
@@ -505,6 +649,7 @@ class SemanticMemory:
         are passages). A record whose vector this process's Chroma cannot read yet (written by another process a
         moment ago: "Error finding id") gets the vector its text embeds to, by the embedder that made the stored ones.
         """
+        self._fresh()
         ids = list(ids)
         if not ids:
             return [], self._as_matrix([])
@@ -539,6 +684,7 @@ class SemanticMemory:
         return self.lexical.search(query, k, budget)
 
     def all(self, batch: int = 1000) -> Iterator[Memory]:
+        self._fresh()
         offset = 0
         while True:
             got = self._col.get(limit=batch, offset=offset, include=["documents", "metadatas"])
@@ -549,6 +695,7 @@ class SemanticMemory:
             offset += batch
 
     def count(self) -> int:
+        self._fresh()
         return self._col.count()
 
     # -- bulk import ----------------------------------------------------------------------------------

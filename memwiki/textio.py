@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from memwiki.errors import InputFormatError, StoreLockedError
 
@@ -39,6 +40,13 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def _same_file(fh: IO[str], path: Path) -> bool:
+    try:
+        return os.fstat(fh.fileno()).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
 @contextlib.contextmanager
 def file_lock(lock_path: Path, timeout: float = 10.0) -> Iterator[None]:
     """Hold an exclusive advisory lock on `lock_path` (created if missing), as hermes-agent does.
@@ -46,19 +54,26 @@ def file_lock(lock_path: Path, timeout: float = 10.0) -> Iterator[None]:
     Raises StoreLockedError if another process keeps it for longer than `timeout` seconds.
     """
     lock_path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout
     fh = open(lock_path, "a+")  # noqa: SIM115 - closed in finally
     try:
-        deadline = time.monotonic() + timeout
         while True:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise StoreLockedError(
                         f"{lock_path}: locked by another process for more than {timeout:g}s"
                     ) from None
                 time.sleep(0.05)
+                continue
+            if _same_file(fh, lock_path):
+                break
+            # the folder was swapped while we waited (an L2 rebuild): lock the file that is there now
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(lock_path, "a+")  # noqa: SIM115 - closed in finally
         yield
     finally:
         with contextlib.suppress(OSError):
