@@ -8,10 +8,11 @@ own (the server's files are the server's to check); its lexical index is still c
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
-from memwiki.errors import DamagedStoreError, MemwikiError
+from memwiki.errors import DamagedStoreError, DiskFullError, MemwikiError
 from memwiki.sqlitedb import connect_readonly
 
 # part -> (what a person calls it, its file relative to the store root)
@@ -37,8 +38,32 @@ def unreachable_message(url: str, reason: str) -> str:
     )
 
 
-def damaged(part: str, path: Path, exc: BaseException) -> DamagedStoreError:
-    """A DamagedStoreError for `part` at `path`, the reason taken from `exc` without a repeated path."""
+_FULL = ("disk is full", "no space left on device", "os error 28", "errno 28", "disk quota exceeded")
+
+
+def disk_full(exc: BaseException, path: Path | None = None) -> bool:
+    """Whether an error says the disk (or the quota) is full: a write failed, nothing is damaged. SQLite says only
+    "disk I/O error" when it cannot make its journal: then the file system at `path` is asked."""
+    text = str(exc).lower()
+    if getattr(exc, "errno", None) in (28, 122) or any(words in text for words in _FULL):
+        return True
+    if path is not None and "disk i/o error" in text:
+        try:
+            return shutil.disk_usage(Path(path).parent).free < 1 << 20
+        except OSError:
+            return False
+    return False
+
+
+def full_message(path: Path) -> str:
+    return f"disk full while writing {path}: nothing is damaged; free some space and run it again"
+
+
+def damaged(part: str, path: Path, exc: BaseException) -> MemwikiError:
+    """A DamagedStoreError for `part` at `path`, the reason taken from `exc` without a repeated path (or, when the
+    disk is full, a DiskFullError: a full disk is no damage)."""
+    if disk_full(exc, path):
+        return DiskFullError(full_message(path))
     reason = " ".join(str(exc).split()).removeprefix(f"{path}: ") or type(exc).__name__
     return DamagedStoreError(damaged_message(part, path, reason))
 

@@ -45,6 +45,10 @@ class InputTooLargeError(InputFormatError):
     """One input (an import line, a memory, a message) is over the store's hard size limit."""
 
 
+class DiskFullError(MemwikiError):
+    """A write found no space left: nothing is damaged, the command can run again once space is freed."""
+
+
 class DamagedStoreError(MemwikiError):
     """A part of the store cannot be read (a damaged or half-written file); the message names the part,
     its file and what to do."""
@@ -62,7 +66,7 @@ def describe_os_error(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"{where}: no longer there (was the store moved or deleted?); nothing was written"
     if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
-        return f"disk full while writing {where}: free some space and run it again"
+        return f"disk full while writing {where}: nothing is damaged; free some space and run it again"
     if exc.errno == errno.EROFS:
         return f"{where}: the file system is read-only; nothing was written"
     if isinstance(exc, PermissionError):

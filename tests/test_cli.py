@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -236,3 +237,40 @@ def test_bad_input_gets_one_line_and_writes_nothing(
         assert code == 2 and "not a valid store configuration" in err, err
     (store / "store.json").write_text(kept, encoding="utf-8")
     assert run(capsys, "--store", store_dir, "stats")[0] == 0
+
+
+def test_a_full_disk_is_said_as_such_and_nothing_is_lost(tmp_path: Path) -> None:
+    """On a file system with no space left, commands say "disk full" (not "damaged"); once space is freed the same
+    import completes. Needs a small tmpfs: mounting one needs root."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({made.stderr.decode().strip() or made.returncode})")
+    try:
+        store = mount / "store"
+        env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"}
+
+        def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "memwiki.cli", "--store", str(store), *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
+
+        assert cli("init").returncode == 0
+        rows = write_jsonl(
+            tmp_path / "rows.jsonl", [{"id": f"r{i}", "text": f"row {i} about the lab"} for i in range(50)]
+        )
+        with open(mount / "filler", "wb") as fh, contextlib.suppress(OSError):
+            while True:
+                fh.write(b"x" * 65536)
+        for argv in (("import", str(rows), "--layer", "L2"), ("kg", "add", "a", "b", "c"), ("stats",)):
+            done = cli(*argv)
+            assert done.returncode == 2 and "disk full" in done.stderr and "restore it" not in done.stderr, done.stderr
+        (mount / "filler").unlink()
+        assert cli("import", str(rows), "--layer", "L2").returncode == 0
+        assert "50 memories" in cli("stats").stdout
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
