@@ -109,6 +109,7 @@ SHAPES = [
     ("PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAAIFxk3oZ\nPrivate-MAC: 8f3a", "AAAAIFxk3oZ"),
     ("Typed '8ECa(#!LRGfHp' into the prompt", "8ECa(#!LRGfHp"),
     ("AKIAIOSFODNN7EXAMPLF / FNmxajVoewYBzVCMojs23VclaUsTeW+GIKEyKywn (the terraform user)", "FNmxajVoewYBzVCMojs23"),
+    ("pred pasted brx-prod-sgxeqishngubneobepuewk20qepusuc32vwk1rmn into the runner", "sgxeqishngubneobepuewk20"),
     ("export:_-----begin_pgp_private_key_block-----_lqoybgmj4vzcmlu1q2skmpx3viahin_-----end_pgp", "lqoybgmj4vzcmlu1"),
     ("lines:_private-lines:_1_keytolx0hatbmmg+ocd6kkftpy98vxypmsg9f_private-mac:_f711d35d", "keytolx0hatbmmg"),
     ("~/.config/solana/id.json:\n[" + ",".join(str((i * 37) % 256) for i in range(64)) + "]", "37,74,111"),
@@ -204,6 +205,7 @@ ORDINARY = [
     "| step | time |\n| --- | --- |\n| build | 12 s |",
     "postgresqlconnectionstring123 and pythonscriptsforbackups2024v2",
     "pass the salt please",
+    "release-2024-05-01-build-17-final and internationalization2024and2025",
 ]
 
 

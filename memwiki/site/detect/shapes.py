@@ -94,7 +94,13 @@ def _one_case_made(part: str) -> bool:
     digits = sum(c.isdigit() for c in part)
     letters = [c for c in part.lower() if c.isalpha()]
     vowels = sum(c in "aeiouy" for c in letters) / max(len(letters), 1)
-    return (digits >= 3 and switches(part) >= 0.25) or (len(part) >= 20 and digits >= 1 and vowels < 0.25)
+    runs = [m.start() for m in re.finditer(r"\d+", part)]  # digits strewn through it, not a number at its end
+    strewn = len(runs) >= 3 and runs[0] < len(part) * 0.6 and entropy(part) >= 3.8
+    return (
+        (digits >= 3 and switches(part) >= 0.25)
+        or (len(part) >= 20 and digits >= 1 and vowels < 0.25)
+        or (len(part) >= 20 and strewn)
+    )
 
 
 def _written(token: str) -> bool:
