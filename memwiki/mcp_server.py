@@ -21,8 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
+import anyio
+from mcp import types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
@@ -31,6 +35,7 @@ from memwiki.context import render_context
 from memwiki.errors import MemwikiError, describe_os_error
 from memwiki.graph import entity_id, select_facts, select_timeline
 from memwiki.jsonable import jsonable
+from memwiki.jsonl import unpaired_surrogate
 from memwiki.recall import Recaller
 from memwiki.source import CATEGORIES, Memory, MemorySource
 from memwiki.source_stats import source_stats
@@ -329,6 +334,49 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
         return {"id": await served.write(supersede)}
 
 
+async def run_stdio(server: MCPServer) -> None:
+    """The SDK's stdio transport, with one addition: a request its parser refuses (a lone surrogate escape such as
+    `\\ud800` in an argument) gets a JSON-RPC error naming the cause, where the SDK would drop it and leave the
+    client waiting."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - the SDK's own run_stdio_async does the same
+    async with stdio_server() as (read, write):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read:
+                    refusal = refused(item) if isinstance(item, Exception) else None
+                    if refusal is not None:
+                        await write.send(SessionMessage(refusal))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(forward)
+            await lowlevel.run(receive, write, lowlevel.create_initialization_options())
+
+
+def refused(exc: Exception) -> types.JSONRPCError | None:
+    """The error owed to a request the SDK could not parse, when its text still names an id (else None)."""
+    errors = exc.errors() if callable(getattr(exc, "errors", None)) else []
+    raw = errors[0].get("input") if errors else None
+    try:
+        message = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "method" not in message or not isinstance(message.get("id"), int | str):
+        return None
+    field = unpaired_surrogate(message.get("params"))
+    cause = (
+        f"{field or 'an argument'} holds a lone surrogate (half of a character): not text any layer can store"
+        if field is not None
+        else str(errors[0].get("msg", "not a valid request"))
+    )
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=message["id"], error=types.ErrorData(code=types.INVALID_PARAMS, message=cause)
+    )
+
+
 def serve(opener: Callable[[StoreThread], Served]) -> None:
     """Open what is served on its thread (stdout pointed at stderr meanwhile: chromadb prints banners), then
     speak MCP on stdio until the client closes it."""
@@ -340,7 +388,7 @@ def serve(opener: Callable[[StoreThread], Served]) -> None:
     finally:
         sys.stdout = real_stdout
     try:
-        build_server(served).run()
+        anyio.run(run_stdio, build_server(served))
     finally:
         if served.store is not None:
             thread.call(served.store.close)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -224,3 +227,37 @@ def test_a_store_deleted_under_the_server_refuses_writes_with_the_cause(store_di
     assert memory["success"] is False and "the store is gone" in memory["error"], memory
     assert out["kg"][0] and "the store is gone" in out["kg"][1], out["kg"]
     assert not store_dir.exists()  # nothing made a partial folder again
+
+
+def test_a_request_with_a_lone_surrogate_gets_an_error_not_silence(store_dir: Path) -> None:
+    """Raw JSON-RPC over the server's stdin (the SDK's client cannot even send this): the SDK's parser refuses the
+    line, and the server answers it with an error naming the argument instead of leaving the client waiting."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memwiki.cli", "--store", str(store_dir), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memwiki_memory", '
+        '"arguments": {"action": "add", "content": "half \\ud800 a character"}}}',
+    ]
+    watchdog = threading.Timer(120, proc.kill)  # an unanswered request must fail the test, not hang it
+    watchdog.start()
+    try:
+        proc.stdin.write("".join(line + "\n" for line in lines).encode())
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline() or "{}") for _ in range(2)]
+    finally:
+        watchdog.cancel()
+        proc.kill()
+        proc.wait()
+    assert answers[0]["id"] == 1 and "result" in answers[0]
+    assert answers[1]["id"] == 2 and answers[1]["error"]["code"] == -32602
+    assert "arguments.content holds a lone surrogate" in answers[1]["error"]["message"]
