@@ -43,6 +43,15 @@ PRIVATE_WORDS = (
     "不公開",
 )
 _PHRASES = (
+    "just for me",
+    "only for me",
+    "for my eyes only",
+    "not for the wiki",
+    "not for publication",
+    "别发出去",
+    "不要发出去",
+    "别外发",
+    "别公开",
     "do not publish",
     "don't publish",
     "do not share",
@@ -72,7 +81,7 @@ _MARKED = re.compile(
     rf"[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
     rf"|(?:^|(?<=[\s,;]))#(?:{_WORDS})(?![\w-])"  # a hashtag
     rf"|^\W{{0,3}}(?:{_LABELS})\s*(?:{_NOUNS})?\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
-    r"|[\U0001f512\U0001f510]"  # a lock: 🔒 🔐
+    r"|[\U0001f512\U0001f510\U0001f92b]"  # a lock or a hush: 🔒 🔐 🤫
     rf"|<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
     rf"|^\W{{0,3}}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
     re.MULTILINE,

@@ -149,7 +149,7 @@ PERSONAL = [
     ("pred rent goes to de66 1769 0584 3411 7096 91 (sparkasse)", "de66 1769 0584 3411 7096 91"),
     ("pred ship the monitor to 4204 linden dr, apt 3d, austin, tx 78744 object", "4204 linden dr"),
     ("pred_小林的微信号是_zhou_xin7214，备注写同事", "zhou_xin7214"),
-    ("小区物业张经理14250558214", "14250558214"),
+    ("小区物业张经理手机14250558214", "14250558214"),
     ("pred 我的车牌 鄂b3s46f，停 b2 层", "鄂b3s46f"),
     ("my car reg is dc54 ilm for the parking", "dc54 ilm"),
     ("oma wohnt jetzt in der am park 31b, 13429 berlin object", "am park 31b, 13429 berlin"),

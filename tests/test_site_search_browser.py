@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixture_copies import bench_file
 from playwright.sync_api import Browser, Page
 
 from tests.test_browser import QuietHandler, browser  # noqa: F401 - the browser fixture
@@ -89,11 +90,12 @@ class Watched:
 @pytest.fixture(scope="module")
 def full_site(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("search-browser")
-    store_dir = full_store(root)
+    bench = bench_file("zh_recall_dev.jsonl")  # (skips, naming the file, where the benchmark data is not beside)
+    store_dir = full_store(root, bench)
     # the private profile, as the node agreement test: the public one redacts the demo's addresses and hosts
     _, error = build_site(root / "site", root / "cache", store=str(store_dir), demo_src=None, profile="private")
     assert error is None, error
-    qs = queries()
+    qs = queries(bench)
     return {"site": root / "site", "store": store_dir, "queries": qs, "cli": cli_recall(store_dir, qs)}
 
 

@@ -131,7 +131,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(-200)  # last: every plugin has written into the site
     def _scan(self, *, config: MkDocsConfig) -> None:
-        self._site.scan(Path(config.site_dir), list(config.theme.dirs))
+        self._site.scan(Path(config.site_dir), list(config.theme.dirs), self.built)
 
     on_post_build = CombinedEvent(_write_rest, _complete, _scan)
 

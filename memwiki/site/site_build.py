@@ -183,7 +183,7 @@ class SiteBuild:
                 log.warning("memwiki audit (%s): %s", audit.TITLES[f.kind], f.message)
         log.info("memwiki audit: %s", ", ".join(f"{k} {n}" for k, n in counts.items()) or "nothing found")
 
-    def scan(self, site_dir: Path, theme_dirs: list[str]) -> None:
+    def scan(self, site_dir: Path, theme_dirs: list[str], built: Built | None = None) -> None:
         """A public build's last check: the gate's own rules over every file in the site (see site_scan)."""
         if not self.rules.public:
             return
@@ -191,8 +191,10 @@ class SiteBuild:
         static = [Path(d) for d in theme_dirs] + [ASSETS, PYVIS_VIS, *exports.glob("*/")]
         cache = self.cache_dir / SITESCAN if self.page_cache else None
         detectors = Detectors(contact=self.rules.contact, extra=self.rules.redact, library=False)
+        net = Detectors(extra=self.rules.redact, library=False, net=True)
         known = self.gate.redacted if self.gate is not None else ()
-        SiteScan(detectors, static, cache, known).check(site_dir)
+        generated = generated_outputs(built) if built is not None else set()
+        SiteScan(detectors, static, cache, known, generated, net).check(site_dir)
 
     def watched(self) -> list[str]:
         """The folders `mkdocs serve` watches: the store, hermes home or palace this site publishes."""
@@ -203,3 +205,12 @@ class SiteBuild:
             if value and Path(value).exists():
                 out.append(value)
         return out
+
+
+def generated_outputs(built: Built) -> set[str]:
+    """Where in the site the pages and assets memwiki generated (from gated records) are written."""
+    out = {a.dest_uri for a in built.assets}
+    for page in built.pages:
+        stem = page.src_uri.removesuffix(".md")
+        out |= {f"{stem}.html", f"{stem}/index.html"}
+    return out

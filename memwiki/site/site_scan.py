@@ -29,7 +29,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +102,27 @@ def derived_forms(secret: str) -> set[str]:
     return {f for f in forms if len(f) >= 8}
 
 
+SEARCH_INDEX = "search/search_index.json"  # MkDocs' own search index: every page's text, generated or not
+
+
+def _search_index_parts(text: str, generated: Collection[str]) -> tuple[str, str]:
+    """MkDocs' search index split in two: the strings of memwiki's generated pages, and all the others."""
+    try:
+        index = json.loads(text)
+        docs = index["docs"]
+    except (ValueError, KeyError, TypeError):
+        return "", _json_strings(text)
+    mine, theirs = [], []
+    for doc in docs if isinstance(docs, list) else []:
+        location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
+        page = location.split("#", 1)[0]
+        ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
+        (mine if ours else theirs).append(json.dumps(doc))
+    rest = {k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {}
+    theirs.append(json.dumps(rest))
+    return _json_strings(f"[{','.join(mine)}]"), _json_strings(f"[{','.join(theirs)}]")
+
+
 def _json_strings(text: str) -> str:
     """A JSON file's keys and strings, one a line, decoded by the JSON parser (a search index escapes every
     non-ASCII character); the text as it is when it does not parse."""
@@ -161,8 +182,14 @@ class SiteScan:
         static_folders: Iterable[Path],
         cache: Path | None = None,
         known: Iterable[str] = (),
+        generated: Collection[str] = (),
+        net: Detectors | None = None,
     ) -> None:
         self.detectors = detectors
+        # files memwiki wrote from gated records get the independent net only (token shapes, key blocks, provider
+        # keys, copies of what the gate redacted): the gate's own classes ran on their text already
+        self.generated = frozenset(generated)
+        self.net = net
         self.static_folders = list(static_folders)
         self.cache = cache
         self.read_files = 0
@@ -190,7 +217,8 @@ class SiteScan:
 
     def scan(self, site_dir: Path) -> list[Leak]:
         site_dir = Path(site_dir)
-        key = cache_file.version("sitescan", self.VERSION, repr(self.detectors.describe()))
+        net = self.net.describe() if self.net is not None else []
+        key = cache_file.version("sitescan", self.VERSION, repr((self.detectors.describe(), net)))
         clean_before: set[tuple[str, int, int, int]] = set()
         if self.cache is not None:
             saved = cache_file.load(self.cache, key)
@@ -242,8 +270,18 @@ class SiteScan:
         if numbers_only(text):
             self.skipped_numbers += 1
             return []
+        detectors = self.net if self.net is not None and rel in self.generated else self.detectors
         if path.suffix == ".json":
+            if self.net is not None and rel.endswith(SEARCH_INDEX):
+                mine, theirs = _search_index_parts(text, self.generated)
+                return [
+                    *self._scan_text(mine, rel, seen_lines, self.net),
+                    *self._scan_text(theirs, rel, seen_lines, self.detectors),
+                ]
             text = _json_strings(text)
+        return self._scan_text(text, rel, seen_lines, detectors)
+
+    def _scan_text(self, text: str, rel: str, seen_lines: set[str], detectors: Detectors) -> list[Leak]:
         lines = text.splitlines()
         # each distinct line once per build, in the file's order (a secret may follow its keyword on the next line)
         fresh = [line for line in dict.fromkeys(lines) if line and line not in seen_lines]
@@ -252,7 +290,7 @@ class SiteScan:
             return []
         decoded = [_without_labels(_decoded(line)) for line in fresh]
         joined = "\n".join(decoded)
-        spans = self.detectors.find(joined)
+        spans = detectors.find(joined)
         if self._known is not None:
             spans += [Span(*m.span(), "redacted secret", 0) for m in self._known.finditer(joined.lower())]
         if not spans:

@@ -49,7 +49,8 @@ ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短�
 # English credential words inside a Chinese sentence: "AWS 的 secret 是 X", "wifi password 改成 X"
 ZH_EN = r"(?i:password|passwd|pwd|pin|key|secret|token|api[ _-]?key|passphrase)"
 _ZH_VERB = (
-    r"是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為|设置为|设置成|设成|变成|变更为|更新为|用的是|新值|值"
+    r"我设的是|设的是|我用的是|我改成了?|我设成了?|是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為"
+    r"|设置为|设置成|设成|变成|变更为|更新为|用的是|新值|值"
 )
 _ZH_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB}|:|：|=|＝|填)\s*[:：]?\s*"
 _ZH_ONLY_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB})\s*[:：]?\s*"
@@ -60,7 +61,7 @@ _FOR = (  # "password for the NAS", "secret (in case I lose my phone)"
     r"(?:\s*[(（][^()（）\n]{0,40}[)）])?"
 )
 _KEY_END = r"(?:\\?[\"'])?\]?"  # a quoted key's closing quote (maybe escaped), a subscript's bracket
-_SEP = r"\s*(?:[:=：]|=>|->|:=)\s*"
+_SEP = r"\s*(?::=|=>|->|[:=：])\s*"
 _IS = r"\s*(?:\bis\b\s*:?|\bwas\b|\bare\b|\bis\s+now\b|\bbecame\b|\bset\s+to\b|\bchanged\s+to\b|\bnow\b)\s*"
 _TO = r"(?:set|change|changed|reset|update|updated|rotate|rotated)\s+(?:the\s+|my\s+|our\s+)?(?:\w+\s+){0,3}?"
 _LATER = r"\b[^.\n。;]{0,40}?\b(?:is\s+now|it'?s\s+now|now\s+is|now|became|changed\s+to|set\s+to|to)\b\s*:?\s*"
@@ -70,6 +71,10 @@ _ACCOUNTS = r"root|admin|administrator|ubuntu|pi|sa|postgres|user|用户名?|账
 _TRIGGER = (
     r"(?i)pass|pwd|pswd|pw|cred|secret|api|token|key|auth|otp|2fa|mfa|pin|code|seed|mnemonic|phrase|combination"
     r"|cookie|session|sid|salt|nonce|license|serial|bearer|lock|safe|padlock|sms|text|totp"
+)
+_STRONG_SPACE = (  # where a strong word is followed by a space: what `spaced` reads (RE2 finds it in one pass)
+    r"(?i)(?:pass(?:word|wd|phrase|code)s?|pwd|credentials?|creds|secret|passphrase|api[ -]?keys?|apikey|token|key)"
+    r"[ \t]+[^\s\[]"
 )
 _ZH_TRIGGER = r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁"
 
@@ -167,20 +172,43 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule(
             "password",
             r"(?im)^[ \t]*(?:password|passwd|passphrase|pass|secret|token)[ \t]+(?=\S)",
-            r"(?i)pass|secret|token",
+            r"(?im)^[ \t]*(?:pass\w*|secret|token)[ \t]+\S",
         ),
         "prose",
     ),
     # a credential word and a space, then a made or typed value: "password 04UJZyR0!;mo3s"
-    (_rule("password", rf"(?i)(?<!redacted: ){_A}(?:{STRONG_EN}){_Z}[ \t]+" + NOT_A_LABEL), "spaced"),  # (a label)
+    (  # (not a label's own word: "[redacted: password · …]")
+        _rule("password", rf"(?i)(?<!redacted: ){_A}(?:{STRONG_EN}){_Z}[ \t]+" + NOT_A_LABEL, _STRONG_SPACE),
+        "spaced",
+    ),
     (  # a Chinese credential word, a few words saying what it is, a colon: "密码是她名字拼音加生日：X"
         _rule("password", rf"(?:{ZH})[\u4e00-\u9fff，,]{{1,14}}[:：]\s*" + NOT_A_LABEL, _ZH_TRIGGER),
         "zh",
     ),
+    (  # a typed declaration: `val pass: String = "X"`, `let apiKey: string = "X"`
+        _rule(
+            "password",
+            r"(?i)(?<![A-Za-z0-9])\w*(?:password|passwd|pass|pwd|secret|token|api_?key)\s*:\s*[A-Za-z][\w.<>\[\]]*\??"
+            r"\s*=\s*(?=[\"'])",
+            r"(?i)(?:pass\w*|pwd|secret|token|key)\s*:\s*[A-Za-z][\w.<>\[\]]*\??\s*=",
+        ),
+        "strong",
+    ),
     # a credential word, then its value quoted: "password `hgpe807g7a1x`", "the token 'x8…'"
-    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}|{WEAK_EN}){_Z}[ \t]+(?=[`\"'“「])" + NOT_A_LABEL), "weak"),
+    (
+        _rule(
+            "password",
+            rf"(?i){_A}(?:{STRONG_EN}|{WEAK_EN}){_Z}[ \t]+(?=[`\"'“「])" + NOT_A_LABEL,
+            rf"(?i)(?:{STRONG_EN}|{WEAK_EN})[ \t]+[`\"'“「]",
+        ),
+        "weak",
+    ),
     (  # an English credential word in a Chinese sentence, then a colon: "token 先写死在这：X"
-        _rule("password", rf"{ZH_EN}\s*[\u4e00-\u9fff]{{1,10}}[:：]\s*", r"(?i)pass|pwd|pin|key|secret|token"),
+        _rule(
+            "password",
+            rf"{ZH_EN}\s*[\u4e00-\u9fff]{{1,10}}[:：]\s*",
+            r"(?i)(?:pass\w*|pwd|pin|key|secret|token)\s*[\x{4e00}-\x{9fff}]{1,10}[:：]",
+        ),
         "weak",
     ),
     (  # archives: `unrar x -pSECRET`, `7z a -pSECRET`, `zip -P SECRET`
@@ -209,7 +237,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule(
             "password",
             r"(?i)\b(?:key|name)\s*=\s*\"[^\"\n]*(?:password|passwd|secret|token|api_?key|apikey)[^\"\n]*\"\s+value\s*=\s*(?=\")",
-            r"(?i)value",
+            r"(?i)(?:key|name)\s*=\s*\"[^\"\n]*(?:pass|secret|token|key)",
         ),
         "strong",
     ),
@@ -235,6 +263,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
             "password",
             r"(?i)(?<![A-Za-z0-9-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token"
             r"|access-token|http-password|ftp-password|proxy-password|db-password|admin-password|root-password"
+            r"|storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|passin|passout"
             r"|bind-?pw|passphrase|private-key|requirepass)(?:=|\s+)" + NOT_A_LABEL,
         ),
         "strong",
@@ -243,7 +272,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (
         _rule(
             "password",
-            r"(?i)(?<![A-Za-z0-9-])(?:-u|--user|--auth)(?:\s+|=)[\"']?[^\s:\"'@/]{1,64}:(?=\S)",
+            r"(?i)(?<![A-Za-z0-9-])(?:-u|--user|--auth)(?:\s+|=)[\"']?[^\s:,%\"'@/]{1,64}[:,%](?=\S)",
             r"(?i)-u|--user|--auth",
         ),
         "strong",
@@ -278,7 +307,8 @@ _QUERY_KEYS = (
     r"access_token|refresh_token|id_token|token|auth_token|api_?key|apikey|key|secret|client_secret|password"
     r"|passwd|pwd|pass|sig|signature|auth|code|private_token|session|sessionid|sid|x-amz-signature"
     r"|x-amz-credential|x-amz-security-token|jwt|otp|ticket|appid|app_?key|app_?secret|access_?key|secret_?key"
-    r"|apiToken|api_token|accesskey|subscription-key|key_?secret"
+    r"|apiToken|api_token|accesskey|subscription-key|key_?secret|x-goog-signature|x-goog-credential"
+    r"|[\w-]*signature|[\w-]*_token|[\w-]*_secret"
 )
 _QUERY = rf"(?i)(?:[?&;#]|%3F|%26|%253F|%2526)(?:{_QUERY_KEYS})(?:=|%3D|%253D)"
 URL_RULES = (
@@ -310,7 +340,7 @@ CODE_FIRST = re.compile(
 # pgpass: host:port:database:user:password
 PGPASS = re.compile(r"(?m)(?:^|(?<=\s))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:(\S+)(?=\s|$)")
 _TABLE_HEAD = re.compile(
-    r"(?i)password|passwd|pwd|secret|token|api[ _-]?key|credential|pin|code|密码|口令|密钥|令牌|验证码"
+    r"(?i)password|passwd|pwd|\bpass\b|secret|token|api[ _-]?key|credential|pin|code|密码|口令|密钥|令牌|验证码"
 )
 _UNIT = re.compile(
     r"\s*(?:[-–]?\s*)?(?:digits?|characters?|chars?|letters?|symbols?|long|or more|minimum|位|个字符|字符|个字)", re.I
@@ -333,7 +363,7 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         hex_key = len(value) >= 32 and all(c in "0123456789abcdefABCDEF" for c in value)
         return made(value) or typed(value) or hex_key
     if how == "spaced":  # "password ywbM,Ckj2;M": after a credential word and a space, a value of mixed classes
-        return is_value(value, 6) and (made(value) or typed(value) or _mixed(value))
+        return is_value(value, 6) and (made(value) or typed(value) or (_mixed(value) and _has_digit(value)))
     if how == "prose":
         return is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value)
     if how == "code":
@@ -349,6 +379,10 @@ def _mixed(value: str) -> bool:
     upper, lower = any(c.isupper() for c in value), any(c.islower() for c in value)
     digit, symbol = any(c.isdigit() for c in value), any(not c.isalnum() for c in value)
     return (upper and lower and (digit or symbol)) or ((upper or lower) and digit and symbol)
+
+
+def _has_digit(value: str) -> bool:
+    return any(c.isdigit() for c in value)
 
 
 def _described(text: str, end: int) -> bool:
@@ -442,6 +476,10 @@ class ContextDetector:
             spans += table_values(text)
         if " / " in text or "\t/ " in text:
             spans += slash_pairs(text)
+        if " as " in text or "作为" in text or "当" in text or "设" in text or "改成" in text or "换成" in text:
+            spans += values_before_words(text)
+        if "(" in text:
+            spans += login_arguments(text)
         if any(c.isdigit() for c in text):
             spans += access_codes(text)
         for m in CODE_FIRST.finditer(text):
@@ -471,6 +509,47 @@ _ACCOUNT_WORDS = re.compile(
     r"(?i)\b(?:creds?|credentials?|login|log\s*in|sign\s*in|account|user(?:name)?|wi-?fi|wlan|ssid|router|hotspot"
     r"|admin)\b|账号|帳號|账户|登录|登陆|用户名|热点|路由器|无线"
 )
+
+
+# the value before its word: "I went with X as the new password", "把 X 作为新的 root 密码"
+_VALUE_FIRST = re.compile(
+    r"(?i)\b(?:went\s+with|chose|picked|settled\s+on|use|using|set)\s+[`'\"“]?([^\s`'\"”]{6,64})[`'\"”]?\s+as\s+"
+    r"(?:the\s+|my\s+|our\s+|his\s+|her\s+)?(?:new\s+)?(?:[\w-]+\s+){0,2}?(?:password|passphrase|passcode|pin|token|key)\b"
+    r"|(?:把|将)\s*[`'\"“「]?([!-~]{6,64}?)[`'\"”」]?\s*(?:作为|当作|当成|设为|设成|改成|换成)[^，。,\n]{0,12}?(?:密码|口令|密钥|PIN码?)"
+)
+# a call that logs in or connects, its arguments in quotes: `ftplib.FTP("host", "user", "X")`, `NetworkCredential(…)`
+_LOGIN_CALL = re.compile(
+    r"(?i)\b[\w.]*(?:connect|login|logon|log_in|ftp|ftp_tls|smtp(?:_ssl)?|imap4(?:_ssl)?|pop3|credentials?"
+    r"|authenticate|auth|basicauth|client)\s*\(([^()\n]{0,400})\)"
+)
+_QUOTED_ARG = re.compile(r"[\"']([^\"'\s]{6,128})[\"']")
+
+
+def values_before_words(text: str) -> list[Span]:
+    """A value said first and named after: "went with X as the new password", "把 X 作为新的密码"."""
+    spans = []
+    for m in _VALUE_FIRST.finditer(text):
+        group = 1 if m.group(1) else 2
+        if _judge("spaced", text, *m.span(group)):
+            spans.append(Span(*m.span(group), "password", 263))
+    return spans
+
+
+def login_arguments(text: str) -> list[Span]:
+    """Arguments of a login or connect call typed like a password (a host, a user name or a word is not)."""
+    spans = []
+    for call in _LOGIN_CALL.finditer(text):
+        for arg in _QUOTED_ARG.finditer(call.group(1)):
+            value = arg.group(1)
+            if (
+                _mixed(value)
+                and _has_digit(value)
+                and not re.fullmatch(r"[\w-]+(?:\.[\w-]+)+(?::\d+)?", value)
+                and "/" not in value
+            ):
+                a = call.start(1) + arg.start(1)
+                spans.append(Span(a, a + len(value), "password", 263))
+    return spans
 
 
 def slash_pairs(text: str) -> list[Span]:

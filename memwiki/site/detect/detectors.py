@@ -16,7 +16,13 @@ from memwiki.site.detect.personal import PersonalDetector
 from memwiki.site.detect.providers import ProviderDetector
 from memwiki.site.detect.shapes import ShapeDetector, wrapped_end
 from memwiki.site.detect.spans import Span, disjoint
+from memwiki.site.detect.values import is_value
 
+_FULL_WIDTH = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")  # full-width digits and letters
+_TO_ASCII = {
+    code: code - 0xFEE0
+    for code in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B), 0xFF20, 0xFF0E, 0xFF0D, 0xFF3F]
+}  # (and ＠．－＿; brackets and colons stay full-width: they end a value)
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_+/=~$-]")
 _WHOLE_TOKEN_KINDS = frozenset({"token", "api key"}) | frozenset(
@@ -40,11 +46,17 @@ _WHOLE_TOKEN_KINDS = frozenset({"token", "api key"}) | frozenset(
 
 class Detectors:
     """The five classes; `contact`: personal data and internal hosts too (on by default); `extra`: the user's
-    own patterns (kind "custom"); `library`: the provider libraries too."""
+    own patterns (kind "custom"); `library`: the provider libraries too; `net`: the site scan's independent net
+    over what memwiki generated from gated records: provider keys and token shapes only."""
 
-    def __init__(self, contact: bool = True, extra: Iterable[re.Pattern[str]] = (), library: bool = True) -> None:
-        self.classes: list[object] = [ProviderDetector(library), ContextDetector(), ShapeDetector()]
-        if contact:
+    def __init__(
+        self, contact: bool = True, extra: Iterable[re.Pattern[str]] = (), library: bool = True, net: bool = False
+    ) -> None:
+        self.context = None if net else ContextDetector()
+        self.classes: list[object] = [ProviderDetector(library), ShapeDetector()]
+        if self.context is not None:
+            self.classes.insert(1, self.context)
+        if contact and not net:
             self.classes += [PersonalDetector(), HostDetector()]
         self.extra = tuple(extra)
         self.contact = contact
@@ -65,12 +77,19 @@ class Detectors:
             spaced = text.replace("_", " ")
             for detector in self.classes[1:]:  # (provider keys hold "_" themselves)
                 spans += detector.find(spaced)  # type: ignore[attr-defined]
-        if ":--" in text:  # a URL in a file or page name, its slashes made dashes: `https:--host-path`
-            urls = text.replace(":--", "://")
+        if _FULL_WIDTH.search(
+            text
+        ):  # typed with a Chinese input method: `１８８５７７３９６６１`, one character for one
+            ascii_view = text.translate(_TO_ASCII)
             for detector in self.classes[1:]:
-                spans += detector.find(urls)  # type: ignore[attr-defined]
+                spans += detector.find(ascii_view)  # type: ignore[attr-defined]
+        if ":--" in text:  # a URL in a file or page name, its slashes made dashes: `https:--user:pw@host-path`
+            urls = text.replace(":--", "://")  # (its credentials only: `host.com-path` is no host name)
+            if self.context is not None:
+                spans += [s for s in self.context.find(urls) if s.kind.startswith("url")]
         for pattern in self.extra:
             spans += [Span(*m.span(), "custom", 999) for m in pattern.finditer(text) if m.end() > m.start()]
+        spans = [s for s in spans if s.kind in CONTACT_KINDS or is_value(text[s.start : s.end], 1)]  # no `PASSWORD`
         return disjoint([_whole(text, s) for s in spans])
 
     def redact(self, text: str, label: Callable[[str, str], str]) -> tuple[str, list[str]]:
@@ -93,8 +112,8 @@ def _whole(text: str, span: Span) -> Span:
         return span
     a, b = span.start, span.end
     if span.kind in _WHOLE_TOKEN_KINDS:
-        while a > 0 and _TOKEN_CHAR.match(text[a - 1]):
-            a -= 1
+        while a > 0 and _TOKEN_CHAR.match(text[a - 1]) and text[a - 1] not in "-_":
+            a -= 1  # (not over `-` or `_`: the words of a slug or an id before a token are no part of it)
         while b < len(text) and _TOKEN_CHAR.match(text[b]):
             b += 1
     if b - a >= 12:

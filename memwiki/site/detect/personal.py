@@ -24,14 +24,15 @@ from stdnum.us import ssn
 from memwiki.site.detect.spans import NOT_A_LABEL, Span
 from memwiki.site.detect.values import value_span
 
-REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG", "KR")
+REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG", "KR", "BR", "ES", "IT", "NL", "MX")
 _PHONE_CANDIDATE = re.compile(  # (a CJK character beside a number is no part of it: 电话18106803027)
     r"(?<![A-Za-z0-9_.+/-])(?:\+|\(\d)?\d[\d \t().-]{6,18}\d(?![A-Za-z0-9_.]\d|[A-Za-z0-9_])"
 )
 _DATE_OR_VERSION = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}")
 _DOTTED_PHONE = re.compile(r"^\d{3}\.\d{3}\.\d{4}$")  # 408.313.6571
 _BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
-_CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}$")
+_CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]\d{4}){2}$")  # written 3-4-4 (bare: see _said_phone)
+_PHONE_WORDS = re.compile(r"(?i)电话|手机|手机号|联系|致电|打给|tel\b|phone|mobile|cell|call\b|whatsapp|微信")
 _PLATE = re.compile(  # a Chinese plate (province, letter, five or six): 苏B·FCM0Z; a UK one needs its word
     r"(?i)(?<![\u4e00-\u9fff])[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{5,6}"
     r"(?![A-Za-z0-9])"
@@ -52,7 +53,8 @@ _AT_WORD = re.compile(r"[\[({<（【]\s*(?:at|@|dot|\.)\s*[\])}>）】]|\sat\s|�
 _AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特|@)\s*"
 _DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s|点)\s*"
 _EMAIL_OBFUSCATED = re.compile(
-    rf"(?i)(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{{2,64}}{_AT}[A-Za-z0-9-]{{2,63}}(?:(?:{_DOT}|\.)[A-Za-z0-9-]{{2,24}})+"
+    rf"(?i)(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{{2,64}}{_AT}[A-Za-z0-9-]{{2,63}}(?:(?:{_DOT}|\.)[A-Za-z0-9-]{{2,24}})*"
+    rf"(?:{_DOT}|\.)(?:com|net|org|edu|gov|info|biz|io|me|co|app|dev|mail|[a-z]{{2}})(?![A-Za-z0-9-])"
 )
 _ID_WORDS = {
     "passport": r"passport(?:\s*(?:no\.?|number|#))?|护照(?:号码?)?|護照(?:號碼?)?|パスポート",
@@ -72,7 +74,9 @@ _ID_WORDS = {
     r"|通行證(?:號碼?)?|回乡证|台胞证|居留证|tax\s+id|税号|driver'?s\s+licen[cs]e(?:\s+number)?|学号|工号|医保卡?号|健保卡?号"
     r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?|bsn|burgerservicenummer|hkid|香港身份[证證](?:号码?|號碼?)?"
     r"|nric|tfn|steuer-?id|steuernummer|personalausweis(?:nummer)?|codice\s+fiscale|dni|nie|curp|cpf|pesel"
-    r"|personnummer|my\s*number|マイナンバー|sin(?:\s+number)?",
+    r"|personnummer|my\s*number|マイナンバー|个人番号|個人番号|sin(?:\s+number)?|resident\s+registration\s+number|rrn"
+    r"|주민등록번호|身分证字号|身分证号?|mrn|medical\s+record(?:\s+number)?|patient\s+id|住院号|病历号|病案号|就诊卡号"
+    r"|门诊号",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
     r"|kennzeichen|nummernschild|车牌号?|車牌號?|ナンバー",
     "account number": r"(?:bank\s+)?account(?:\s*(?:no\.?|number|#|nr\.?))?|acct\.?|a/c"
@@ -80,7 +84,8 @@ _ID_WORDS = {
     r"|aba|sort\s*code|bsb|konto(?:nummer)?|kontonr\.?|账号|帳號|账户|帳戶|卡号|卡號|银行卡号?|銀行卡號?|户号|收款账号",
 }
 _ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words
-    r"(?:\s*[(（][^()（）\n]{0,30}[)）])?[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
+    r"(?:\s*[(（][^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
+    r"[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
     r"(?:[\"'“‘`「]|t\.me/)?"
 )
 _ID_LEAD = {
@@ -94,7 +99,7 @@ _ID_VALUE = {
     "messenger": re.compile(
         r"(?:t\.me/|@)[A-Za-z][A-Za-z0-9_.]{3,31}|live:[.\w-]{4,40}|\+?\d[\d -]{6,16}\d|[A-Za-z0-9][A-Za-z0-9_.]{4,31}"
     ),
-    "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
+    "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 .-]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
     "account number": re.compile(r"\d[\d -]{4,30}\d(?![\d-])"),
     "licence plate": re.compile(r"(?i)[A-Z\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,6}(?![A-Za-z0-9])"),
 }
@@ -121,6 +126,18 @@ _ADDRESS_DE = re.compile(
 _ADDRESS_ZH = re.compile(
     r"(?:[\u4e00-\u9fff]{2,6}(?:省|自治区|市)){0,2}[\u4e00-\u9fff]{1,8}(?:区|县|市|镇)[\u4e00-\u9fff0-9]{1,20}"
     r"(?:路|街|道|巷|弄|大道|胡同|里)[0-9一二三四五六七八九十]+号(?:[\u4e00-\u9fff0-9A-Za-z-]{0,30}(?:栋|幢|号楼|单元|室|楼|层))*"
+)
+_MONTHS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_DATE = (
+    rf"\d{{1,2}}\.?\s+(?:{_MONTHS})\.?,?\s+(?:19|20)\d\d|(?:{_MONTHS})\.?\s+\d{{1,2}},?\s+(?:19|20)\d\d"
+    r"|(?:19|20)\d\d[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d\d|(?:19|20)\d\d年\d{1,2}月\d{1,2}日"
+)
+_BIRTH = re.compile(  # a date said to be someone's birth: "born 25 September 1975", "2017年3月20日出生", "DOB: …"
+    rf"(?i)\b(?:born(?:\s+on)?|date\s+of\s+birth|d\.?o\.?b\.?|birthday(?:\s+is)?|geboren(?:\s+am)?)\s*[:：]?\s*({_DATE})"
+    rf"|({_DATE})\s*(?:出生|生日|生)|(?:生日|出生日期|出生于|出生在)\s*(?:是|为|：|:)?\s*({_DATE})"
 )
 _WXID = re.compile(r"(?<![A-Za-z0-9])wxid_[a-z0-9]{8,}")
 _SEED_SEP = re.compile(r"[\s,，、;]+(?:\d{1,2}[.):]\s*)?")
@@ -153,6 +170,7 @@ class PersonalDetector:
         "seed phrase",
         "account number",
         "licence plate",
+        "birth date",
     )
 
     def find(self, text: str) -> list[Span]:
@@ -177,6 +195,8 @@ class PersonalDetector:
             if "号" in text:
                 spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_ZH.finditer(text)]
         spans += seed_phrases(text)
+        if any(c.isdigit() for c in text):
+            spans += [Span(*m.span(m.lastindex or 0), "birth date", 324) for m in _BIRTH.finditer(text)]
         return spans
 
     def _numbers(self, text: str) -> list[Span]:
@@ -198,7 +218,8 @@ class PersonalDetector:
             if ssn.is_valid(m.group()):
                 spans.append(Span(*m.span(), "id number", 313))
         for m in _PHONE_CANDIDATE.finditer(text):
-            if _is_phone(m.group().strip()):
+            candidate = m.group().strip()
+            if _is_phone(candidate) or (_BARE_CN_MOBILE.match(candidate) and _said_phone(text, m.start())):
                 spans.append(Span(*m.span(), "phone", 314))
         return spans
 
@@ -225,6 +246,14 @@ class PersonalDetector:
                     continue  # "WeChat group" is not an id: an id needs a separator, a word that says so, or digits
                 spans.append(Span(*value.span(), kind, 322))
         return spans
+
+
+_BARE_CN_MOBILE = re.compile(r"^1[3-9]\d{9}$")
+
+
+def _said_phone(text: str, at: int) -> bool:
+    """A bare Chinese mobile in a range the library does not know yet counts when a phone word is just before it."""
+    return bool(_PHONE_WORDS.search(text, max(0, at - 16), at))
 
 
 def _resident_id(number: str) -> bool:

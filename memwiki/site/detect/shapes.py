@@ -120,6 +120,16 @@ def _written(token: str) -> bool:
     return sum(n for n in letters if n >= 3) >= 0.6 * max(sum(letters), 1)
 
 
+def _written_head(token: str) -> int:
+    """Where the made part of a joined run starts: two or more parts before it (`entity-c681-https-api-example-com-
+    v1-access-token-9382dffx…`, a slug or an id made from a sentence) are no part of the secret and stay readable."""
+    parts = list(re.finditer(r"[^-_.~/]+", token))
+    for i, part in enumerate(parts):
+        if len(part.group()) >= 16 and made(part.group()):
+            return part.start() if i >= 2 else 0  # (one part before it is a prefix: `hvs.`, `sk-`: kept with it)
+    return 0
+
+
 def _best_part(token: str) -> bool:
     """A token whose own run is not made may still carry a made part (`discord_bot_token_mtycupkl…`)."""
     return any(made(p) for p in re.split(r"[-_./:]+", token) if len(p) >= 16)
@@ -164,7 +174,7 @@ class ShapeDetector:
                 if _HASH_WORDS.search(text, max(0, m.start() - 32), m.start()):
                     continue  # a digest named as one
             if made(token) or _best_part(token):
-                a, b = m.start(), wrapped_end(text, m.start(), m.end())
+                a, b = m.start() + _written_head(token), wrapped_end(text, m.start(), m.end())
                 spans.append(Span(a, b, "token", 500))
         return spans
 

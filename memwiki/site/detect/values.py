@@ -23,7 +23,8 @@ NOT_VALUES = frozenset(
     example sample dummy test xxx tbd todo n/a na unknown same wrong correct incorrect invalid valid expired
     missing changed needed strong weak short long blank default see below above here there it this that same
     enabled disabled on off ok fine stored saved reset rotated unchanged secret password token key the a an
-    your my our their his her its in at for from with via by of to and or not never always also only""".split()
+    your my our their his her its in at for from with via by of to and or not never always also only
+    string str int integer bool boolean number any object bytes char""".split()
 )
 _PLACEHOLDER = re.compile(
     r"^(?:\$\{.*|\$\(.*|\{\{.*|\$[A-Z_][A-Z0-9_]*|<[A-Za-z_ -]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
