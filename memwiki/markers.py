@@ -136,6 +136,12 @@ def marked(text: str) -> bool:
     return bool(_MARKED.search(normalise(text)))
 
 
+def only_marker(line: str) -> bool:
+    """Whether `line` is a private marker and nothing else: it marks what follows it."""
+    rest = _MARKED.sub("", normalise(line)).strip(" \t-–—:：|*_")
+    return marked(line) and not rest
+
+
 def private_heading(line: str) -> int:
     """The level of a heading that opens a private section (`## Private`, `### 私密 notes`), else 0."""
     m = _HEADING.match(line.strip())

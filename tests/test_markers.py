@@ -82,3 +82,10 @@ def test_a_private_section_ends_at_the_next_heading_of_its_level() -> None:
 def test_a_folder_named_private_marks_its_pages() -> None:
     assert private_path("wiki/private/plan.md") and private_path("wiki/私密/计划.md")
     assert not private_path("wiki/private.md") and not private_path("wiki/privacy/plan.md")
+
+
+def test_a_marker_alone_on_its_line_marks_the_paragraph_under_it() -> None:
+    from memwiki.markers import only_marker
+
+    assert only_marker("<!-- private -->") and only_marker("[private]") and only_marker("🔒")
+    assert not only_marker("[private] the garden gate") and not only_marker("the garden gate")

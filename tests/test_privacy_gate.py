@@ -186,3 +186,13 @@ def test_session_search_through_the_gate_keeps_no_withheld_turn(tmp_path: Path) 
         gate = PrivacyFilter(store.reader(), PrivacyRules())
         recalled = [h for h in recaller_for(gate).recall("lab printer", k=5, all_layers=True) if h.layer == "L4"]
         assert recalled and all("admin PIN" not in h.text and not h.id.endswith(f"#{hidden}") for h in recalled)
+
+
+def test_a_marker_alone_on_a_persona_line_hides_the_paragraph_under_it(tmp_path: Path) -> None:
+    with Store.init(tmp_path / "store") as store:
+        store.set_persona(
+            "I help Lin.\n\n<!-- private -->\nThe weekend plan is code-named pveuduyipfpd.\n\nI answer briefly.\n"
+        )
+        gate = PrivacyFilter(store.reader(), PrivacyRules())
+        text = gate.persona().text
+    assert "pveuduyipfpd" not in text and "I help Lin." in text and "I answer briefly." in text

@@ -455,11 +455,27 @@ class PrivacyFilter:
         # private sections and lines go; the rest is cleaned as one text (a PEM key spans lines)
         text, dropped = markers.without_private_sections(persona.text) if self.rules.public else (persona.text, 0)
         lines = text.splitlines(keepends=True)
-        kept = [line for line in lines if not (self.rules.public and self.rules.private_text(line))]
+        kept = self._public_lines(lines) if self.rules.public else lines
         self._kinds = Counter()
         shown = self._record(replace(persona, text="".join(kept)))
         self._counts["persona"] = Counter({WITHHELD_PRIVATE: dropped + len(lines) - len(kept)}) + self._kinds
         return shown
+
+    def _public_lines(self, lines: list[str]) -> list[str]:
+        """The lines without a private marker; a line that is only a marker (`<!-- private -->`, `[private]`) marks
+        the paragraph under it too (to the next blank line or heading)."""
+        kept, hiding = [], False
+        for line in lines:
+            bare = line.strip()
+            if hiding and (not bare or bare.startswith("#")):
+                hiding = False
+            if hiding:
+                continue
+            if self.rules.private_text(line):
+                hiding = markers.only_marker(bare)
+                continue
+            kept.append(line)
+        return kept
 
     def hot_files(self) -> Sequence[HotFile]:
         out = []
