@@ -48,7 +48,8 @@ class RuleSet:
         self.rules = list(rules)
         self._rank = rank
         self._patterns = [re.compile(r.pattern) for r in self.rules]
-        self._triggers = [re2.compile(r.trigger) for r in self.rules]
+        compiled: dict[str, object] = {}  # rules that share a trigger share its compiled form and its hits
+        self._triggers = [compiled.setdefault(r.trigger, re2.compile(r.trigger)) for r in self.rules]
         self._any = re2.Set.SearchSet()
         for rule in self.rules:
             self._any.Add(rule.trigger)
@@ -64,14 +65,18 @@ class RuleSet:
         for block in range(0, n, BLOCK):
             stop = min(n, block + BLOCK + OVERLAP)
             chunk = re2_safe(text[block:stop])
+            hits: dict[int, list[tuple[int, int]]] = {}  # id of a compiled trigger -> its hits in this chunk
             for i in sorted(self._any.Match(chunk) or ()):
-                rule, pattern = self.rules[i], self._patterns[i]
-                for hit in self._triggers[i].finditer(chunk):
-                    at = block + hit.start()
+                rule, pattern, trigger = self.rules[i], self._patterns[i], self._triggers[i]
+                found_here = hits.get(id(trigger))
+                if found_here is None:
+                    found_here = hits[id(trigger)] = [m.span() for m in trigger.finditer(chunk)]
+                for hit_start, hit_end in found_here:
+                    at = block + hit_start
                     if (i, at) in looked or at < covered[i]:
                         continue
                     looked.add((i, at))
-                    start, end = max(at - BEHIND, 0), min(n, block + hit.end() + AHEAD)
+                    start, end = max(at - BEHIND, 0), min(n, block + hit_end + AHEAD)
                     for match in pattern.finditer(text, start, end):
                         if match.end() >= end - 1 and end < n:
                             match = pattern.match(text, match.start()) or match
