@@ -61,15 +61,20 @@ else:
     except ImportError:
         from memwiki.site.detectors import Detectors
     from memwiki.site.site_scan import SiteScan
+    import material
+    from memwiki.site.site_build import ASSETS
+    exports = (Path(site).parent / "cache" / "use").glob("*/")  # the browser embedder's model
+    static = [Path(material.__file__).parent / "templates", ASSETS, *exports]  # a build skips copies of its inputs
     t0 = time.perf_counter()
     try:  # this checkout: the independent net over what memwiki generated (every page but the docs' own)
         docs = {p.stem for p in Path(site).parent.glob("docs/**/*.md")}
         generated = {
             p.relative_to(site).as_posix() for p in Path(site).rglob("*") if p.is_file() and p.stem not in docs
         }
-        scan = SiteScan(Detectors(library=False), [], generated=generated, net=Detectors(library=False, net=True))
+        net = Detectors(library=False, net=True)
+        scan = SiteScan(Detectors(library=False), static, generated=generated, net=net)
     except TypeError:  # the baseline: every class over every file
-        scan = SiteScan(Detectors(library=False), [])
+        scan = SiteScan(Detectors(library=False), static)
     leaks = scan.scan(Path(site))
     out["seconds"] = time.perf_counter() - t0
     out["findings"] = len(leaks)
