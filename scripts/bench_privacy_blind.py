@@ -27,7 +27,9 @@ from tests.blind.harness import load_set, measure  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="round1,round2,round3,round4", help="comma-separated set modules (default: %(default)s)")
+    parser.add_argument(
+        "--sets", default="round1,round2,round3,round4", help="comma-separated set modules (default: %(default)s)"
+    )
     parser.add_argument("--profile", default="public", choices=("public", "private"))
     parser.add_argument("--per-field", type=int, default=1, help="canaries of each kind per field")
     parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "privacy-blind", help="where to build")
