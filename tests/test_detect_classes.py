@@ -81,6 +81,7 @@ CONTEXT = [
     ('network={\n    ssid="Hendersons"\n    psk="p4hyn9pcux13"\n}', "p4hyn9pcux13"),
     ("the staging admin → user anna, pass **juniper11=rocket**", "juniper11=rocket"),
     ("私钥的 passphrase 是 处处闻啼鸟 海内存知己 2013", "处处闻啼鸟 海内存知己 2013"),
+    ("Mum's iPad unlocks with the same thing as my laptop (QZgq6HEucxzO5Lr) so she can", "QZgq6HEucxzO5Lr"),
     ("[pitfall] h23 Guest wifi is Cafe-5G, password ywbM,Ckj2;M (yes)", "ywbM,Ckj2;M"),
     (
         "[pitfall] h21 | service | user | password |\n| --- | --- |\n| grafana | admin | ADdpPI!8=X1x5r |",
@@ -151,6 +152,7 @@ PERSONAL = [
     ("pred_小林的微信号是_zhou_xin7214，备注写同事", "zhou_xin7214"),
     ("小区物业张经理手机14250558214", "14250558214"),
     ("pred 我的车牌 鄂b3s46f，停 b2 层", "鄂b3s46f"),
+    ("my car in Germany is K-KS 1314, parked at the Hauptbahnhof", "K-KS 1314"),
     ("my car reg is dc54 ilm for the parking", "dc54 ilm"),
     ("oma wohnt jetzt in der am park 31b, 13429 berlin object", "am park 31b, 13429 berlin"),
 ]
@@ -205,6 +207,7 @@ ORDINARY = [
     "| step | time |\n| --- | --- |\n| build | 12 s |",
     "postgresqlconnectionstring123 and pythonscriptsforbackups2024v2",
     "pass the salt please",
+    "see the CI-CD 2024 notes; log in with (readme.md) first; the password manager (1Password) is fine",
     "release-2024-05-01-build-17-final and internationalization2024and2025",
 ]
 

@@ -480,6 +480,8 @@ class ContextDetector:
             spans += values_before_words(text)
         if "(" in text:
             spans += login_arguments(text)
+        if _ENCLOSED.search(text):
+            spans += enclosed_in_login_sentences(text)
         if any(c.isdigit() for c in text):
             spans += access_codes(text)
         for m in CODE_FIRST.finditer(text):
@@ -523,6 +525,27 @@ _LOGIN_CALL = re.compile(
     r"|authenticate|auth|basicauth|client)\s*\(([^()\n]{0,400})\)"
 )
 _QUOTED_ARG = re.compile(r"[\"']([^\"'\s]{6,128})[\"']")
+
+
+# a sentence about unlocking or logging in, a value in brackets or quotes: "unlocks with the same as my laptop (X)"
+_UNLOCK = re.compile(
+    r"(?i)\b(?:unlocks?|unlocked|log(?:s|ged)?\s*in|sign(?:s|ed)?\s*in|passcode|password|login)\b|解锁|登录|登陆"
+)
+_ENCLOSED = re.compile(r"[(（\[「\"'`]([^\s()（）\[\]「」\"'`]{10,64})[)）\]」\"'`]")
+
+
+def enclosed_in_login_sentences(text: str) -> list[Span]:
+    """A value in brackets or quotes, typed like a password, in a sentence about unlocking or logging in."""
+    spans = []
+    for sentence in _SENTENCE.finditer(text):
+        if not _UNLOCK.search(sentence.group()):
+            continue
+        for m in _ENCLOSED.finditer(sentence.group()):
+            value = m.group(1)
+            if (made(value) or typed(value) or (_mixed(value) and _has_digit(value))) and "/" not in value:
+                a = sentence.start() + m.start(1)
+                spans.append(Span(a, a + len(value), "password", 263))
+    return spans
 
 
 def values_before_words(text: str) -> list[Span]:
