@@ -12,7 +12,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from memwiki.errors import DamagedStoreError, DiskFullError, MemwikiError
+from memwiki.errors import DamagedStoreError, DiskFullError, MemwikiError, disk_full_message
 from memwiki.sqlitedb import connect_readonly
 
 # part -> (what a person calls it, its file relative to the store root)
@@ -55,15 +55,11 @@ def disk_full(exc: BaseException, path: Path | None = None) -> bool:
     return False
 
 
-def full_message(path: Path) -> str:
-    return f"disk full while writing {path}: nothing is damaged; free some space and run it again"
-
-
 def damaged(part: str, path: Path, exc: BaseException) -> MemwikiError:
     """A DamagedStoreError for `part` at `path`, the reason taken from `exc` without a repeated path (or, when the
     disk is full, a DiskFullError: a full disk is no damage)."""
     if disk_full(exc, path):
-        return DiskFullError(full_message(path))
+        return DiskFullError(disk_full_message(path))
     reason = " ".join(str(exc).split()).removeprefix(f"{path}: ") or type(exc).__name__
     return DamagedStoreError(damaged_message(part, path, reason))
 

@@ -54,6 +54,11 @@ class DamagedStoreError(MemwikiError):
     its file and what to do."""
 
 
+def disk_full_message(where: object) -> str:
+    """The one wording for a write that found no space: a full disk is no damage."""
+    return f"disk full while writing {where}: nothing is damaged; free some space and run it again"
+
+
 def describe_os_error(exc: OSError) -> str:
     """One line for a person from an operating-system error: what happened to which file, and what to do."""
     import errno
@@ -66,7 +71,7 @@ def describe_os_error(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"{where}: no longer there (was the store moved or deleted?); nothing was written"
     if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
-        return f"disk full while writing {where}: nothing is damaged; free some space and run it again"
+        return disk_full_message(where)
     if exc.errno == errno.EROFS:
         return f"{where}: the file system is read-only; nothing was written"
     if isinstance(exc, PermissionError):

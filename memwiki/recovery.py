@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from memwiki.damage import damaged_message, disk_full, full_message
-from memwiki.errors import DamagedStoreError, DiskFullError, MemwikiError
+from memwiki.damage import damaged_message, disk_full
+from memwiki.errors import DamagedStoreError, DiskFullError, MemwikiError, disk_full_message
 from memwiki.generation import WRITE_LOCK, bump_generation
 from memwiki.hnsw_files import segment_damage
 from memwiki.sqlitedb import connect_readonly
@@ -349,7 +349,7 @@ def open_local(path: Path, connect: Callable[[], tuple[Any, Any]], text_of: Text
     if isinstance(error, tuple):
         return error
     if problem is None and disk_full(error, path / CHROMA_FILE):
-        raise DiskFullError(full_message(path)) from None
+        raise DiskFullError(disk_full_message(path)) from None
     if problem is None and not looks_damaged(error):
         raise DamagedStoreError(damaged_message("L2 semantic memory", path, _one_line(error))) from None
     with recovery_lock(path):

@@ -73,16 +73,9 @@ class Detectors:
         spans: list[Span] = []
         for detector in self.classes:
             spans += detector.find(text)  # type: ignore[attr-defined]
-        if "_" in text:  # an id or a predicate joins a sentence's words with "_": read it as the sentence too
-            spaced = text.replace("_", " ")
-            for detector in self.classes[1:]:  # (provider keys hold "_" themselves)
-                spans += detector.find(spaced)  # type: ignore[attr-defined]
-        if _FULL_WIDTH.search(
-            text
-        ):  # typed with a Chinese input method: `１８８５７７３９６６１`, one character for one
-            ascii_view = text.translate(_TO_ASCII)
+        for view in _views(text):  # (not the providers': their keys hold `_` and are typed in ASCII)
             for detector in self.classes[1:]:
-                spans += detector.find(ascii_view)  # type: ignore[attr-defined]
+                spans += detector.find(view)  # type: ignore[attr-defined]
         if ":--" in text:  # a URL in a file or page name, its slashes made dashes: `https:--user:pw@host-path`
             urls = text.replace(":--", "://")  # (its credentials only: `host.com-path` is no host name)
             if self.context is not None:
@@ -103,6 +96,15 @@ class Detectors:
             at = span.end
         out.append(text[at:])
         return "".join(out), [s.kind for s in spans]
+
+
+def _views(text: str) -> list[str]:
+    """`text` read other ways, one character for one (so spans keep their offsets): an id or a predicate joins a
+    sentence's words with `_`; a Chinese input method types full-width digits and letters (`１８８５７７３９６６１`)."""
+    views = [text.replace("_", " ")] if "_" in text else []
+    if _FULL_WIDTH.search(text):
+        views.append(text.translate(_TO_ASCII))
+    return views
 
 
 def _whole(text: str, span: Span) -> Span:
