@@ -20,6 +20,8 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
+from memwiki.site.detect.spans import Screened
+
 PRIVATE_WORDS = (
     "private",
     "私密",
@@ -77,13 +79,14 @@ _BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》�
 _WORDS = "|".join(re.escape(w) for w in sorted(PRIVATE_WORDS, key=len, reverse=True))
 _LABELS = "private|私密|私人|隐私|隱私|保密|机密|機密|confidential"  # a leading `secret:` is a key, not a marker
 _NOUNS = r"note|notes|entry|memo|page|info|only|stuff|thought|笔记|筆記|备注|備註|信息|资料|内容"
-_MARKED = re.compile(
+_MARKED = Screened(
     rf"[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
     rf"|(?:^|(?<=[\s,;]))#(?:{_WORDS})(?![\w-])"  # a hashtag
     rf"|^\W{{0,3}}(?:{_LABELS})\s*(?:{_NOUNS})?\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
     r"|[\U0001f512\U0001f510\U0001f92b]"  # a lock or a hush: 🔒 🔐 🤫
     rf"|<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
     rf"|^\W{{0,3}}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
+    f"{_WORDS}|{_LABELS}|{_SAYINGS}|[\U0001f512\U0001f510\U0001f92b]",  # (what each shape holds: RE2 looks first)
     re.MULTILINE,
 )
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -131,14 +134,17 @@ def normalise(text: str) -> str:
 
 def marked(text: str) -> bool:
     """Whether `text` carries a private marker in any of the shapes above."""
-    if not text:
-        return False
-    return bool(_MARKED.search(normalise(text)))
+    return bool(text) and marked_form(normalise(text))
+
+
+def marked_form(normalised: str) -> bool:
+    """`marked` for a text already through `normalise`."""
+    return _MARKED.search(normalised) is not None
 
 
 def only_marker(line: str) -> bool:
     """Whether `line` is a private marker and nothing else: it marks what follows it."""
-    rest = _MARKED.sub("", normalise(line)).strip(" \t-–—:：|*_")
+    rest = _MARKED.pattern.sub("", normalise(line)).strip(" \t-–—:：|*_")
     return marked(line) and not rest
 
 

@@ -162,9 +162,13 @@ class PrivacyRules:
         if not text:
             return False
         low = markers.normalise(text)
-        if low.strip() in PRIVATE_WORDS or any(markers.normalise(m) in low for m in self.markers):
+        if low.strip() in PRIVATE_WORDS or any(m in low for m in self._normalised_markers):
             return True
-        return markers.marked(text) or any(p.search(text) for p in self.private_patterns)
+        return markers.marked_form(low) or any(p.search(text) for p in self.private_patterns)
+
+    @functools.cached_property
+    def _normalised_markers(self) -> tuple[str, ...]:
+        return tuple(markers.normalise(m) for m in self.markers)
 
     def private(self, record: object) -> bool:
         """Whether any string of `record` (walked as `scrub` walks it) or any `private: true` in it says so."""

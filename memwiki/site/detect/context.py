@@ -13,9 +13,10 @@ so `MYSQL_ROOT_PASSWORD` and a graph predicate `wifi_password_is` are read as th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from memwiki.site.detect.shapes import made, typed
-from memwiki.site.detect.spans import NOT_A_LABEL, Rule, RuleSet, Span
+from memwiki.site.detect.spans import NOT_A_LABEL, Rule, RuleSet, Span, has_digit
 from memwiki.site.detect.values import is_token, is_value, value_span
 
 _A = r"(?<![A-Za-z])"  # a word starts here
@@ -68,18 +69,18 @@ _LATER = r"\b[^.\n。;]{0,40}?\b(?:is\s+now|it'?s\s+now|now\s+is|now|became|chan
 _SENSITIVE_XML = r"password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|credentials?"
 _ACCOUNTS = r"root|admin|administrator|ubuntu|pi|sa|postgres|user|用户名?|账号|帐号"
 
-_TRIGGER = (
-    r"(?i)pass|pwd|pswd|pw|cred|secret|api|token|key|auth|otp|2fa|mfa|pin|code|seed|mnemonic|phrase|combination"
-    r"|cookie|session|sid|salt|nonce|license|serial|bearer|lock|safe|padlock|sms|text|totp"
-)
 _STRONG_SPACE = (  # where a strong word is followed by a space: what `spaced` reads (RE2 finds it in one pass)
     r"(?i)(?:pass(?:word|wd|phrase|code)s?|pwd|credentials?|creds|secret|passphrase|api[ -]?keys?|apikey|token|key)"
     r"[ \t]+[^\s\[]"
 )
+_STRONG = rf"(?i){STRONG_EN}"  # triggers: a rule looks only where its own words are
+_WEAK = rf"(?i){WEAK_EN}"
+_PHRASE = rf"(?i){PHRASE_EN}"
+_LIST_TRIGGER = rf"(?i){LIST_EN}"
 _ZH_TRIGGER = r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁"
 
 
-def _rule(kind: str, lead: str, trigger: str = _TRIGGER) -> Rule:
+def _rule(kind: str, lead: str, trigger: str) -> Rule:
     """A rule that finds where a value starts (its match is the lead-in; the value is read by `_values`)."""
     return Rule(kind, lead, trigger)
 
@@ -88,29 +89,63 @@ def _rule(kind: str, lead: str, trigger: str = _TRIGGER) -> Rule:
 #  "prose" a value that looks typed (a digit or a symbol in it), "zh" ASCII up to Chinese, "list" codes below,
 #  "groups" a grouped key like `abcd efgh ijkl mnop`, "wifi" to the next unescaped `;`)
 LEADS: tuple[tuple[Rule, str], ...] = (
-    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}(?:\s*[(（][^()（）\n]{{0,60}}[)）])?\s*[:：]?\s*(?=\n)"), "list"),
-    (_rule("password", rf"(?:{ZH_LIST}){_ZH_GAP}[:：]?\s*(?=\n)", r"恢|备|備|救援"), "list"),
-    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}[^:\n]{{0,40}}?[:：][ \t]*(?=\S)"), "codes"),
     (
         _rule(
-            "password", rf"(?i){_A}(?:{TOTP_EN}){_Z}[^\n.]{{0,30}}?(?:{_SEP}|{_IS}|\s)(?=(?:[A-Za-z2-7]{{4}} ){{3}})"
+            "password",
+            rf"(?i){_A}(?:{LIST_EN}){_Z}(?:\s*[(（][^()（）\n]{{0,60}}[)）])?\s*[:：]?\s*(?=\n)",
+            _LIST_TRIGGER,
+        ),
+        "list",
+    ),
+    (_rule("password", rf"(?:{ZH_LIST}){_ZH_GAP}[:：]?\s*(?=\n)", ZH_LIST), "list"),
+    (_rule("password", rf"(?i){_A}(?:{LIST_EN}){_Z}[^:\n]{{0,40}}?[:：][ \t]*(?=\S)", _LIST_TRIGGER), "codes"),
+    (
+        _rule(
+            "password",
+            rf"(?i){_A}(?:{TOTP_EN}){_Z}[^\n.]{{0,30}}?(?:{_SEP}|{_IS}|\s)(?=(?:[A-Za-z2-7]{{4}} ){{3}})",
+            rf"(?i)(?:{TOTP_EN})[^.]{{0,80}}(?:[A-Za-z2-7]{{4}} ){{3}}",
         ),
         "groups",
     ),
-    (_rule("password", rf"(?i){_A}(?:{PHRASE_EN}){_Z}{_FOR}(?:{_KEY_END}{_SEP}|{_IS})" + NOT_A_LABEL), "phrase"),
-    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_FOR}(?:{_KEY_END}{_SEP}|{_IS})" + NOT_A_LABEL), "strong"),
-    (_rule("password", rf"(?i){_A}{_TO}(?:{STRONG_EN}|{CODE_EN}){_Z}\s+(?:to|as|=)\s+" + NOT_A_LABEL), "strong"),
-    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_LATER}" + NOT_A_LABEL), "prose"),
-    (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}{_KEY_END}(?:{_SEP}|{_IS})" + NOT_A_LABEL), "weak"),
-    (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}\s+" + NOT_A_LABEL), "made"),
+    (
+        _rule("password", rf"(?i){_A}(?:{PHRASE_EN}){_Z}{_FOR}(?:{_KEY_END}{_SEP}|{_IS})" + NOT_A_LABEL, _PHRASE),
+        "phrase",
+    ),
+    (
+        _rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_FOR}(?:{_KEY_END}{_SEP}|{_IS})" + NOT_A_LABEL, _STRONG),
+        "strong",
+    ),
     (
         _rule(
-            "code", rf"(?i){_A}(?:{CODE_EN}){_Z}[^.\n]{{0,30}}?(?:{_SEP}|{_IS}|\bwith\b|\bsays\b|\s+#?(?=[\d*#]))\s*"
+            "password",
+            rf"(?i){_A}{_TO}(?:{STRONG_EN}|{CODE_EN}){_Z}\s+(?:to|as|=)\s+" + NOT_A_LABEL,
+            rf"(?i)(?:{STRONG_EN}|{CODE_EN})\s+(?:to|as|=)\s",
+        ),
+        "strong",
+    ),
+    (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_LATER}" + NOT_A_LABEL, _STRONG), "prose"),
+    (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}{_KEY_END}(?:{_SEP}|{_IS})" + NOT_A_LABEL, _WEAK), "weak"),
+    (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}\s+" + NOT_A_LABEL, _WEAK), "made"),
+    (
+        _rule(
+            "code",
+            rf"(?i){_A}(?:{CODE_EN}){_Z}[^.\n]{{0,30}}?(?:{_SEP}|{_IS}|\bwith\b|\bsays\b|\s+#?(?=[\d*#]))\s*",
+            rf"(?i){CODE_EN}",
         ),
         "code",
     ),
-    (_rule("code", r"(?i)(?<![A-Za-z<>/])code(?![A-Za-z>])\s*(?:[:=：]|\bis\b)\s*"), "code"),
-    (_rule("code", r"(?i)(?<![A-Za-z])(?:sms|text(?:ed)?|短信)\b[^.\n]{0,20}?(?:says|code|is|:|：)\s*"), "code"),
+    (
+        _rule("code", r"(?i)(?<![A-Za-z<>/])code(?![A-Za-z>])\s*(?:[:=：]|\bis\b)\s*", r"(?i)code\s*(?:[:=：]|is)"),
+        "code",
+    ),
+    (
+        _rule(
+            "code",
+            r"(?i)(?<![A-Za-z])(?:sms|text(?:ed)?|短信)\b[^.\n]{0,20}?(?:says|code|is|:|：)\s*",
+            r"(?i)sms|text|短信",
+        ),
+        "code",
+    ),
     (_rule("password", rf"(?:{ZH_PHRASE}){_ZH_GAP}(?:{_ZH_SEP})", r"助记|助記|种子|短语"), "zhphrase"),
     (_rule("password", rf"(?i)pass\s*phrase{_ZH_ONLY_SEP}", r"(?i)phrase"), "zhphrase"),  # "passphrase 是 处处闻啼鸟 …"
     (
@@ -130,6 +165,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
             r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9]*(?:[_.-]?(?:password|passwd|passphrase|pwd|pass|secret|token|apikey"
             r"|api[_-]?key|access[_-]?key|private[_-]?key|key[_-]?data|credentials?|auth|requirepass|psk"
             r"|wpa_passphrase))" + _KEY_END + _SEP + NOT_A_LABEL,
+            rf"(?i)(?:pass\w*|pwd|secret|token|key|data|credentials?|auth|psk){_KEY_END}{_SEP}",
         ),
         "strong",
     ),
@@ -265,6 +301,8 @@ LEADS: tuple[tuple[Rule, str], ...] = (
             r"|access-token|http-password|ftp-password|proxy-password|db-password|admin-password|root-password"
             r"|storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|passin|passout"
             r"|bind-?pw|passphrase|private-key|requirepass)(?:=|\s+)" + NOT_A_LABEL,
+            r"(?i)-(?:pass|pwd|token|api|secret|client|auth|access|http|ftp|proxy|db|admin|root|store|key|src|dest"
+            r"|bind|private|requirepass)",
         ),
         "strong",
     ),
@@ -285,12 +323,15 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         ),
         "prose",
     ),
-    (_rule("password", rf"(?i)\b(?:with|using|via|is)\s+(?:the\s+|a\s+|my\s+)?(?:{PHRASE_EN}){_Z}\s+"), "phrase"),
+    (
+        _rule("password", rf"(?i)\b(?:with|using|via|is)\s+(?:the\s+|a\s+|my\s+)?(?:{PHRASE_EN}){_Z}\s+", _PHRASE),
+        "phrase",
+    ),
     (
         _rule(
             "password",
             rf"(?i)(?<![\w/.-])(?:{_ACCOUNTS})\s*/\s*(?=\S)",
-            r"(?i)root|admin|ubuntu|pi|sa|postgres|user|用户|账号|帐号",
+            rf"(?i)(?:{_ACCOUNTS})\s*/",
         ),
         "prose",
     ),
@@ -470,8 +511,10 @@ class ContextDetector:
 
     def find(self, text: str) -> list[Span]:
         spans = self._find(text)
-        if "-" in text:  # slugs join words: read `wifi-password-is-X` as words too
-            spans += self._find(text.replace("-", " "), urls=False)
+        if "-" in text:  # slugs join words: read `wifi-password-is-X` as words too, where a dash is near a lead word
+            spans += self._find(
+                text.replace("-", " "), urls=False, near=lambda a, b: "-" in text[max(0, a - 1) : b + 80]
+            )
         if "|" in text:
             spans += table_values(text)
         if " / " in text or "\t/ " in text:
@@ -482,7 +525,7 @@ class ContextDetector:
             spans += login_arguments(text)
         if _ENCLOSED.search(text):
             spans += enclosed_in_login_sentences(text)
-        if any(c.isdigit() for c in text):
+        if has_digit(text):
             spans += access_codes(text)
         for m in CODE_FIRST.finditer(text):
             group = next(i for i in (1, 2, 3) if m.group(i))
@@ -491,9 +534,9 @@ class ContextDetector:
             spans += [Span(*m.span(1), "password", 260) for m in PGPASS.finditer(text) if not m.group(1).isdigit()]
         return spans
 
-    def _find(self, text: str, urls: bool = True) -> list[Span]:
+    def _find(self, text: str, urls: bool = True, near: Callable[[int, int], bool] | None = None) -> list[Span]:
         out = []
-        for lead in self._leads.find(text):
+        for lead in self._leads.find(text, near):
             how = self._how[lead.rank]
             for a, b in _values(how, text, lead.end):
                 if a < b and _judge(how, text, a, b):

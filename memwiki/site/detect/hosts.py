@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 
-from memwiki.site.detect.spans import Rule, RuleSet, Span
+from memwiki.site.detect.spans import Rule, RuleSet, Span, has_digit
 
 _V4 = (
     r"(?<![A-Za-z0-9.])(?:10(?:\.\d{1,3}){3}|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}|192\.168(?:\.\d{1,3}){2}"
@@ -73,7 +73,7 @@ class HostDetector:
         self._addresses = RuleSet(ADDRESS_RULES, rank=400)
 
     def find(self, text: str) -> list[Span]:
-        spans = self._addresses.find(text) if any(c.isdigit() for c in text) or ":" in text else []
+        spans = self._addresses.find(text) if has_digit(text) or ":" in text else []
         spans = [s for s in spans if not _well_known_range(text, s)]
         if "." in text:
             spans += [Span(*m.span(), "internal host", 410) for m in _HOST.finditer(text) if _internal(text, m)]

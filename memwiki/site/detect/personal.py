@@ -15,13 +15,14 @@ import functools
 import re
 
 import phonenumbers
+import re2
 from mnemonic import Mnemonic
 from stdnum import luhn
 from stdnum.cn import ric
 from stdnum.iso7064 import mod_97_10
 from stdnum.us import ssn
 
-from memwiki.site.detect.spans import NOT_A_LABEL, Span
+from memwiki.site.detect.spans import NOT_A_LABEL, Present, Screened, Span, digit_count, has_cjk, has_digit, re2_safe
 from memwiki.site.detect.values import value_span
 
 REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG", "KR", "BR", "ES", "IT", "NL", "MX")
@@ -94,6 +95,7 @@ _ID_LEAD = {
     kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?![A-Za-z]){_ID_SEP}" + NOT_A_LABEL)
     for kind, words in _ID_WORDS.items()
 }
+_ID_PRESENT = Present(rf"(?i)(?:^|[^A-Za-z])(?:{words})(?:[^A-Za-z]|$)" for words in _ID_WORDS.values())
 _ID_VALUE = {
     "passport": re.compile(r"[A-Za-z]{0,2}\d{6,9}|[A-Za-z0-9]{6,9}"),
     "wechat": re.compile(r"@?[A-Za-z][-_A-Za-z0-9]{5,19}|1[3-9]\d{9}"),
@@ -109,20 +111,22 @@ _STREET = (
     r"Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Grove|Drive|Dr|Court|Ct|Way|Place|Pl|Close|Crescent|Terrace|Boulevard"
     r"|Blvd|Square|Sq|Gardens|Mews|Row|Walk|Hill|Park|Parkway|Pkwy|Highway|Hwy|Straße|Strasse|Gasse|Weg|Rue"
 )
-_ADDRESS_EN = re.compile(
+_ADDRESS_EN = Screened(
     r"(?:(?:Flat|Apt\.?|Apartment|Unit|Suite|Room)\s+\w{1,5},?\s+)?\b\d{1,5}[A-Za-z]?,?\s+(?:[A-Z][a-z]+\s+){1,3}"
     rf"(?:{_STREET})\b\.?(?:,?\s+(?:Apt\.?|Unit|Suite|\#)\s*\w{{1,5}})?(?:,?\s+[A-Z][a-z]+(?:\s[A-Z][a-z]+){{0,2}})?(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s?\d[A-Z]{{2}}|,?\s+[A-Z]{{2}}\s+\d{{5}})?"
 )
-_ADDRESS_POSTCODE = re.compile(  # "Am Park 13, 12901 Berlin", "Kastanienallee 7a, 10435 Berlin": a number, a postcode
+_POSTCODE_SCREEN = r"(?i)\s\d{1,4}[a-z]?,\s*\d{5}\s+[A-ZÄÖÜ]"  # (what every such address holds)
+_ADDRESS_POSTCODE = Screened(  # "Am Park 13, 12901 Berlin", "Kastanienallee 7a, 10435 Berlin": a number, a postcode
     r"(?i)(?<![\w-])(?:(?:Am|An der|Auf dem|Im|In der|Zum|Zur|Alt|Unter den)\s+[A-ZÄÖÜ][\wäöüß.-]+"
     r"|[A-ZÄÖÜ][\wäöüß-]*(?:str\.|straße|strasse|weg|allee|platz|gasse|ring|damm|ufer|chaussee|markt|park|hof|berg"
-    r"|garten|graben|steig|pfad|kamp|tor))\s+\d{1,4}[a-z]?,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+"
+    r"|garten|graben|steig|pfad|kamp|tor))\s+\d{1,4}[a-z]?,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+",
+    _POSTCODE_SCREEN,
 )
-_ADDRESS_LOWER = re.compile(  # lower-cased by a graph's predicate: a street, then a ZIP or postcode to be sure
+_ADDRESS_LOWER = Screened(  # lower-cased by a graph's predicate: a street, then a ZIP or postcode to be sure
     rf"(?i)\b\d{{1,5}}[a-z]?\s+(?:[a-z]+\s+){{1,3}}(?:{_STREET})\b\.?[^\n]{{0,40}}?"
     r"\b(?:[a-z]{2}\s+\d{5}(?:-\d{4})?|[a-z]{1,2}\d[a-z\d]?\s?\d[a-z]{2})\b"
 )
-_ADDRESS_DE = re.compile(
+_ADDRESS_DE = Screened(
     r"\b[A-ZÄÖÜ][a-zäöüß]+(?:str\.|straße|strasse|weg|gasse|platz|allee|ring)\s+\d{1,4}[a-z]?(?:,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+)?"
 )
 _ADDRESS_ZH = re.compile(
@@ -137,7 +141,7 @@ _DATE = (
     rf"\d{{1,2}}\.?\s+(?:{_MONTHS})\.?,?\s+(?:19|20)\d\d|(?:{_MONTHS})\.?\s+\d{{1,2}},?\s+(?:19|20)\d\d"
     r"|(?:19|20)\d\d[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d\d|(?:19|20)\d\d年\d{1,2}月\d{1,2}日"
 )
-_BIRTH = re.compile(  # a date said to be someone's birth: "born 25 September 1975", "2017年3月20日出生", "DOB: …"
+_BIRTH = Screened(  # a date said to be someone's birth: "born 25 September 1975", "2017年3月20日出生", "DOB: …"
     rf"(?i)\b(?:born(?:\s+on)?|date\s+of\s+birth|d\.?o\.?b\.?|birthday(?:\s+is)?|geboren(?:\s+am)?)\s*[:：]?\s*({_DATE})"
     rf"|({_DATE})\s*(?:出生|生日|生)|(?:生日|出生日期|出生于|出生在)\s*(?:是|为|：|:)?\s*({_DATE})"
 )
@@ -184,14 +188,14 @@ class PersonalDetector:
             spans += [Span(*m.span(), "email", 300) for m in _HASH_EMAIL.finditer(text)]
         if _AT_WORD.search(low):
             spans += [Span(*m.span(), "email", 300) for m in _EMAIL_OBFUSCATED.finditer(text)]
-        if sum(c.isdigit() for c in text) >= 7:
+        if digit_count(text) >= 7:
             spans += self._numbers(text)
         spans += self._ids(text, low)
-        if any("\u4e00" <= c <= "\u9fff" for c in text):
+        if has_cjk(text):
             spans += [Span(*m.span(), "licence plate", 323) for m in _PLATE.finditer(text)]
         if "-" in text and _CAR.search(text):
             spans += [Span(*m.span(), "licence plate", 323) for m in _PLATE_DE.finditer(text)]
-        if any(c.isdigit() for c in text):
+        if has_digit(text):
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_EN.finditer(text)]
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_DE.finditer(text)]
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_POSTCODE.finditer(text)]
@@ -199,7 +203,7 @@ class PersonalDetector:
             if "号" in text:
                 spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_ZH.finditer(text)]
         spans += seed_phrases(text)
-        if any(c.isdigit() for c in text):
+        if has_digit(text):
             spans += [Span(*m.span(m.lastindex or 0), "birth date", 324) for m in _BIRTH.finditer(text)]
         return spans
 
@@ -229,8 +233,9 @@ class PersonalDetector:
 
     def _ids(self, text: str, low: str) -> list[Span]:
         spans = [Span(*m.span(), "wechat", 320) for m in _WXID.finditer(text)] if "wxid_" in low else []
-        for kind, lead in _ID_LEAD.items():
-            for m in lead.finditer(text):
+        present = _ID_PRESENT(text)
+        for i, (kind, lead) in enumerate(_ID_LEAD.items()):
+            for m in lead.finditer(text) if i in present else ():
                 start = m.end()
                 if kind == "address":
                     a, b = value_span(text, start, phrase=True)
@@ -336,29 +341,53 @@ def _joined_zh_seeds(text: str) -> list[Span]:
     return spans
 
 
+_LETTERS = re.compile(r"[A-Za-z]+")
+
+
+@functools.cache
+def _english_screen() -> re2._Regexp:
+    """Twelve list words in a row with anything but letters between them: RE2 reads most texts only once."""
+    words = "(?:" + "|".join(_mnemonic("english").wordlist) + ")"
+    options = re2.Options()
+    options.case_sensitive = False
+    options.max_mem = 64 << 20
+    return re2.compile(rf"(?:^|[^A-Za-z]){words}(?:[^A-Za-z]+{words}){{11}}(?:[^A-Za-z]|$)", options)
+
+
+def _english_runs(text: str) -> list[Span]:
+    words = _wordlist("english")
+    tokens = list(_LETTERS.finditer(text))
+    listed = "".join("1" if m.group().lower() in words else "0" for m in tokens)
+    spans = []
+    for block in re.finditer("1{12,}", listed):  # twelve list words in a row (their separators are read below)
+        spans += _english_seeds(text, tokens[block.start() : block.end()])
+    return spans
+
+
+def _english_seeds(text: str, tokens: list[re.Match[str]]) -> list[Span]:
+    """The runs of twelve or more among `tokens` (list words in a row) whose separators are a seed's."""
+    spans = []
+    first = last = tokens[0]
+    count = 1
+    for m in tokens[1:]:
+        if _SEED_SEP.fullmatch(text[last.end() : m.start()]):
+            count += 1
+        else:
+            if count >= 12:
+                spans.append(Span(first.start(), last.end(), "seed phrase", 330))
+            first, count = m, 1
+        last = m
+    if count >= 12:
+        spans.append(Span(first.start(), last.end(), "seed phrase", 330))
+    return spans
+
+
 def seed_phrases(text: str) -> list[Span]:
     """Twelve or more BIP-39 words in a row (English), or twelve or more list characters written apart (Chinese)."""
     spans = []
-    words = _wordlist("english")
-    run_start = run_end = -1
-    count = 0
-    for m in re.finditer(r"[A-Za-z]+", text):
-        w = m.group().lower()
-        gap = text[run_end : m.start()] if count else ""
-        if w in words and (not count or _SEED_SEP.fullmatch(gap)):
-            if not count:
-                run_start = m.start()
-            count += 1
-            run_end = m.end()
-        else:
-            if count >= 12:
-                spans.append(Span(run_start, run_end, "seed phrase", 330))
-            count = 0
-            if w in words:
-                run_start, run_end, count = m.start(), m.end(), 1
-    if count >= 12:
-        spans.append(Span(run_start, run_end, "seed phrase", 330))
-    if any("\u4e00" <= c <= "\u9fff" for c in text):
+    if _english_screen().search(re2_safe(text)):
+        spans += _english_runs(text)
+    if has_cjk(text):
         zh = _wordlist("chinese_simplified") | _wordlist("chinese_traditional")
         if _SEED_WORDS.search(text):
             spans += _joined_zh_seeds(text)

@@ -13,11 +13,12 @@ colours, and identifiers made of words. A lower-cased copy of a token (a graph i
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 
-from memwiki.site.detect.spans import Span
+from memwiki.site.detect.spans import Screened, Span
 
 _RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}")  # (`=` only as padding: `key=VALUE`)
 _KEY_BLOCK = re.compile(  # (any case: a graph predicate or a slug is lower-cased by the tools that make it)
@@ -28,7 +29,9 @@ _PUTTY = re.compile(
     r"(?i)(?:PuTTY-User-Key-File-\d+:|Private-Lines:[\s_]*\d+[\s_])[\s\S]*?(?:Private-MAC:\s*[0-9a-f]+|\Z)"
 )
 _B64_KEY = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}")  # base64 of "-----BEGIN"
-_B64_LINES = re.compile(r"(?:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n|$)){3,}", re.M)  # a key's body, header lost
+_B64_LINES = Screened(  # a key's body, its header lost
+    r"(?:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n|$)){3,}", r"[A-Za-z0-9+/]{40}(?:={0,2})[ \t]*\n", re.M
+)
 _HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sri)[-:]\s*[+/]?$")
 _KEY_WORDS = re.compile(r"(?i)wallet|priv(?:ate)?[ _-]?key|privkey|secret|私钥|钱包|seed")
 _HASH_WORDS = re.compile(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|commit|sum\b|摘要|校验")
@@ -56,18 +59,35 @@ def _class(c: str) -> int:
     return 0 if c.islower() else 1 if c.isupper() else 2 if c.isdigit() else 3
 
 
+_CLASSES = str.maketrans(
+    {
+        chr(c): "a" if chr(c).islower() else "A" if chr(c).isupper() else "0" if chr(c).isdigit() else "."
+        for c in range(128)
+    }
+)
+
+
 def switches(s: str) -> float:
     """How often neighbouring characters change class (lower, upper, digit, symbol), per character: about 0.5 for
     a random base62 token, under 0.2 for words and identifiers."""
-    return sum(_class(a) != _class(b) for a, b in zip(s, s[1:], strict=False)) / max(len(s) - 1, 1)
+    if s.isascii():  # (each character as its class's letter, symbols as themselves, compared in C)
+        classes = s.translate(_CLASSES)
+        changes = sum(map(str.__ne__, classes, classes[1:]))
+    else:
+        changes = sum(_class(a) != _class(b) for a, b in zip(s, s[1:], strict=False))
+    return changes / max(len(s) - 1, 1)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def made(token: str) -> bool:
-    """Whether `token` looks generated rather than written: long and random enough for its alphabet."""
+    """Whether `token` looks generated rather than written: long and random enough for its alphabet (remembered:
+    a site's paths and ids come back on every page)."""
     core = token.strip("=.-_~")
     n = len(core)
     if n < 16:
         return False
+    if (core.islower() or core.isupper()) and not any(map(str.isdigit, core)):
+        return False  # one case and no digit: words, or a key too plain to tell (see `_one_case_made`)
     if _UUID.match(core) or _VERSIONISH.match(core):
         return False
     if _HEX.match(core):
@@ -130,9 +150,10 @@ def _written_head(token: str) -> int:
     return 0
 
 
-def _best_part(token: str) -> bool:
-    """A token whose own run is not made may still carry a made part (`discord_bot_token_mtycupkl…`)."""
-    return any(made(p) for p in re.split(r"[-_./:]+", token) if len(p) >= 16)
+@functools.lru_cache(maxsize=1 << 16)
+def _made_somewhere(token: str) -> bool:
+    """`token` made, or a part of it (`discord_bot_token_mtycupkl…`: the run as a whole reads as words)."""
+    return made(token) or any(made(p) for p in re.split(r"[-_./:]+", token) if len(p) >= 16)
 
 
 class ShapeDetector:
@@ -163,17 +184,17 @@ class ShapeDetector:
                 spans.append(Span(m.start(2), m.end(2), "password", 500))
         for m in _RUN.finditer(text):
             token = m.group()
+            hexadecimal = _HEX.match(token) is not None  # (never made: a hex key is known by the words before it)
+            if not (hexadecimal and len(token) >= 32 or _made_somewhere(token)):
+                continue
             if _HASH_PREFIX.search(text, max(0, m.start() - 8), m.start()) or _HASHED.match(token):
                 continue
             if "redacted" in token.lower():
                 continue  # a label, slugged into a URL or an id
-            if _HEX.match(token):
-                if _KEY_WORDS.search(text, max(0, m.start() - 40), m.start()) and len(token) >= 32:
+            if hexadecimal:
+                if _KEY_WORDS.search(text, max(0, m.start() - 40), m.start()):
                     spans.append(Span(m.start(), m.end(), "private key", 500))  # a wallet's key, not a digest
-                    continue
-                if _HASH_WORDS.search(text, max(0, m.start() - 32), m.start()):
-                    continue  # a digest named as one
-            if made(token) or _best_part(token):
+            else:
                 a, b = m.start() + _written_head(token), wrapped_end(text, m.start(), m.end())
                 spans.append(Span(a, b, "token", 500))
         return spans
@@ -192,13 +213,16 @@ _QUOTED = re.compile(r"""(?<![\w])(['"`‘“])([^\s'"`‘’“”]{8,64})(['"`
 _TOKEN_LINES = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*)+$")
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def typed(value: str) -> bool:
     """A password as people type one: no spaces, symbols inside it, and three kinds of character or all four."""
     if value.startswith(("http", "/", "$", "{", "<", "%", "#")):
         return False
+    classes = {_class(c) for c in value}
+    if not classes >= {0, 1, 3}:
+        return False  # (both cases and a symbol: what both shapes below need, and most quoted strings lack)
     if _written(re.sub(r"[^A-Za-z0-9]+", "_", value).strip("_")):
         return False  # code: `secrets.token_urlsafe(32)`
-    classes = {_class(c) for c in value}
     inner = sum(_class(c) == 3 for c in value[1:-1])
     if "/" in value or "\\" in value or re.search(r"\.[a-z]{1,5}$", value):
         return False  # a path, a URL, a file name

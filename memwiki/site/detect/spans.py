@@ -8,7 +8,7 @@ triggers. Every detector class (`memwiki.site.detect.*`) gives spans in the same
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import re2
@@ -41,6 +41,34 @@ class Rule:
     check: Callable[[str], bool] | None = None
 
 
+class Present:
+    """Which of several RE2 patterns occur in a text, in one pass (a cheap necessary condition for costlier rules)."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self._set = re2.Set.SearchSet()
+        for pattern in patterns:
+            self._set.Add(pattern)
+        self._set.Compile()
+
+    def __call__(self, text: str) -> set[int]:
+        return set(self._set.Match(re2_safe(text)) or ())
+
+
+class Screened:
+    """A Python pattern run only on texts where RE2 finds `screen` (by default the pattern itself, when it has no
+    look-around): one linear pass decides most texts, and the Python engine reads only the rest."""
+
+    def __init__(self, pattern: str, screen: str | None = None, flags: int = 0) -> None:
+        self.pattern = re.compile(pattern, flags)
+        self._screen = re2.compile(screen or pattern)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.pattern.finditer(text) if self._screen.search(re2_safe(text)) else iter(())
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.pattern.search(text) if self._screen.search(re2_safe(text)) else None
+
+
 class RuleSet:
     """Runs rules near their triggers only, reading a text once with RE2."""
 
@@ -50,14 +78,12 @@ class RuleSet:
         self._patterns = [re.compile(r.pattern) for r in self.rules]
         compiled: dict[str, object] = {}  # rules that share a trigger share its compiled form and its hits
         self._triggers = [compiled.setdefault(r.trigger, re2.compile(r.trigger)) for r in self.rules]
-        self._any = re2.Set.SearchSet()
-        for rule in self.rules:
-            self._any.Add(rule.trigger)
-        self._any.Compile()
+        self._any = Present(rule.trigger for rule in self.rules)
 
-    def find(self, text: str) -> list[Span]:
+    def find(self, text: str, near: Callable[[int, int], bool] | None = None) -> list[Span]:
         """Each rule looks only near its triggers (a window around each), and only in the blocks of `text` where
-        the RE2 set says they occur; a match that reaches its window's end is read again to its real end."""
+        the RE2 set says they occur; a match that reaches its window's end is read again to its real end.
+        `near(start, end)`, when given, must accept a trigger's place for its rules to look there."""
         found: dict[tuple[int, int, int], Span] = {}  # (rule, start, end): two rules may read the same lead
         looked: set[tuple[int, int]] = set()
         covered = [0] * len(self.rules)  # where the last span each rule found ends: triggers inside it are skipped
@@ -66,14 +92,14 @@ class RuleSet:
             stop = min(n, block + BLOCK + OVERLAP)
             chunk = re2_safe(text[block:stop])
             hits: dict[int, list[tuple[int, int]]] = {}  # id of a compiled trigger -> its hits in this chunk
-            for i in sorted(self._any.Match(chunk) or ()):
+            for i in sorted(self._any(chunk)):
                 rule, pattern, trigger = self.rules[i], self._patterns[i], self._triggers[i]
                 found_here = hits.get(id(trigger))
                 if found_here is None:
                     found_here = hits[id(trigger)] = [m.span() for m in trigger.finditer(chunk)]
                 for hit_start, hit_end in found_here:
                     at = block + hit_start
-                    if (i, at) in looked or at < covered[i]:
+                    if (i, at) in looked or at < covered[i] or (near and not near(at, block + hit_end)):
                         continue
                     looked.add((i, at))
                     start, end = max(at - BEHIND, 0), min(n, block + hit_end + AHEAD)
@@ -88,6 +114,20 @@ class RuleSet:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_CJK = re.compile("[\u4e00-\u9fff]")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether `text` holds a Chinese character (the detectors' Chinese readings are skipped otherwise)."""
+    return _CJK.search(text) is not None
+
+
+def has_digit(text: str) -> bool:
+    return any(map(str.isdigit, text))
+
+
+def digit_count(text: str) -> int:
+    return sum(map(str.isdigit, text))
 
 
 def re2_safe(text: str) -> str:
