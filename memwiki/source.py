@@ -30,6 +30,13 @@ class SourceInfo:
     embedder: str  # e.g. "use-multilingual-v3"
     dim: int
     notes: tuple[str, ...] = ()  # warnings a person should see on the audit page
+    name: str = ""  # what a public page calls it: "memwiki store", "hermes home", "palace"
+    roots: tuple[tuple[str, str], ...] = ()  # (folder, name) of each source read: a public page names, not shows, them
+
+    def described(self) -> str:
+        """ "the hermes home at <location>", or "the hermes home" where the location is withheld."""
+        name = self.name or self.kind
+        return f"the {name}" if self.location in ("", name) else f"the {name} at {self.location}"
 
 
 @dataclass(frozen=True)

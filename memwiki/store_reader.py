@@ -103,7 +103,9 @@ class StoreReader:
     def info(self) -> SourceInfo:
         emb = self.store.config.embedder
         label = embedder_label(emb.name, emb.model)
-        return SourceInfo(kind="store", location=str(self.store.root), embedder=label, dim=emb.dim)
+        root = str(self.store.root)
+        name = "memwiki store"
+        return SourceInfo("store", root, label, emb.dim, name=name, roots=((root, name),))
 
     def persona(self) -> Persona | None:
         return self.store.persona()

@@ -79,11 +79,17 @@ def test_bad_redact_pattern_is_a_clear_error() -> None:
 
 
 def test_local_paths_are_shortened(store_dir: Path) -> None:
-    """The published site does not say where on the build machine the store lives."""
+    """The published site does not say where on the build machine the store lives: in public a source is named by
+    its kind, any account's home is `~`; the private profile shows paths from the site's folder."""
     with Store.open(store_dir) as store:
         source = PrivacyFilter(store.reader(), PrivacyRules(), base_dir=store_dir.parent)
-        assert source.info().location == "./store"
-        assert [h.path for h in source.hot_files()] == ["./store/MEMORY.md", "./store/USER.md"]
-        assert source.persona().path == "./store/SOUL.md"
+        assert source.info().location == "memwiki store" and source.info().roots == ()
+        assert "at" not in source.info().described()
+        assert [h.path for h in source.hot_files()] == ["memwiki store/MEMORY.md", "memwiki store/USER.md"]
+        assert source.persona().path == "memwiki store/SOUL.md"
+        assert source.local("notes in /home/lin/x and C:\\Users\\lin\\y") == "notes in ~/x and ~\\y"
+        mine = PrivacyFilter(store.reader(), PrivacyRules(profile="private"), base_dir=store_dir.parent)
+        assert mine.info().location == "./store" and mine.info().described() == "the memwiki store at ./store"
+        assert mine.persona().path == "./store/SOUL.md" and mine.local("/home/lin/x") == "/home/lin/x"
         home = PrivacyFilter(store.reader(), PrivacyRules())
         assert home.local(str(Path.home() / "x")) == "~/x" and home.local(str(Path.home())) == "~"

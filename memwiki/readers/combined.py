@@ -81,11 +81,13 @@ class CombinedSource:
         l2 = self._get("L2")
         l2_info = l2.info() if l2 is not None else None
         notes: list[str] = list(self.notes)
-        parts = []
+        parts, names, roots = [], [], []
         for source in self.sources():
             info = l2_info if source is l2 and l2_info is not None else source.info()
             given = ", ".join(k for k, v in self.layers.items() if v is source)
             parts.append(f"{info.kind}:{info.location} ({given})")
+            names.append(f"{info.name or info.kind} ({given})")
+            roots += info.roots
             notes.extend(info.notes)
         return SourceInfo(
             kind="combined",
@@ -93,6 +95,8 @@ class CombinedSource:
             embedder=l2_info.embedder if l2_info else "none",
             dim=l2_info.dim if l2_info else 0,
             notes=tuple(dict.fromkeys(notes)),
+            name=" + ".join(names),
+            roots=tuple(roots),
         )
 
     def persona(self) -> Persona | None:

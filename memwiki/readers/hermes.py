@@ -114,6 +114,8 @@ class HermesHome:
             embedder="none",
             dim=0,
             notes=tuple(dict.fromkeys(self._notes + self._db_notes)),
+            name="hermes home",
+            roots=((str(self.root), "hermes home"),),
         )
 
     def persona(self) -> Persona | None:

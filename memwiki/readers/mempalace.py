@@ -94,7 +94,8 @@ class MemPalace:
         dim = dims.get(self.drawers_name) or 0
         notes = list(self._notes)
         if self.embedder is None:
-            return SourceInfo(kind="mempalace", location=str(self.root), embedder=model, dim=dim, notes=tuple(notes))
+            root = str(self.root)
+            return SourceInfo("mempalace", root, model, dim, tuple(notes), "palace", ((root, "palace"),))
         notes.append(
             f"{self.root}: the palace's vectors come from its own embedder ({model}, {dim or '?'}-d), which "
             f"memwiki cannot run here; its texts were re-embedded with memwiki's embedder "
@@ -106,6 +107,8 @@ class MemPalace:
             embedder=label_of(self.embedder),
             dim=self.embedder.dim,
             notes=tuple(notes),
+            name="palace",
+            roots=((str(self.root), "palace"),),
         )
 
     def persona(self) -> Persona | None:

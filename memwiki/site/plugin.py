@@ -25,6 +25,7 @@ from mkdocs.structure.pages import Page
 
 from memwiki.site.builders.audit import KINDS
 from memwiki.site.generated import GeneratedPage
+from memwiki.site.offline import keep_offline
 from memwiki.site.privacy import PROFILES
 from memwiki.site.site_build import ASSETS, Built, SiteBuild
 from memwiki.site.speed import gc_policy
@@ -70,6 +71,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.site, self.pages, self.built = None, None, None  # let go of the last build (mkdocs serve)
         gc_policy.start()  # see speed.gc_policy
         _configure(config)
+        if self.config.profile == "public":
+            for change in keep_offline(config):
+                log.info("memwiki: a public site loads nothing from outside itself: %s", change)
         base_dir = Path(config.config_file_path).resolve().parent if config.config_file_path else Path.cwd()
         self.site = SiteBuild(dict(self.config), base_dir, config.use_directory_urls, self.plain_build)
         return config
@@ -199,7 +203,8 @@ def nav(pages: list[GeneratedPage], files: Files) -> list[Any]:
 
 def _configure(config: MkDocsConfig) -> None:
     """The plugin's CSS and JS; with Material, memwiki's search box in the header (the theme's partial without
-    its lunr search, in front of the theme's own files, after a site's own custom_dir)."""
+    its lunr search, in front of the theme's own files, after a site's own custom_dir); with other themes, their
+    box runs memwiki's search (memwiki.js)."""
     # generated pages are left out of the navigation on purpose: do not list each one at INFO level
     if config.validation.nav.omitted_files == logging.INFO:
         config.validation.nav.omitted_files = logging.DEBUG
@@ -209,3 +214,5 @@ def _configure(config: MkDocsConfig) -> None:
     dirs = config.theme.dirs
     if config.theme.name == "material" and not any(Path(d).resolve() == SEARCH_THEME for d in dirs):
         dirs.insert(1 if config.theme.custom_dir else 0, str(SEARCH_THEME))
+    elif config.theme.name != "material":  # their box runs memwiki's search (memwiki.js): not their lunr script too
+        config.extra_javascript[:] = [x for x in config.extra_javascript if str(x) != "search/main.js"]

@@ -85,6 +85,11 @@ WITHHELD_PRIVATE = "private record"  # a record withheld for a private marker
 WITHHELD_EXCLUDED = "excluded record"  # a record withheld by `exclude_categories` / `exclude_wings`
 
 T = TypeVar("T")
+# an account's home folder in a path: `/home/lin`, `/Users/lin`, `/root`, `C:\\Users\\lin` (its name is private)
+_ACCOUNT_HOME = re.compile(
+    r"(?<![\w.~-])(?:/home/[^/\s\"'<>)\]]+|/Users/[^/\s\"'<>)\]]+|/root(?=[/\s\"'<>)\]]|$)"
+    r"|[A-Za-z]:\\Users\\[^\\\s\"'<>]+)"
+)
 
 
 @dataclass(frozen=True)
@@ -317,15 +322,7 @@ class PrivacyFilter:
         self.rules = rules or PrivacyRules()
         self._key = key if key is not None else secrets.token_bytes(32)
         self._cache_dir = cache_dir  # where the digest of what is withheld by name is kept (layer_fingerprints)
-        # Local paths say who built the site and where: shown relative to the site's folder, or from ~.
-        prefixes = {str(Path.home()): "~"}
-        if base_dir is not None:
-            prefixes[str(Path(base_dir).resolve())] = "."
-        self._prefixes = [
-            (prefix, re.compile(re.escape(prefix) + r"(?![^/\s\"'<>)\]])"), short)
-            for prefix, short in sorted(prefixes.items(), key=lambda kv: -len(kv[0]))
-            if prefix.strip("/")  # (a home of "/" would eat every slash)
-        ]
+        self._base_dir = base_dir
         self._cleaned: dict[str, tuple[str, Counter[str]]] = {}  # text -> (shown, redactions made)
         self._counts: dict[str, Counter[str]] = {}  # part ("memories", "sessions/<id>", ...) -> kind -> count
         self._kinds: Counter[str] = Counter()  # redactions made by the string being cleaned now
@@ -346,11 +343,29 @@ class PrivacyFilter:
     # ── strings ──
 
     def local(self, text: str) -> str:
-        """`text` with the build machine's folders shortened (`/home/lin/site/x` → `./x`, `/home/lin` → `~`)."""
+        """`text` with the build machine's folders shortened (`/home/lin/site/x` → `./x`, `/home/lin` → `~`); in
+        public, a source's folder by its name (`hermes home/memories/MEMORY.md`) and any account's home as `~`."""
         for prefix, pattern, short in self._prefixes:
             if prefix in text:
                 text = pattern.sub(short, text)
+        if self.rules.public and ("home" in text or "Users" in text or "/root" in text):
+            text = _ACCOUNT_HOME.sub("~", text)
         return text
+
+    @functools.cached_property
+    def _prefixes(self) -> list[tuple[str, re.Pattern[str], str]]:
+        """Local paths say who built the site and where: shown relative to the site's folder, or from ~ (and in
+        public, a source's own folder by the source's name)."""
+        prefixes = {str(Path.home()): "~"}
+        if self._base_dir is not None:
+            prefixes[str(Path(self._base_dir).resolve())] = "."
+        if self.rules.public:
+            prefixes |= {folder: name for folder, name in self.source.info().roots}
+        return [
+            (prefix, re.compile(re.escape(prefix) + r"(?![^/\\\s\"'<>)\]])"), short)
+            for prefix, short in sorted(prefixes.items(), key=lambda kv: -len(kv[0]))
+            if prefix.strip("/")  # (a home of "/" would eat every slash)
+        ]
 
     def _label(self, kind: str, secret: str, made: Counter[str]) -> str:
         made[kind] += 1
@@ -450,7 +465,10 @@ class PrivacyFilter:
         return {layer: dict(c) for layer, c in out.items() if c}
 
     def info(self) -> SourceInfo:
-        return self._record(self.source.info())
+        info = self.source.info()
+        if self.rules.public:  # named by kind, not by where it lives on this machine
+            info = replace(info, location=info.name or info.kind, roots=())
+        return self._record(info)
 
     def persona(self) -> Persona | None:
         persona = self.source.persona()

@@ -7,6 +7,9 @@ reported by file, line and kind, never by value, so that `mkdocs build --strict`
 twice: besides the detectors' classes it looks for every secret the gate redacted in this build, in the forms
 an output derives from text (as written, lower-cased, slugged, with `_` or `-` for spaces).
 
+Pages and style sheets are also read for what a browser would fetch from another host (`memwiki.site.offline`):
+a public site loads nothing from outside itself.
+
 Files that hold only numbers (a JSON array of numbers, or one base64 literal: the search's vectors) are not
 read: a vector's bytes are no secret, and base64 is what a token looks like. memwiki's own labels
 (`[redacted: kind · tag]`, JSON-escaped or not) are never taken for a secret.
@@ -36,6 +39,7 @@ from pathlib import Path
 import re2
 
 from memwiki.site.detect import Detectors, Span
+from memwiki.site.offline import outside_loads
 from memwiki.site.speed import cache_file
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -267,9 +271,13 @@ class SiteScan:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = data.decode("latin-1")
+        outside = [
+            Leak("load from another host", rel, text.count("\n", 0, at) + 1)
+            for at in (outside_loads(text) if path.suffix in (".html", ".htm", ".css", ".svg") else ())
+        ]
         if numbers_only(text):
             self.skipped_numbers += 1
-            return []
+            return outside
         detectors = self.net if self.net is not None and rel in self.generated else self.detectors
         if path.suffix == ".json":
             if self.net is not None and rel.endswith(SEARCH_INDEX):
@@ -279,7 +287,7 @@ class SiteScan:
                     *self._scan_text(theirs, rel, seen_lines, self.detectors),
                 ]
             text = _json_strings(text)
-        return self._scan_text(text, rel, seen_lines, detectors)
+        return outside + self._scan_text(text, rel, seen_lines, detectors)
 
     def _scan_text(self, text: str, rel: str, seen_lines: set[str], detectors: Detectors) -> list[Leak]:
         lines = text.splitlines()

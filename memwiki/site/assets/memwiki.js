@@ -31,9 +31,15 @@
   // (data-md-component) the theme's JS mounts its lunr search on, runs memwiki's search. A site built without
   // that partial has the theme's own box, on which the theme's JS has already started its search when this
   // script runs: the dialog is replaced by a copy without the marks (and so without the theme's handlers).
+  var here = document.currentScript && document.currentScript.src || "";
+  var scriptRoot = here.replace(/assets\/memwiki\/memwiki\.js(?:[?#].*)?$/, ""); // the site's root, any theme
   var dialog = document.querySelector(".md-search");
   var toggle = document.getElementById("__search");
-  if (!dialog || !toggle) return;
+  if (!dialog || !toggle) { // (the mkdocs theme puts its search dialog after the scripts)
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", otherTheme);
+    else otherTheme();
+    return;
+  }
   if (dialog.hasAttribute("data-md-component")) {
     var copy = dialog.cloneNode(true);
     [copy].concat(Array.prototype.slice.call(copy.querySelectorAll("[data-md-component]")))
@@ -111,7 +117,11 @@
   }
 
   toggle.addEventListener("change", function () { if (toggle.checked) open(); });
-  input.addEventListener("focus", function () { if (!page) load(); });
+  input.addEventListener("focus", function () { // a click into the box opens it as `/` does (the theme's JS would)
+    if (page) { open(); return; }
+    toggle.checked = true;
+    load();
+  });
   if (input.form) input.form.addEventListener("submit", function (e) { e.preventDefault(); });
   var reset = dialog.querySelector('button[type="reset"]');
   if (reset) reset.addEventListener("click", function () { setTimeout(function () { input.value = ""; input.dispatchEvent(new Event("input")); input.focus(); }, 0); });
@@ -124,4 +134,57 @@
   // ?q=… opens the search with that query, as the theme's search did
   var q = new URLSearchParams(window.location.search).get("q");
   if (q) document.addEventListener("DOMContentLoaded", function () { open(q); });
+
+  // -- the mkdocs and readthedocs themes (MkDocs' own, and ProperDocs' with properdocs-* ids) ---------------
+  // The plugin leaves out their lunr script (search/main.js); their box becomes memwiki's. mkdocs: the header's
+  // Search dialog shows memwiki's results as one types. readthedocs: the side box sends its words to memwiki's
+  // search page, as it sent them to the theme's.
+  function otherTheme() {
+    var search = scriptRoot + "assets/memwiki/search/";
+    var modalInput = document.getElementById("mkdocs-search-query") || document.getElementById("properdocs-search-query");
+    var results = document.getElementById("mkdocs-search-results") || document.getElementById("properdocs-search-results");
+    var sideForm = document.getElementById("rtd-search-form");
+    if (sideForm) {
+      sideForm.action = scriptRoot + "search/index.html";
+      var sideInput = sideForm.querySelector("input[name=q]");
+      if (sideInput) { sideInput.name = "query"; sideInput.placeholder = "Search memory · 搜索记忆"; }
+    }
+    if (!modalInput || !results || document.getElementById("memwiki-search-q")) return;
+    modalInput.placeholder = "Search memory · 搜索记忆";
+    modalInput.setAttribute("aria-label", "Search every layer of memory");
+    results.textContent = "";
+    var status = document.createElement("div");
+    status.className = "memwiki-search-status";
+    status.setAttribute("aria-live", "polite");
+    status.textContent = "Type to search every layer of memory.";
+    var hits = document.createElement("ol");
+    hits.className = "memwiki-search-results";
+    hits.setAttribute("role", "listbox");
+    results.appendChild(status);
+    results.appendChild(hits);
+    if (modalInput.form) modalInput.form.addEventListener("submit", function (e) { e.preventDefault(); });
+    var mounted = null;
+    function mount() {
+      if (!mounted) {
+        var css = document.createElement("link");
+        css.rel = "stylesheet";
+        css.href = search + "search.css";
+        document.head.appendChild(css);
+        mounted = script(search + "search-core.js")
+          .then(function () { return script(search + "search-data.js"); })
+          .then(function () { return script(search + "search-ui.js"); })
+          .then(function () {
+            return window.MemwikiSearchUI.mount({
+              input: modalInput, status: status, list: hits, root: scriptRoot, use: scriptRoot + "assets/memwiki/use/",
+              vectors: search + "search-vectors.js", loadScript: script,
+            });
+          })
+          .then(function (ui) { if (ui && modalInput.value.trim()) ui.run(); return ui; })
+          .catch(function (err) { status.textContent = "The memory search did not load (" + (err && err.message || err) + ")."; });
+      }
+      return mounted;
+    }
+    modalInput.addEventListener("focus", mount);
+    modalInput.addEventListener("input", mount);
+  }
 })();

@@ -495,7 +495,7 @@ def build(ctx: BuildContext) -> BuildResult:
     )
     info = s.info
     md += block(
-        f"<p>Source: {esc(info.kind)} at <code>{esc(info.location)}</code> · embedder <code>{esc(info.embedder)}</code>"
+        f"<p>Source: {esc(info.described())} · embedder <code>{esc(info.embedder)}</code>"
         f" · dimension <strong>{info.dim}</strong></p>"
         "<table><thead><tr><th>check</th><th>found</th><th>in strict builds</th></tr></thead>"
         f"<tbody>{summary}</tbody></table>",

@@ -100,7 +100,7 @@ def build(ctx: BuildContext) -> BuildResult:
     md = (
         frontmatter("Memory wiki")
         + "# Memory wiki\n\n"
-        + f"What the agent knows, read from the {esc(info.kind)} at <code>{esc(info.location)}</code>, "
+        + f"What the agent knows, read from {esc(info.described())}, "
         + f"embedded with <code>{esc(info.embedder)}</code> ({info.dim} dimensions).\n\n"
         + f"{profile_line(ctx.source.profile)} {link(PRIVACY, 'What was withheld')}.\n\n"
         + "## Layers\n"
