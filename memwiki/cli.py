@@ -29,13 +29,30 @@ def _positive(text: str) -> int:
     return value
 
 
+def _source_options(p: argparse.ArgumentParser, default: object = None) -> None:
+    """Where the memory is: before the command, or after it (`memwiki mcp --store DIR`, as MCP configs write it)."""
+    p.add_argument("--store", default=default, help="store folder (default: $MEMWIKI_STORE or ./memory-store)")
+    p.add_argument("--hermes-home", default=default, help="read a hermes-agent home in place (default $HERMES_HOME)")
+    p.add_argument("--palace", default=default, help="read a MemPalace palace in place ($MEMPALACE_PALACE_PATH)")
+    p.add_argument("--config", default=default, help="YAML file with store / hermes_home / palace ($MEMWIKI_CONFIG)")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"memwiki {version('memwiki')}"
+    except PackageNotFoundError:
+        return "memwiki (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="memwiki", description="Keep, recall and publish an AI agent's memory.")
-    p.add_argument("--store", help="store folder (default: $MEMWIKI_STORE or ./memory-store)")
-    p.add_argument("--hermes-home", help="read a hermes-agent home in place (default $HERMES_HOME)")
-    p.add_argument("--palace", help="read a MemPalace palace in place (default $MEMPALACE_PALACE_PATH)")
-    p.add_argument("--config", help="YAML file with store / hermes_home / palace (default $MEMWIKI_CONFIG)")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p.add_argument("--version", action="version", version=_version())
+    _source_options(p)
+    common = argparse.ArgumentParser(add_help=False)
+    _source_options(common, argparse.SUPPRESS)  # (given after the command, it wins; not given, it leaves p's)
+    sub = _Commands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"), common)
 
     r = sub.add_parser("init", help="create a store")
     r.add_argument(
@@ -79,7 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("file")
     r.add_argument("--layer", choices=("L2", "L4"), required=True)
 
-    kg = sub.add_parser("kg", help="knowledge graph (L3)").add_subparsers(dest="kg_command", required=True)
+    kg = _Commands(
+        sub.add_parser("kg", help="knowledge graph (L3)").add_subparsers(dest="kg_command", required=True), common
+    )
     r = kg.add_parser("add", help="add a fact")
     r.add_argument("subject")
     r.add_argument("predicate")
@@ -105,7 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("entity")
     r.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("session", help="session history (L4)").add_subparsers(dest="session_command", required=True)
+    s = _Commands(
+        sub.add_parser("session", help="session history (L4)").add_subparsers(dest="session_command", required=True),
+        common,
+    )
     r = s.add_parser("search", help="full-text search, Chinese included")
     r.add_argument("query")
     r.add_argument("--limit", type=_positive, default=10)
@@ -114,9 +136,38 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("stats", help="what each layer holds")
     r.add_argument("--json", action="store_true")
 
+    site = _Commands(sub.add_parser("site", help="the wiki").add_subparsers(dest="site_command", required=True), common)
+    r = site.add_parser("new", help="write DIR/mkdocs.yml and DIR/docs/ for a wiki of this memory (never overwrites)")
+    r.add_argument("dir")
+
     sub.add_parser("mcp", help="serve the store (or read-only sources) to MCP clients over stdio")
     sub.add_parser("hermes-install", help="make the store hermes-agent's memory provider (in --hermes-home)")
     return p
+
+
+class _Commands:
+    """Subcommands that each accept the source options too."""
+
+    def __init__(self, subparsers: Any, common: argparse.ArgumentParser) -> None:  # noqa: ANN401 (argparse's)
+        self._subparsers, self._common = subparsers, common
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:  # noqa: ANN401
+        return self._subparsers.add_parser(name, parents=[self._common], **kwargs)
+
+
+def _site_new(args: argparse.Namespace) -> int:
+    import shlex
+
+    from memwiki.site_new import new_site
+
+    folder = Path(args.dir)
+    written = new_site(folder, args.store, args.hermes_home, args.palace)
+    print("wrote " + ", ".join(str(p) + ("/" if p.is_dir() else "") for p in written))
+    where = shlex.quote(str(folder))
+    print("next:")
+    print(f"  cd {where} && mkdocs serve    # read it at http://127.0.0.1:8000 while the memory changes")
+    print(f"  cd {where} && mkdocs build    # the site in {folder / 'site'}, ready for any static host")
+    return 0
 
 
 def _print_json(value: Any) -> None:
@@ -264,8 +315,15 @@ def run(argv: Sequence[str] | None = None) -> int:
             chroma = ChromaConfig(url=url)
         except ValueError as exc:
             raise MemwikiError(f"--chroma-url / ${CHROMA_URL_ENV}: {exc}") from None
-        with Store.init(resolve_store_path(args.store), StoreConfig(embedder=embedder, chroma=chroma)) as store:
+        root = resolve_store_path(args.store)
+        new = not (root / "store.json").exists()
+        with Store.init(root, StoreConfig(embedder=embedder, chroma=chroma)) as store:
             kept = store.config
+            soul = store.root / "SOUL.md"
+            if new and soul.stat().st_size == 0:  # a template to fill in, its guidance in a comment
+                from memwiki.persona import TEMPLATE
+
+                soul.write_text(TEMPLATE, encoding="utf-8")
             if store.repaired:
                 print(f"recreated missing parts, empty: {', '.join(store.repaired)}", file=sys.stderr)
             label = embedder_label(kept.embedder.name, kept.embedder.model)
@@ -283,6 +341,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "mcp":
         return _mcp(args)
+    if args.command == "site":
+        return _site_new(args)
     if args.command == "hermes-install":
         from memwiki.hermes_install import install
 
@@ -294,7 +354,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     with _open_store(args) as store, _naming_damage(store.root):
         cmd = args.command
         if cmd == "context":
-            print(store.context())
+            text = store.context()
+            if not text.strip():
+                print(
+                    f"(nothing to inject yet: write who the agent is in {store.root / 'SOUL.md'}, "
+                    'and add hot memory with `memwiki remember "..."`)',
+                    file=sys.stderr,
+                )
+            print(text)
         elif cmd == "remember":
             for rec in store.remember(args.text, args.target, args.category):
                 print(f"sank into L2: {rec.memory_id} ({rec.category}): {rec.text[:80]}", file=sys.stderr)

@@ -40,7 +40,7 @@ def render_hot_file(hot: HotFile) -> str:
 
 def render_context(persona: Persona | None, hot_files: Sequence[HotFile]) -> str:
     """The per-turn block: the persona text, then each non-empty hot file with its usage header."""
-    parts = [injected(persona).strip()] if persona is not None and persona.text.strip() else []
+    parts = [injected(persona).strip()] if persona is not None and injected(persona).strip() else []
     parts += [block for block in (render_hot_file(h) for h in hot_files) if block]
     return "\n\n".join(parts)
 

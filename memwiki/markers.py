@@ -129,6 +129,8 @@ _PRIVATE_VALUES = frozenset(PRIVATE_WORDS) | {"hidden", "draft", "internal", "re
 
 def normalise(text: str) -> str:
     """`text` case-folded, with full-width forms and CJK brackets as their ASCII forms."""
+    if text.isascii():  # (NFKC leaves ASCII as it is, and case-folds it as `lower` does)
+        return text.lower()
     return unicodedata.normalize("NFKC", text.translate(_BRACKETS)).casefold()
 
 

@@ -8,6 +8,7 @@ as written: a secret across the cut is seen whole.
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -42,9 +43,24 @@ def truncate(text: str, cap: int, name: str = "SOUL.md") -> str:
     return head + marker + tail
 
 
+TEMPLATE = """<!--
+SOUL.md is who the agent is (layer L0). memwiki gives it to the agent at the start of every turn, so keep it
+short (3,000 characters at most) and about how the agent is and works, not about facts: facts go into hot
+memory (`memwiki remember "..."`) and the other layers. Comments like this one are notes for whoever edits
+the file: the agent is not given them. Write the persona below, for example:
+
+You are a careful assistant. Answer in the language you are asked in (中文或英文), say when you are unsure,
+and look in your memory before you guess.
+-->
+"""
+_COMMENT = re.compile(r"<!--(?:(?!-->)[\s\S])*-->\n?")
+
+
 def injected(persona: Persona) -> str:
-    """What the agent reads each turn: the persona's text, cut hermes-style when it is over the cap."""
-    return truncate(persona.text, persona.cap, Path(persona.path).name or "SOUL.md")
+    """What the agent reads each turn: the persona's text without HTML comments (notes to whoever edits the file,
+    as `TEMPLATE` has), cut hermes-style when it is over the cap."""
+    text = _COMMENT.sub("", persona.text) if "<!--" in persona.text else persona.text
+    return truncate(text, persona.cap, Path(persona.path).name or "SOUL.md")
 
 
 def read_persona(path: Path, cap: int) -> Persona:

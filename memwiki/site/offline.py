@@ -15,12 +15,15 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
+from memwiki.site.detect.spans import Screened
+
 _OUTSIDE = r"""["']?\s*(?:https?:)?//"""  # an absolute or protocol-relative URL
-_LOADS = re.compile(
+_LOADS = Screened(
     rf"<(?:script|img|iframe|source|audio|video|embed|input)\b[^>]*?\bsrc(?:set)?\s*=\s*{_OUTSIDE}"
     r"|<link\b(?=[^>]*\brel\s*=\s*[\"']?[^\"'>]*(?:stylesheet|preload|prefetch|preconnect|dns-prefetch|icon|manifest))"
     rf"[^>]*?\bhref\s*=\s*{_OUTSIDE}"
     rf"|@import\s+(?:url\(\s*)?{_OUTSIDE}|url\(\s*{_OUTSIDE}",
+    rf"(?i)(?:src(?:set)?\s*=|href\s*=|@import|url\()\s*(?:url\(\s*)?{_OUTSIDE}",  # (an inline SVG's xmlns is not)
     re.IGNORECASE,
 )
 _URL = re.compile(r"^(?:https?:)?//", re.IGNORECASE)
@@ -59,4 +62,4 @@ def keep_offline(config: Any) -> list[str]:  # noqa: ANN401 (MkDocs' config)
 
 def outside_loads(text: str) -> list[int]:
     """Where in `text` (an HTML page or a style sheet) a browser would fetch something from another host."""
-    return [m.start() for m in _LOADS.finditer(text)] if "//" in text else []
+    return [m.start() for m in _LOADS.finditer(text)]

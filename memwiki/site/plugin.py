@@ -71,6 +71,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.site, self.pages, self.built = None, None, None  # let go of the last build (mkdocs serve)
         gc_policy.start()  # see speed.gc_policy
         _configure(config)
+        _quiet_jieba()
         if self.config.profile == "public":
             for change in keep_offline(config):
                 log.info("memwiki: a public site loads nothing from outside itself: %s", change)
@@ -199,6 +200,15 @@ def nav(pages: list[GeneratedPage], files: Files) -> list[Any]:
     generated = {p.src_uri for p in pages}
     out += [f.src_uri for f in files.documentation_pages() if f.src_uri not in generated and not f.generated_by]
     return out
+
+
+def _quiet_jieba() -> None:
+    """jieba (Material's search and ours segment Chinese with it) logs its dictionary loading at each build."""
+    try:
+        import jieba
+    except ImportError:
+        return
+    jieba.setLogLevel(logging.WARNING)
 
 
 def _configure(config: MkDocsConfig) -> None:

@@ -91,10 +91,13 @@ def build_all(ctx: BuildContext) -> BuildResult:
     ]
     pages: list[GeneratedPage] = []
     assets: list[GeneratedAsset] = []
-    for build in builders:
+    for build in builders:  # (a line each: a large build shows where it is)
+        t0 = time.perf_counter()
         p, a = build(ctx)
         pages += p
         assets += a
+        made = f"{len(p):,} page{'s' * (len(p) != 1)}" + (f", {len(a):,} file{'s' * (len(a) != 1)}" if a else "")
+        log.info("memwiki: %s: %s in %.1f s", build.__module__.rsplit(".", 1)[-1], made, time.perf_counter() - t0)
     ctx.speed.save_memos()
     ctx.speed.settle()
     # a build that kept pages without making them did not see every text: it must not drop the unseen ones
@@ -143,6 +146,8 @@ class SiteBuild:
         with gc_policy.paused():  # the source's records, caches and pages stay to the end (see speed.gc_policy)
             ctx = self._context(reusable)
             t1 = time.perf_counter()
+            gated = "memwiki: memory read through the privacy gate (%s profile) in %.1f s"
+            log.info(gated, self.rules.profile, t1 - t0)
             try:
                 pages, assets = build_all(ctx)
             except MemwikiError as exc:

@@ -93,7 +93,7 @@ def numbers_only(text: str) -> bool:
     """A file of numbers: a JSON array of numbers, or a single base64 literal (binary data such as vectors)."""
     if _NUMBERS_ONLY.fullmatch(text):
         return True
-    literal = _BASE64_LITERAL.search(text) if len(text) > 1024 else None
+    literal = _BASE64_LITERAL.search(text)  # (one 512-d vector is 684 characters of it: a tiny store's whole file)
     return literal is not None and len(text) - (literal.end() - literal.start()) < 512
 
 
@@ -154,6 +154,11 @@ def _digest(path: Path) -> str:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _file_names(folders: Iterable[Path]) -> set[str]:
+    """The names of the files under these folders: a site file named otherwise is no copy of one."""
+    return {name for folder in folders for _, _, names in os.walk(folder) for name in names}
 
 
 def is_static_copy(path: Path, rel: str, folders: Iterable[Path]) -> bool:
@@ -245,8 +250,9 @@ class SiteScan:
                     todo.append((path, stamp))
         seen_lines: set[str] = set()
         leaks: list[Leak] = []
+        static_names = _file_names(self.static_folders) if todo else set()
         for path, stamp in todo:
-            if is_static_copy(path, stamp[0], self.static_folders):
+            if path.name in static_names and is_static_copy(path, stamp[0], self.static_folders):
                 self.skipped_static += 1
                 clean_now.append(stamp)
                 continue

@@ -101,7 +101,11 @@ def build(ctx: BuildContext) -> BuildResult:
         frontmatter("Memory wiki")
         + "# Memory wiki\n\n"
         + f"What the agent knows, read from {esc(info.described())}, "
-        + f"embedded with <code>{esc(info.embedder)}</code> ({info.dim} dimensions).\n\n"
+        + (
+            f"embedded with <code>{esc(info.embedder)}</code> ({info.dim} dimensions).\n\n"
+            if info.dim
+            else "which holds no semantic memory (L2).\n\n"
+        )
         + f"{profile_line(ctx.source.profile)} {link(PRIVACY, 'What was withheld')}.\n\n"
         + "## Layers\n"
         + table

@@ -354,6 +354,11 @@ def _english_screen() -> re2._Regexp:
     return re2.compile(rf"(?:^|[^A-Za-z]){words}(?:[^A-Za-z]+{words}){{11}}(?:[^A-Za-z]|$)", options)
 
 
+@functools.cache
+def _zh_words() -> frozenset[str]:
+    return _wordlist("chinese_simplified") | _wordlist("chinese_traditional")
+
+
 def _english_runs(text: str) -> list[Span]:
     words = _wordlist("english")
     tokens = list(_LETTERS.finditer(text))
@@ -388,7 +393,7 @@ def seed_phrases(text: str) -> list[Span]:
     if _english_screen().search(re2_safe(text)):
         spans += _english_runs(text)
     if has_cjk(text):
-        zh = _wordlist("chinese_simplified") | _wordlist("chinese_traditional")
+        zh = _zh_words()
         if _SEED_WORDS.search(text):
             spans += _joined_zh_seeds(text)
         for m in re.finditer(r"(?:[\u4e00-\u9fff](?:[\s,，、]|\d{1,2}[.)、])+){11,}[\u4e00-\u9fff]", text):

@@ -236,8 +236,15 @@ class PageStore:
         if self.cache is not None:
             self.cache.restore(Path(config.site_dir))
             self.cache.finish()
-        self.times[f"{len(self.framed)} pages written"] = t1 - t0
+        self.times["pages written"] = t1 - t0
         self.times["cache"] = time.perf_counter() - t1
+        log.info(
+            "memwiki: generated pages written: %d filled into their folder's frame, %d rendered through MkDocs, "
+            "%d reused from the last build",
+            len(self.framed),
+            len(self.rendered_pages),
+            len(self.cache.hits) if self.cache is not None else 0,
+        )
 
     def complete(self, site_dir: Path) -> None:
         """After the search plugin: the reused pages' search entries into its index; what the last site held and
