@@ -121,10 +121,9 @@ def _search_index_parts(text: str, generated: Collection[str]) -> tuple[str, str
         location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
         page = location.split("#", 1)[0]
         ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
-        (mine if ours else theirs).append(json.dumps(doc))
-    rest = {k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {}
-    theirs.append(json.dumps(rest))
-    return _json_strings(f"[{','.join(mine)}]"), _json_strings(f"[{','.join(theirs)}]")
+        (mine if ours else theirs).append(doc)
+    theirs.append({k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {})
+    return _strings(mine), _strings(theirs)
 
 
 def _json_strings(text: str) -> str:
@@ -134,6 +133,11 @@ def _json_strings(text: str) -> str:
         value = json.loads(text)
     except ValueError:
         return text
+    return _strings(value)
+
+
+def _strings(value: object) -> str:
+    """The keys and strings of a parsed JSON value, one a line."""
     out: list[str] = []
     stack = [value]
     while stack:
