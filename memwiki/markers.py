@@ -20,7 +20,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
-from memwiki.site.detect.spans import Screened
+from memwiki.screen import Screened
 
 PRIVATE_WORDS = (
     "private",
@@ -68,6 +68,13 @@ _PHRASES = (
     "請勿公開",
     "勿外传",
     "不要外传",
+    "别外传",
+    "不要分享",
+    "别分享",
+    "请勿分享",
+    "勿分享",
+    "keep this between us",
+    "between you and me",
     "请勿外传",
     "仅自己可见",
     "僅自己可見",

@@ -15,7 +15,7 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
-from memwiki.site.detect.spans import Screened
+from memwiki.screen import Screened
 
 _OUTSIDE = r"""["']?\s*(?:https?:)?//"""  # an absolute or protocol-relative URL
 _LOADS = Screened(

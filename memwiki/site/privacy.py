@@ -359,7 +359,7 @@ class PrivacyFilter:
         prefixes = {str(Path.home()): "~"}
         if self._base_dir is not None:
             prefixes[str(Path(self._base_dir).resolve())] = "."
-        if self.rules.public:
+        if self.rules.public and self.source is not None:
             prefixes |= {folder: name for folder, name in self.source.info().roots}
         return [
             (prefix, re.compile(re.escape(prefix) + r"(?![^/\\\s\"'<>)\]])"), short)

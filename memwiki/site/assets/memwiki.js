@@ -26,6 +26,27 @@
   }
   window.MemwikiLoadScript = script; // search-ui.js loads the vectors and use.js with it
 
+  /* memwiki's search in a box of the theme's (`box`: input, status, list, and more options of
+   * MemwikiSearchUI.mount): its style, then its scripts (<script> tags, not fetch: they work from file:// as well
+   * as from a static host), then mounted; the promise gives the mounted UI. */
+  function mountSearch(root, box) {
+    var search = root + "assets/memwiki/search/";
+    var css = document.createElement("link");
+    css.rel = "stylesheet";
+    css.href = search + "search.css";
+    document.head.appendChild(css);
+    return script(search + "search-core.js")
+      .then(function () { return script(search + "search-data.js"); })
+      .then(function () { return script(search + "search-ui.js"); })
+      .then(function () {
+        var opts = {root: root, use: root + "assets/memwiki/use/", vectors: search + "search-vectors.js", loadScript: script};
+        Object.keys(box).forEach(function (key) { opts[key] = box[key]; });
+        return window.MemwikiSearchUI.mount(opts);
+      })
+      .then(function (ui) { if (ui && box.input.value.trim()) ui.run(); return ui; })
+      .catch(function (err) { box.status.textContent = "The memory search did not load (" + (err && err.message || err) + ")."; });
+  }
+
   // -- the header box ------------------------------------------------------------------------------
   // The theme's header box, rendered by memwiki/site/assets/search/theme/partials/search.html without the marks
   // (data-md-component) the theme's JS mounts its lunr search on, runs memwiki's search. A site built without
@@ -67,29 +88,10 @@
     var config = JSON.parse(document.getElementById("__config").textContent);
     root = (config.base || ".").replace(/\/?$/, "/");
   } catch (e) { root = ""; }
-  var search = root + "assets/memwiki/search/";
   var ready = null;
 
   function load() {
-    // <script> tags, not fetch: they work from file:// as well as from a static host
-    if (!ready) {
-      var css = document.createElement("link");
-      css.rel = "stylesheet";
-      css.href = search + "search.css";
-      document.head.appendChild(css);
-      ready = script(search + "search-core.js")
-        .then(function () { return script(search + "search-data.js"); })
-        .then(function () { return script(search + "search-ui.js"); })
-        .then(function () {
-          return window.MemwikiSearchUI.mount({
-            input: input, status: meta, list: list, root: root, use: root + "assets/memwiki/use/",
-            vectors: search + "search-vectors.js", header: true,
-            onEscape: close, loadScript: script,
-          });
-        })
-        .then(function (ui) { if (ui && input.value.trim()) ui.run(); return ui; })
-        .catch(function (err) { meta.textContent = "The memory search did not load (" + (err && err.message || err) + ")."; });
-    }
+    if (!ready) ready = mountSearch(root, {input: input, status: meta, list: list, header: true, onEscape: close});
     return ready;
   }
 
@@ -140,7 +142,6 @@
   // Search dialog shows memwiki's results as one types. readthedocs: the side box sends its words to memwiki's
   // search page, as it sent them to the theme's.
   function otherTheme() {
-    var search = scriptRoot + "assets/memwiki/search/";
     var modalInput = document.getElementById("mkdocs-search-query") || document.getElementById("properdocs-search-query");
     var results = document.getElementById("mkdocs-search-results") || document.getElementById("properdocs-search-results");
     var sideForm = document.getElementById("rtd-search-form");
@@ -165,23 +166,7 @@
     if (modalInput.form) modalInput.form.addEventListener("submit", function (e) { e.preventDefault(); });
     var mounted = null;
     function mount() {
-      if (!mounted) {
-        var css = document.createElement("link");
-        css.rel = "stylesheet";
-        css.href = search + "search.css";
-        document.head.appendChild(css);
-        mounted = script(search + "search-core.js")
-          .then(function () { return script(search + "search-data.js"); })
-          .then(function () { return script(search + "search-ui.js"); })
-          .then(function () {
-            return window.MemwikiSearchUI.mount({
-              input: modalInput, status: status, list: hits, root: scriptRoot, use: scriptRoot + "assets/memwiki/use/",
-              vectors: search + "search-vectors.js", loadScript: script,
-            });
-          })
-          .then(function (ui) { if (ui && modalInput.value.trim()) ui.run(); return ui; })
-          .catch(function (err) { status.textContent = "The memory search did not load (" + (err && err.message || err) + ")."; });
-      }
+      mounted = mounted || mountSearch(scriptRoot, {input: modalInput, status: status, list: hits});
       return mounted;
     }
     modalInput.addEventListener("focus", mount);

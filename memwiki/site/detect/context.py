@@ -35,7 +35,7 @@ WEAK_EN = r"token|key|code|cookie|session[ -]?id|sid|salt|nonce|license|serial"
 CODE_EN = (
     r"pin(?:[ -]?code)?|door[ -]?code|gate[ -]?code|alarm[ -]?code|safe[ -]?code|locker[ -]?code|lock[ -]?code"
     r"|access[ -]?code|entry[ -]?code|keypad[ -]?code|sms[ -]?code|verification[ -]?code|one[ -]?time[ -]?code"
-    r"|2fa[ -]?code|mfa[ -]?code|otp|combination|lockbox|key[ -]?safe|key[ -]?box|padlock|keypad"
+    r"|2fa[ -]?code|mfa[ -]?code|otp|combination|lockbox|key[ -]?safe|key[ -]?box|padlock|keypad|puk[ -]?(?:code)?"
 )
 PHRASE_EN = r"seed[ -]?phrase|recovery[ -]?phrase|mnemonic(?:[ -]?phrase)?|wallet[ -]?seed|pass[ -]?phrase"
 LIST_EN = r"recovery[ -]?codes?|backup[ -]?codes?|scratch[ -]?codes?|one[ -]?time[ -]?codes|2fa[ -]?codes"
@@ -409,7 +409,8 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         return is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value)
     if how == "code":
         digits = sum(c.isdigit() for c in value)
-        return digits >= 4 and digits >= len(value) - 2 and not _described(text, b)
+        compact = len(value) - value.count(" ") - value.count(",")  # (read out digit by digit: "2 7 1 0 7 1")
+        return digits >= 4 and digits >= compact - 2 and not _described(text, b)
     if how == "phrase":
         return is_value(value, 8)
     return how in ("groups", "list")
@@ -448,6 +449,8 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
         return [m.span()] if m else []
     if how == "wifi":
         return [(start, _wifi_end(text, start))]
+    if how == "code" and (spoken := _SPOKEN_CODE.match(text, start)) is not None:  # "pin is 2 7 1 0 7 1"
+        return [spoken.span()]
     if how in ("zh", "zhphrase"):
         a, b = value_span(text, start)
         if how == "zhphrase" and a == b:  # a phrase in Chinese: to the end of its clause
@@ -468,6 +471,7 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
     return [(a, b), *_same_shape(text, a, b)] if how != "phrase" else [(a, b)]
 
 
+_SPOKEN_CODE = re.compile(r"\d(?:[ ,]\s?\d){3,9}(?![\d.])")  # a code read out digit by digit
 _TEMPLATE_LITERAL = re.compile(r"[\"']?\{\{-?\s*(['\"])([^'\"\n]{4,})\1")
 _YAML_TAG = re.compile(r"(?:&[\w-]+|!{1,2}[\w-]*)[ \t]+(?=\S)")
 _CONTINUED = re.compile(r"[(\[][ \t]*\n(?:[ \t]*[\"'][^\"'\n]*[\"'][ \t]*,?[ \t]*\n){1,8}")
@@ -523,8 +527,9 @@ class ContextDetector:
             spans += values_before_words(text)
         if "(" in text:
             spans += login_arguments(text)
-        if _ENCLOSED.search(text):
+        if _ENCLOSED.search(text) or "-" in text:
             spans += enclosed_in_login_sentences(text)
+        spans += values_in_place(text)
         if has_digit(text):
             spans += access_codes(text)
         for m in CODE_FIRST.finditer(text):
@@ -583,11 +588,43 @@ def enclosed_in_login_sentences(text: str) -> list[Span]:
     for sentence in _SENTENCE.finditer(text):
         if not _UNLOCK.search(sentence.group()):
             continue
+        at = sentence.start()
+        spans += [Span(at + m.start(), at + m.end(), "password", 263) for m in _APP_PASSWORD.finditer(sentence.group())]
         for m in _ENCLOSED.finditer(sentence.group()):
             value = m.group(1)
             if (made(value) or typed(value) or (_mixed(value) and _has_digit(value))) and "/" not in value:
                 a = sentence.start() + m.start(1)
                 spans.append(Span(a, a + len(value), "password", 263))
+    return spans
+
+
+# a value in a command's or a message's own place, the words around it say what it is (screen, pattern, group)
+_IN_PLACE = (
+    (
+        "password-stdin",
+        re.compile(r"(?i)\becho\s+(?:-n\s+)?(['\"]?)([^\s'\"|]{4,128})\1\s*\|[^\n]{0,200}?--password-stdin"),
+        2,
+    ),
+    ("@", re.compile(r"(?<![\w/:@])[\w.-]{1,64}:([^@\s\"'/:()]{4,128})@(?:tcp|udp|unix)\("), 1),  # Go's DSN
+    ("/user:", re.compile(r"(?i)\bnet\s+use\b[^\n]{0,200}?/user:\S+\s+(?![/*])(\S+)"), 1),
+    ("SecureString", re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(['\"])([^'\"\n]{4,128})\1"), 2),
+    (
+        "码",
+        re.compile(r"([A-Z]-?\d{4,8}|\d{4,8})\s*(?:是|为)(?:您|你)的[^，。\n“”]{0,16}?(?:验证码|校验码|动态码|登录码)"),
+        1,
+    ),
+    ("凭", re.compile(r"凭\s*([A-Za-z0-9][A-Za-z0-9-]{3,11})\s*(?:到|去|至|在)?[^，。\n]{0,20}?取(?:件|货|餐)"), 1),
+)
+_APP_PASSWORD = re.compile(r"(?<![\w-])[a-z]{4}-[a-z]{4}-[a-z]{4}-[a-z]{4}(?![\w-])")  # Apple's app-specific ones
+
+
+def values_in_place(text: str) -> list[Span]:
+    """`echo 'X' | docker login --password-stdin`, `user:X@tcp(host)`, `net use … /user:NAME X`,
+    `ConvertTo-SecureString "X"`, “X 是您的验证码”, 凭 X 取件: the value where the command or message puts it."""
+    spans = []
+    for screen, pattern, group in _IN_PLACE:
+        if screen in text:
+            spans += [Span(*m.span(group), "password", 263) for m in pattern.finditer(text)]
     return spans
 
 

@@ -23,6 +23,8 @@ _TO_ASCII = {
     code: code - 0xFEE0
     for code in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B), 0xFF20, 0xFF0E, 0xFF0D, 0xFF3F]
 }  # (and ＠．－＿; brackets and colons stay full-width: they end a value)
+_ZH_DIGITS = str.maketrans("〇零一幺二两三四五六七八九", "0011223456789")  # (幺 and 两: 1 and 2 read out)
+_SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{7,}")
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_+/=~$-]")
 _WHOLE_TOKEN_KINDS = frozenset({"token", "api key"}) | frozenset(
@@ -100,10 +102,13 @@ class Detectors:
 
 def _views(text: str) -> list[str]:
     """`text` read other ways, one character for one (so spans keep their offsets): an id or a predicate joins a
-    sentence's words with `_`; a Chinese input method types full-width digits and letters (`１８８５７７３９６６１`)."""
+    sentence's words with `_`; a Chinese input method types full-width digits and letters (`１８８５７７３９６６１`);
+    dictation writes digits as Chinese numerals."""
     views = [text.replace("_", " ")] if "_" in text else []
     if _FULL_WIDTH.search(text):
         views.append(text.translate(_TO_ASCII))
+    if _SPOKEN_DIGITS.search(text):  # a number dictated in Chinese: 一八八八二八八四零四二
+        views.append(text.translate(_ZH_DIGITS))
     return views
 
 

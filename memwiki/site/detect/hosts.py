@@ -35,6 +35,8 @@ PRIVATE_SUFFIXES = tuple(
 INTERNAL_LABELS = frozenset(
     "corp internal intranet intra int lan priv private office local home dmz mgmt ad corpnet inside".split()
 )
+# a dashed label's last words that say a cloud's private endpoint: `oss-cn-hangzhou-internal`, `s3-vpc`
+_INTERNAL_PARTS = frozenset({"internal", "intranet", "vpc", "private"})
 _FILE_ENDINGS = frozenset(
     """yaml yml json toml ini cfg conf txt log md rst html htm js mjs cjs ts tsx jsx py pyc pyi ipynb sh bash zsh
     fish lock csv tsv xml svg png jpg jpeg gif webp pdf zip gz tgz bz2 xz tar whl egg so dll exe bin dat db sqlite
@@ -76,8 +78,20 @@ class HostDetector:
         spans = self._addresses.find(text) if has_digit(text) or ":" in text else []
         spans = [s for s in spans if not _well_known_range(text, s)]
         if "." in text:
-            spans += [Span(*m.span(), "internal host", 410) for m in _HOST.finditer(text) if _internal(text, m)]
+            hosts = (m for m in _HOST.finditer(text) if _internal(text, m))
+            spans += [Span(*_with_path(text, m), "internal host", 410) for m in hosts]
         return spans
+
+
+def _with_path(text: str, m: re.Match[str]) -> tuple[int, int]:
+    """An internal host's span, with the rest of its URL when it is one (an intranet page's path names its
+    projects and people too)."""
+    if text.endswith("://", 0, m.start()) and (path := _URL_REST.match(text, m.end())) is not None:
+        return m.start(), path.end()
+    return m.span()
+
+
+_URL_REST = re.compile(r"(?::\d{1,5})?[/?#][^\s<>\"'`)\]，。）】]*")
 
 
 def _well_known_range(text: str, span: Span) -> bool:
@@ -99,7 +113,7 @@ def _internal(text: str, m: re.Match[str]) -> bool:
     if registrable is None:  # no public suffix: a private name, when it stands where a host stands (as written:
         return m.group().islower() and _in_host_place(text, m)  # code's `Math.PI`, `p.test` are not hosts)
     sub = host[: -len(registrable)].rstrip(".").split(".") if host != registrable else []
-    return any(label in INTERNAL_LABELS for label in sub)
+    return any(label in INTERNAL_LABELS or set(label.split("-")[1:]) & _INTERNAL_PARTS for label in sub)
 
 
 def _in_host_place(text: str, m: re.Match[str]) -> bool:

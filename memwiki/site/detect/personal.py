@@ -22,7 +22,8 @@ from stdnum.cn import ric
 from stdnum.iso7064 import mod_97_10
 from stdnum.us import ssn
 
-from memwiki.site.detect.spans import NOT_A_LABEL, Present, Screened, Span, digit_count, has_cjk, has_digit, re2_safe
+from memwiki.screen import Present, Screened, re2_safe
+from memwiki.site.detect.spans import NOT_A_LABEL, Span, digit_count, has_cjk, has_digit
 from memwiki.site.detect.values import value_span
 
 REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG", "KR", "BR", "ES", "IT", "NL", "MX")
@@ -70,7 +71,7 @@ _ID_WORDS = {
     r"(?:\s*(?:user(?:name)?|id|handle|number|号|账号))?",
     "address": r"home\s+address|mailing\s+address|street\s+address|i\s+live\s+at|住址|家庭住址|家住|住在|收货地址|寄到"
     r"|(?:我家|家里|家的|住宅|收件|寄件|公寓)?地址(?:是|为)?",
-    "id number": r"ssn|social(?:\s+security)?(?:\s+number)?|身份证(?:号码?)?|身份證(?:號碼?)?"
+    "id number": r"ssn|social(?:\s+security)?(?:\s+number)?|身份证(?:字号|号码?)?|身份證(?:字號|號碼?)?"
     r"|身分證(?:字號|號碼?)?|身份证字号|社保号|驾照号"
     r"|national\s+(?:id|insurance)(?:\s+number)?|ni\s+number|nino|aadhaar(?:\s+(?:number|no\.?))?"
     r"|pan(?:\s+no\.?)|证件号码?|證件號碼?|通行证(?:号码?)?"
@@ -79,7 +80,7 @@ _ID_WORDS = {
     r"|nric|tfn|steuer-?id|steuernummer|personalausweis(?:nummer)?|codice\s+fiscale|dni|nie|curp|cpf|pesel"
     r"|personnummer|my\s*number|マイナンバー|个人番号|個人番号|sin(?:\s+number)?|resident\s+registration\s+number|rrn"
     r"|주민등록번호|身分证字号|身分证号?|mrn|medical\s+record(?:\s+number)?|patient\s+id|住院号|病历号|病案号|就诊卡号"
-    r"|门诊号",
+    r"|门诊号|车架号|车辆识别代?号|vin(?:\s+(?:number|no\.?))?",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
     r"|kennzeichen|nummernschild|车牌号?|車牌號?|ナンバー",
     "account number": r"(?:bank\s+)?account(?:\s*(?:no\.?|number|#|nr\.?))?|acct\.?|a/c"
@@ -89,7 +90,7 @@ _ID_WORDS = {
 _ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words
     r"(?:\s*[(（][^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
     r"[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
-    r"(?:[\"'“‘`「]|t\.me/)?"
+    r"(?:[\"'“‘`「【\[]|t\.me/)?"
 )
 _ID_LEAD = {
     kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?![A-Za-z]){_ID_SEP}" + NOT_A_LABEL)
@@ -188,7 +189,7 @@ class PersonalDetector:
             spans += [Span(*m.span(), "email", 300) for m in _HASH_EMAIL.finditer(text)]
         if _AT_WORD.search(low):
             spans += [Span(*m.span(), "email", 300) for m in _EMAIL_OBFUSCATED.finditer(text)]
-        if digit_count(text) >= 7:
+        if digit_count(text) >= 6:  # (a UK NI number holds six)
             spans += self._numbers(text)
         spans += self._ids(text, low)
         if has_cjk(text):

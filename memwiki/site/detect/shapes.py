@@ -18,7 +18,8 @@ import math
 import re
 from collections import Counter
 
-from memwiki.site.detect.spans import Screened, Span
+from memwiki.screen import Screened
+from memwiki.site.detect.spans import Span
 
 _RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}")  # (`=` only as padding: `key=VALUE`)
 _KEY_BLOCK = re.compile(  # (any case: a graph predicate or a slug is lower-cased by the tools that make it)

@@ -8,10 +8,12 @@ triggers. Every detector class (`memwiki.site.detect.*`) gives spans in the same
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import re2
+
+from memwiki.screen import Present, re2_safe
 
 REDACTED_PREFIX = "[redacted: "  # how every label starts: no detector takes a label for a secret
 NOT_A_LABEL = r"(?!\[|redacted[-_ :·])"  # a label (maybe cut short, maybe slugged) is no secret
@@ -39,34 +41,6 @@ class Rule:
     trigger: str
     group: int = 0
     check: Callable[[str], bool] | None = None
-
-
-class Present:
-    """Which of several RE2 patterns occur in a text, in one pass (a cheap necessary condition for costlier rules)."""
-
-    def __init__(self, patterns: Iterable[str]) -> None:
-        self._set = re2.Set.SearchSet()
-        for pattern in patterns:
-            self._set.Add(pattern)
-        self._set.Compile()
-
-    def __call__(self, text: str) -> set[int]:
-        return set(self._set.Match(re2_safe(text)) or ())
-
-
-class Screened:
-    """A Python pattern run only on texts where RE2 finds `screen` (by default the pattern itself, when it has no
-    look-around): one linear pass decides most texts, and the Python engine reads only the rest."""
-
-    def __init__(self, pattern: str, screen: str | None = None, flags: int = 0) -> None:
-        self.pattern = re.compile(pattern, flags)
-        self._screen = re2.compile(screen or pattern)
-
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        return self.pattern.finditer(text) if self._screen.search(re2_safe(text)) else iter(())
-
-    def search(self, text: str) -> re.Match[str] | None:
-        return self.pattern.search(text) if self._screen.search(re2_safe(text)) else None
 
 
 class RuleSet:
@@ -113,7 +87,6 @@ class RuleSet:
         return list(found.values())
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _CJK = re.compile("[\u4e00-\u9fff]")
 
 
@@ -128,15 +101,6 @@ def has_digit(text: str) -> bool:
 
 def digit_count(text: str) -> int:
     return sum(map(str.isdigit, text))
-
-
-def re2_safe(text: str) -> str:
-    """`text` as RE2 can take it: a lone surrogate becomes U+FFFD, one code point for one (offsets kept)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
 
 
 def disjoint(spans: list[Span]) -> list[Span]:
