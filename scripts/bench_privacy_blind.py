@@ -2,7 +2,7 @@
 home and a MemPalace palace, private-marked records and ORDINARY strings beside them, the real MkDocs build, and
 what reached site/ (tests/blind/harness.py).
 
-    python scripts/bench_privacy_blind.py                          # tests/blind/round1.py to round4.py
+    python scripts/bench_privacy_blind.py                          # tests/blind/round1.py to round5.py
     python scripts/bench_privacy_blind.py --sets example_set       # any module of tests/blind (or a dotted name)
     python scripts/bench_privacy_blind.py --profile private        # the owner's build: everything shown
 
@@ -28,7 +28,9 @@ from tests.blind.harness import load_set, measure  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--sets", default="round1,round2,round3,round4", help="comma-separated set modules (default: %(default)s)"
+        "--sets",
+        default="round1,round2,round3,round4,round5",
+        help="comma-separated set modules (default: %(default)s)",
     )
     parser.add_argument("--profile", default="public", choices=("public", "private"))
     parser.add_argument("--per-field", type=int, default=1, help="canaries of each kind per field")

@@ -97,6 +97,16 @@ CONTEXT = [
     ("https://api.example.org/weather?q=Berlin&appid=3m9r73g51lqsucs4vkh27r5h95s34cyn&units=metric", "3m9r73g51lqs"),
     ("飞书机器人：https://open.feishu.cn/open-apis/bot/v2/hook/e216fe6d-39fc-40c3-aec3-b9e1d89c4c03", "e216fe6d-39fc"),
     ("jdbc:oracle:thin:scott/Coffee%1984#@//db.example.org:1521/ORCL", "Coffee%1984#"),
+    # round 5: a code read out digit by digit, a PUK, values in a command's or a message's own place
+    ("remind me the new debit card pin is 2 7 1 0 7 1 dont forget", "2 7 1 0 7 1"),
+    ("PUK for the spare SIM is 13495925 (the PIN got locked)", "13495925"),
+    ("echo 'cvsroo&HQjSng*' | docker login registry.gitlab.com -u bot --password-stdin", "cvsroo&HQjSng*"),
+    ('sql.Open("mysql", "app:zhangweiGP.7700@tcp(mysql-primary:3306)/shop")', "zhangweiGP.7700"),
+    ("net use Z: \\\\fs\\scans /user:CORP\\jdoe laddmo&TrXfaC& /persistent:yes", "laddmo&TrXfaC&"),
+    ('$pw = ConvertTo-SecureString "Velvet8920&bNJ" -AsPlainText -Force', "Velvet8920&bNJ"),
+    ("刚收到短信“G-392822 是您的 Google 验证码”", "G-392822"),
+    ("您的包裹已到站，凭8-6-0466到3号楼底商取件。", "8-6-0466"),
+    ("an app-specific password for iCloud mail (ufny-pvuh-ilpg-vwlg), the normal one fails", "ufny-pvuh-ilpg-vwlg"),
 ]
 SHAPES = [
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
@@ -155,6 +165,10 @@ PERSONAL = [
     ("my car in Germany is K-KS 1314, parked at the Hauptbahnhof", "K-KS 1314"),
     ("my car reg is dc54 ilm for the parking", "dc54 ilm"),
     ("oma wohnt jetzt in der am park 31b, 13429 berlin object", "am park 31b, 13429 berlin"),
+    ("HMRC letter asked for my NI number (HR 92 73 74 A) again", "HR 92 73 74 A"),
+    ("港澳通行证【C70140537】的签注下个月到期", "C70140537"),
+    ("阿姨的台湾身份证字号 K261489676，办台胞证时填过", "K261489676"),
+    ("车架号 LSVUF3SBTFLKWF3FD，续保的时候要报", "LSVUF3SBTFLKWF3FD"),
 ]
 HOSTS = [
     ("nas at nas.fritz.box ok", "nas.fritz.box"),
@@ -163,6 +177,15 @@ HOSTS = [
     ("wiki at https://wiki.corp.example.com/x", "wiki.corp.example.com"),
     ("http://10.0.0.5:8080/", "10.0.0.5:8080"),
     ("tailscale 100.101.102.103", "100.101.102.103"),
+    # an intranet page's whole URL; a cloud's private endpoint
+    (
+        "runbook at <https://wiki.lumen75.internal/display/ENG/On-call+runbook>, VPN",
+        "wiki.lumen75.internal/display/ENG/On-call+runbook",
+    ),
+    (
+        "上传走内网：logs-40508v.oss-cn-hangzhou-internal.aliyuncs.com，不收流量费",
+        "logs-40508v.oss-cn-hangzhou-internal.aliyuncs.com",
+    ),
 ]
 PROVIDERS = [
     ("gitlab deploy gldt-ABCDEFGHIJKLMNOPQRST12 in CI", "gldt-ABCDEFGHIJKLMNOPQRST12"),
@@ -209,6 +232,9 @@ ORDINARY = [
     "pass the salt please",
     "see the CI-CD 2024 notes; log in with (readme.md) first; the password manager (1Password) is fine",
     "release-2024-05-01-build-17-final and internationalization2024and2025",
+    "pin 1 of the header goes to 3v3",
+    "see https://docs.python.org/3/library/re.html and api.github.com",
+    "一二三四五六七八九十个人都来了",
 ]
 
 
@@ -230,7 +256,12 @@ def test_personal_data_is_found(text: str, secret: str) -> None:
 
 @pytest.mark.parametrize(("text", "secret"), HOSTS)
 def test_internal_hosts_and_private_addresses_are_found(text: str, secret: str) -> None:
-    assert secret in found(HostDetector(), text)
+    assert any(secret in f for f in found(HostDetector(), text)), found(HostDetector(), text)
+
+
+@pytest.mark.parametrize("number", ["一八八八二八八四零四二", "幺五八四七二五幺六零五"])
+def test_a_number_dictated_in_chinese_numerals_is_read_as_digits(number: str) -> None:
+    assert number not in redacted(f"语音备忘 帮我记下快递小哥电话{number}明天下午送")
 
 
 @pytest.mark.parametrize(("text", "secret"), PROVIDERS)

@@ -9,6 +9,9 @@ from memwiki.markers import flagged, marked, private_heading, private_path, with
 
 MARKED = [
     "[private] the garden gate",
+    "the garden gate（不要分享）",
+    "the garden gate ——别外传",
+    "the garden gate (keep this between us)",
     "【私密】花园的门",
     "(Private) the garden gate",
     "[ private ] the garden gate",
