@@ -86,13 +86,14 @@ _BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》�
 _WORDS = "|".join(re.escape(w) for w in sorted(PRIVATE_WORDS, key=len, reverse=True))
 _LABELS = "private|私密|私人|隐私|隱私|保密|机密|機密|confidential"  # a leading `secret:` is a key, not a marker
 _NOUNS = r"note|notes|entry|memo|page|info|only|stuff|thought|笔记|筆記|备注|備註|信息|资料|内容"
+_START = r"^(?:\d{1,3}[.)])?\W{0,6}"  # a line's start, past a list item's number or bullet and bold: "- **Private:**"
 _MARKED = Screened(
-    rf"[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
+    rf"<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
+    rf"|[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
     rf"|(?:^|(?<=[\s,;]))#(?:{_WORDS})(?![\w-])"  # a hashtag
-    rf"|^\W{{0,3}}(?:{_LABELS})\s*(?:{_NOUNS})?\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
+    rf"|{_START}(?:{_LABELS})\s*(?:{_NOUNS})?\s*\**\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
     r"|[\U0001f512\U0001f510\U0001f92b]"  # a lock or a hush: 🔒 🔐 🤫
-    rf"|<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
-    rf"|^\W{{0,3}}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
+    rf"|{_START}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
     f"{_WORDS}|{_LABELS}|{_SAYINGS}|[\U0001f512\U0001f510\U0001f92b]",  # (what each shape holds: RE2 looks first)
     re.MULTILINE,
 )
@@ -163,7 +164,7 @@ def private_heading(line: str) -> int:
     if m is None:
         return 0
     title = normalise(m.group(2)).strip(" :：-—[]()<>#*_")
-    words = title.split()
+    words = [w.removesuffix("s") for w in title.split()]  # ("## Secrets" as "## Secret")
     return (
         len(m.group(1))
         if title and (title in PRIVATE_WORDS or (words and words[0] in PRIVATE_WORDS) or marked(m.group(2)))

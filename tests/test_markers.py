@@ -12,6 +12,8 @@ MARKED = [
     "the garden gate（不要分享）",
     "the garden gate ——别外传",
     "the garden gate (keep this between us)",
+    "- **Private:** the garden gate",
+    "1. **Private** - the garden gate",
     "【私密】花园的门",
     "(Private) the garden gate",
     "[ private ] the garden gate",
@@ -92,3 +94,8 @@ def test_a_marker_alone_on_its_line_marks_the_paragraph_under_it() -> None:
 
     assert only_marker("<!-- private -->") and only_marker("[private]") and only_marker("🔒")
     assert not only_marker("[private] the garden gate") and not only_marker("the garden gate")
+
+
+@pytest.mark.parametrize("heading", ["## Secrets", "### Private notes", "## 私密", "## Confidential"])
+def test_a_heading_that_says_private_opens_a_private_section(heading: str) -> None:
+    assert private_heading(heading)

@@ -341,6 +341,18 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     ),
     (_rule("password", r"(?i)\bWIFI:[^\n]{0,120}?(?<=[:;])P:", r"(?i)WIFI:"), "wifi"),
     (_rule("password", r"(?i)(?<![A-Za-z])PGPASSWORD=|MYSQL_PWD=", r"(?i)PGPASSWORD|MYSQL_PWD"), "strong"),
+    (  # a strong credential word, then its value quoted, spaces and all: `password "hsre ltpu scta pirh"`
+        _rule(
+            "password",
+            rf"(?i){_A}(?:{STRONG_EN}){_Z}[ \t]+(?=[`\"'“「])" + NOT_A_LABEL,
+            rf"(?i)(?:{STRONG_EN})[ \t]+[`\"'“「]",
+        ),
+        "quoted",
+    ),
+    (
+        _rule("password", rf"(?:{ZH_LIST}){_ZH_GAP}[^:：\n]{{0,20}}?[:：][ \t]*(?=\S)", ZH_LIST),
+        "codes",
+    ),  # 备用码：a row
 )
 
 # URLs: user-info (`scheme://user:PW@host`, maybe URL-encoded) and credential query parameters
@@ -390,13 +402,15 @@ _LIST_ITEM = re.compile(
     r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9]|\d{3,5}[ -]\d{3,5})[ \t]*(?:\n|$)"
 )
 _NEXT_ITEM = re.compile(r"[`'\"]?(?:[ \t]*[,，、;；][ \t]*|[ \t]+)[`'\"]?")
-_CODE_ROW = re.compile(r"[A-Za-z0-9-]{4,12}(?:[ \t,;]+[A-Za-z0-9-]{4,12}){2,}")
+_CODE_ROW = re.compile(r"[A-Za-z0-9-]{4,12}(?:[ \t,;、，；]+[A-Za-z0-9-]{4,12}){2,}")
 _GROUPS = re.compile(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
 
 
 def _judge(how: str, text: str, a: int, b: int) -> bool:
     value = text[a:b]
-    if how in ("strong", "zh", "wifi", "zhphrase", "codes"):
+    if how == "quoted" and " " in value.strip():  # words in quotes: a passphrase, or a sentence quoted
+        return bool(_SPACED_KEY.fullmatch(value)) or not _STOPWORDS & set(value.lower().split())
+    if how in ("strong", "zh", "wifi", "zhphrase", "codes", "quoted"):
         return is_value(value, 4) and not _described(text, b)
     if how == "weak":
         return is_token(value)
@@ -449,6 +463,8 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
         return [m.span()] if m else []
     if how == "wifi":
         return [(start, _wifi_end(text, start))]
+    if how == "quoted":
+        return [m.span(1)] if (m := _QUOTED_VALUE.match(text, start)) is not None else []
     if how == "code" and (spoken := _SPOKEN_CODE.match(text, start)) is not None:  # "pin is 2 7 1 0 7 1"
         return [spoken.span()]
     if how in ("zh", "zhphrase"):
@@ -471,6 +487,12 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
     return [(a, b), *_same_shape(text, a, b)] if how != "phrase" else [(a, b)]
 
 
+_SPACED_KEY = re.compile(r"(?:[a-z]{4} ){3}[a-z]{4}")  # Google's app passwords
+_STOPWORDS = frozenset(
+    "a an the is are be been must should can will to of and or for in on at by with your you my it this that not "
+    "no at least chars characters long letters digits rule rules see use here there than".split()
+)
+_QUOTED_VALUE = re.compile(r"[`\"'“「]([^\n`\"'”」]{4,128})[`\"'”」]")
 _SPOKEN_CODE = re.compile(r"\d(?:[ ,]\s?\d){3,9}(?![\d.])")  # a code read out digit by digit
 _TEMPLATE_LITERAL = re.compile(r"[\"']?\{\{-?\s*(['\"])([^'\"\n]{4,})\1")
 _YAML_TAG = re.compile(r"(?:&[\w-]+|!{1,2}[\w-]*)[ \t]+(?=\S)")
