@@ -169,6 +169,7 @@ PERSONAL = [
     ("港澳通行证【C70140537】的签注下个月到期", "C70140537"),
     ("阿姨的台湾身份证字号 K261489676，办台胞证时填过", "K261489676"),
     ("车架号 LSVUF3SBTFLKWF3FD，续保的时候要报", "LSVUF3SBTFLKWF3FD"),
+    ("Parking permit registered for AL46 HTE; renew in March.", "AL46 HTE"),
 ]
 HOSTS = [
     ("nas at nas.fritz.box ok", "nas.fritz.box"),

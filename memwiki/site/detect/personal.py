@@ -39,6 +39,11 @@ _PLATE = re.compile(  # a Chinese plate (province, letter, five or six): 苏B·F
     r"(?i)(?<![\u4e00-\u9fff])[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{5,6}"
     r"(?![A-Za-z0-9])"
 )
+_PLATE_UK = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2} ?[A-Z]{3}(?![A-Za-z0-9])")  # the UK's since 2001: AL46 HTE
+_VEHICLE = re.compile(
+    r"(?i)\b(?:car|cars|auto|vehicle|plates?|reg|registered|registration|parking|parked|permit|mot|dvla|insurance"
+    r"|garage|van|motorbike|congestion)\b|车"
+)
 _CAR = re.compile(r"(?i)\b(?:car|cars|auto|vehicle|plate|kennzeichen|nummernschild|wagen|motorbike|van)\b|车牌")
 _PLATE_DE = re.compile(r"(?<![\w-])[A-ZÄÖÜ]{1,3}-[A-Z]{1,2}\s?\d{1,4}[EH]?(?![\w-])")  # K-KS 1314, said of a car
 _NINO = re.compile(r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])")
@@ -196,6 +201,8 @@ class PersonalDetector:
             spans += [Span(*m.span(), "licence plate", 323) for m in _PLATE.finditer(text)]
         if "-" in text and _CAR.search(text):
             spans += [Span(*m.span(), "licence plate", 323) for m in _PLATE_DE.finditer(text)]
+        if _PLATE_UK.search(text) and _VEHICLE.search(text):  # "Parking permit registered for AL46 HTE"
+            spans += [Span(*m.span(), "licence plate", 323) for m in _PLATE_UK.finditer(text)]
         if has_digit(text):
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_EN.finditer(text)]
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_DE.finditer(text)]
