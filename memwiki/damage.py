@@ -8,6 +8,8 @@ own (the server's files are the server's to check); its lexical index is still c
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -55,11 +57,29 @@ def disk_full(exc: BaseException, path: Path | None = None) -> bool:
     return False
 
 
+def read_only(exc: BaseException, path: Path) -> bool:
+    """Whether an error comes from a read-only file system (or a database file the process may not write): nothing
+    is damaged, Chroma only cannot open its database without writing to it."""
+    if getattr(exc, "errno", None) == errno.EROFS or "readonly database" in str(exc).lower():
+        return True
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def read_only_message(part: str, path: Path, why: str = "it cannot be written") -> str:
+    """The one wording for a store part on a read-only file system."""
+    return f"{part} at {path} is on a read-only file system and {why} (nothing is damaged, nothing was written)"
+
+
 def damaged(part: str, path: Path, exc: BaseException) -> MemwikiError:
     """A DamagedStoreError for `part` at `path`, the reason taken from `exc` without a repeated path (or, when the
     disk is full, a DiskFullError: a full disk is no damage)."""
     if disk_full(exc, path):
         return DiskFullError(disk_full_message(path))
+    if read_only(exc, path):
+        return MemwikiError(read_only_message(part, path))
     reason = " ".join(str(exc).split()).removeprefix(f"{path}: ") or type(exc).__name__
     return DamagedStoreError(damaged_message(part, path, reason))
 

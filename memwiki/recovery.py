@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from memwiki.damage import damaged_message, disk_full
+from memwiki.damage import damaged_message, disk_full, read_only, read_only_message
 from memwiki.errors import DamagedStoreError, DiskFullError, MemwikiError, disk_full_message
 from memwiki.generation import WRITE_LOCK, bump_generation
 from memwiki.hnsw_files import segment_damage
@@ -350,6 +350,9 @@ def open_local(path: Path, connect: Callable[[], tuple[Any, Any]], text_of: Text
         return error
     if problem is None and disk_full(error, path / CHROMA_FILE):
         raise DiskFullError(disk_full_message(path)) from None
+    if problem is None and read_only(error, path):
+        why = "Chroma writes to its database when it opens it: copy the store to a writable folder to read it"
+        raise MemwikiError(read_only_message("L2 semantic memory", path, why)) from None
     if problem is None and not looks_damaged(error):
         raise DamagedStoreError(damaged_message("L2 semantic memory", path, _one_line(error))) from None
     with recovery_lock(path):

@@ -274,3 +274,40 @@ def test_a_full_disk_is_said_as_such_and_nothing_is_lost(tmp_path: Path) -> None
         assert "50 memories" in cli("stats").stdout
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_store_on_a_read_only_mount_is_said_as_such_and_not_touched(tmp_path: Path) -> None:
+    """A store on a read-only file system: a write says "read-only" and writes nothing; the hot layers still read;
+    L2, which Chroma cannot open without writing, is said to be undamaged. Needs a bind mount: root."""
+    from tests.fixture_copies import checksums
+
+    store = tmp_path / "store"
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"}
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memwiki.cli", "--store", str(store), *argv], capture_output=True, text=True, env=env
+        )
+
+    assert cli("init").returncode == 0 and cli("remember", "[rule] be brief").returncode == 0
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "r1", "text": "embed-01 runs the embedding server"}])
+    assert cli("import", str(rows), "--layer", "L2").returncode == 0
+    before = checksums(store)
+    made = subprocess.run(["mount", "--bind", str(store), str(store)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot bind-mount here ({made.stderr.decode().strip() or made.returncode})")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(store)], capture_output=True).returncode != 0:
+            pytest.skip("cannot remount read-only here")
+        for argv in (("remember", "[rule] another"), ("kg", "add", "a", "b", "c")):
+            done = cli(*argv)
+            assert done.returncode == 2 and "read-only" in done.stderr and "Traceback" not in done.stderr, done.stderr
+            assert len(done.stderr.strip().splitlines()) == 1
+        done = cli("recall", "embedding server")
+        assert done.returncode == 2 and "read-only file system" in done.stderr and "nothing is damaged" in done.stderr
+        assert "restore it" not in done.stderr
+        assert "be brief" in cli("context").stdout
+    finally:
+        subprocess.run(["umount", str(store)], check=False)
+    assert checksums(store) == before
+    assert cli("recall", "embedding server", "--json").returncode == 0
