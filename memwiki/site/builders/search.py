@@ -303,7 +303,11 @@ def _page(data: dict[str, Any]) -> str:
         '<p id="memwiki-search-status" class="memwiki-search-status" aria-live="polite"></p>'
         '<ol id="memwiki-search-results" class="memwiki-search-results" role="listbox"></ol></div>',
         "",
-        f'<p class="memwiki-muted">{counts}: what <code>memwiki recall --all-layers</code> searches. {how}</p>',
+        f'<p class="memwiki-muted">Searches {counts}, by meaning and by words.</p>',
+        "",
+        f'<details class="memwiki-muted"><summary>How this search ranks</summary><p>{how} It covers what '
+        "<code>memwiki recall --all-layers</code> covers; hover over a result to see why it ranks where it does.</p>"
+        "</details>",
         "",
         "<noscript>Memory search needs JavaScript.</noscript>",
         "",

@@ -25,10 +25,30 @@
     return node;
   }
 
-  function snippet(hit) {
-    var text = String(hit.text);
+  var WIKILINK = /\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|([^\]]+))?\]\]/g;
+
+  /* A memory's Markdown as a reader reads it: a link as its words, no heading, quote or list marks, no bold. */
+  function plain(text) {
+    return String(text)
+      .replace(WIKILINK, function (_, target, label) { return (label || target).trim(); })
+      .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
+      .replace(/^[ \t]{0,3}(?:#{1,6}[ \t]+|>[ \t]?|[-*+][ \t]+)/gm, "")
+      .replace(/[ \t]+#{1,6}[ \t]*$/gm, "")
+      .replace(/\*\*|__|`/g, "");
+  }
+
+  /* The hit's text under its title: without the title again (a memory's title is its first words). */
+  function snippet(hit, title) {
+    var text = plain(hit.text);
     if (hit.layer === "files") text = text.replace(/^[^\n]*\n/, ""); // its first line is the title
     text = text.split(/\s+/).filter(Boolean).join(" ");
+    var cut = /…$/.test(title), head = title.replace(/…$/, "");
+    if (head && text.indexOf(head) === 0) {
+      if (cut) { // the title stops mid-text: go on from its last whole word, marked as a continuation
+        var from = text.lastIndexOf(" ", head.length);
+        text = "…" + text.slice(from > head.length - 24 && from > 0 ? from + 1 : head.length);
+      } else text = text.slice(head.length).replace(/^[\s:：,，.。;；—–-]+/, "");
+    }
     var chars = Array.from(text);
     return chars.length > SNIPPET ? chars.slice(0, SNIPPET - 1).join("") + "…" : text;
   }
@@ -146,26 +166,27 @@
         head.appendChild(el("span", "memwiki-search-layer memwiki-search-layer-" + hit.layer,
           (hit.layer === "files" ? "files" : hit.layer) + " · " + LAYER_NAMES[hit.layer]));
         var href = safeUrl(root, hit.url);
-        var title = el(href ? "a" : "span", "memwiki-search-title", hit.title);
+        var shownTitle = plain(hit.title).split(/\s+/).filter(Boolean).join(" ");
+        var title = el(href ? "a" : "span", "memwiki-search-title", shownTitle);
         if (href) title.href = href;
         head.appendChild(title);
-        if (!hit.confident) head.appendChild(el("span", "memwiki-search-weak-label", "weak"));
+        if (!hit.confident) head.appendChild(el("span", "memwiki-search-weak-label", "less sure"));
         var meta = [hit.category, hit.where, hit.when ? String(hit.when).slice(0, 10) : "", hit.kind === "entity" ? "graph entity" : ""]
           .filter(Boolean).join(" · ");
         if (meta) head.appendChild(el("span", "memwiki-search-meta", meta));
         li.appendChild(head);
-        var text = snippet(hit);
-        if (text && text !== hit.title) li.appendChild(el("p", "memwiki-search-snippet", text));
-        li.appendChild(el("small", "memwiki-search-why", "score " + hit.score.toFixed(3) + " · " + hit.why));
+        var text = snippet(hit, shownTitle);
+        if (text) li.appendChild(el("p", "memwiki-search-snippet", text));
+        li.title = "why here: score " + hit.score.toFixed(3) + " · " + hit.why; // (for whoever asks, not in the way)
         li.addEventListener("mousemove", function () { if (active !== n) setActive(n); });
         list.appendChild(li);
       });
       var text;
-      if (!hits.length) text = "No confident match for “" + query + "”: nothing in memory matches.";
+      if (!hits.length) text = "Nothing in memory matches “" + query + "”.";
       else {
         var layers = new Set(hits.map(function (h) { return h.layer; })).size;
         var confident = hits.some(function (h) { return h.confident; });
-        text = (confident ? "" : "No confident match for “" + query + "”: every hit below is weak. ") +
+        text = (confident ? "" : "No sure answer for “" + query + "”; these come closest. ") +
           hits.length + " results in " + layers + (layers === 1 ? " layer" : " layers") + " (" + mode + ")";
       }
       last = {query: query, mode: meaning ? "meaning" : "words", text: text + (ms !== undefined ? " · " + ms.toFixed(0) + " ms" : "")};
