@@ -162,6 +162,7 @@
         li.setAttribute("aria-selected", "false");
         li.dataset.layer = hit.layer;
         li.dataset.id = hit.id;
+        li.dataset.text = plain(hit.text); // the whole text the title and snippet are cut from (tests read it)
         var head = el("div", "memwiki-search-head");
         head.appendChild(el("span", "memwiki-search-layer memwiki-search-layer-" + hit.layer,
           (hit.layer === "files" ? "files" : hit.layer) + " · " + LAYER_NAMES[hit.layer]));
