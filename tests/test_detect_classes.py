@@ -298,3 +298,19 @@ def test_a_label_is_never_taken_for_a_secret() -> None:
         "concepts/page-c783-redacted-card-number-095866.html",
     ):
         assert Detectors().find(text) == [], found(Detectors(), text)
+
+
+@pytest.mark.parametrize(
+    ("output", "secret"),
+    [
+        ('host smtp.gmail.com\nuser notes.bot\npassword "iydb cddb ztrd ktmv"\n', "iydb cddb ztrd ktmv"),
+        ('traveller:\n  name: "A. Walker"\n  passport_number: "Y29882756"  # expires 2031\n', "Y29882756"),
+        ("Backup recovery codes (printed copy):\n- og62g-xommu\n- kxqoh-ctxtd\n- 0rfyc-hkw2j", "0rfyc-hkw2j"),
+    ],
+)
+def test_a_tools_json_output_is_read_as_its_lines(output: str, secret: str) -> None:
+    """A hermes tool message holds its output JSON-encoded: `\\n` and `\\"` are read as the line breaks and quotes
+    they stand for."""
+    import json
+
+    assert secret not in redacted(json.dumps({"output": output, "code": 0}))

@@ -103,8 +103,12 @@ class Detectors:
 def _views(text: str) -> list[str]:
     """`text` read other ways, one character for one (so spans keep their offsets): an id or a predicate joins a
     sentence's words with `_`; a Chinese input method types full-width digits and letters (`１８８５７７３９６６１`);
-    dictation writes digits as Chinese numerals."""
-    views = [text.replace("_", " ")] if "_" in text else []
+    dictation writes digits as Chinese numerals; a tool's JSON output escapes its line breaks and quotes (`\\n`, `\\"`:
+    read as a space and the character, two for two)."""
+    views = []
+    if "\\n" in text or '\\"' in text:  # a JSON string as written (a tool's output): its lines and quotes
+        views.append(text.replace("\\n", " \n").replace('\\"', ' "').replace("\\t", " \t"))
+    views += [v.replace("_", " ") for v in [text, *views] if "_" in v]
     if _FULL_WIDTH.search(text):
         views.append(text.translate(_TO_ASCII))
     if _SPOKEN_DIGITS.search(text):  # a number dictated in Chinese: 一八八八二八八四零四二
