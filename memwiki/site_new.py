@@ -62,9 +62,9 @@ def new_site(folder: Path, store: str | None, hermes_home: str | None, palace: s
         for path, text in wanted.items():
             path.write_text(text, encoding="utf-8")
             written.append(path)
-    except OSError as exc:
+    except OSError as exc:  # (none of these was there before: take back whatever was begun, a half-written one too)
         shutil.rmtree(folder if made_folder else folder / "docs", ignore_errors=True)
-        for path in written[1:]:
+        for path in wanted:
             path.unlink(missing_ok=True)
         raise MemwikiError(f"{folder}: cannot write there ({exc.strerror or exc}); nothing written") from None
     return written

@@ -399,7 +399,8 @@ _UNIT = re.compile(
     r"\s*(?:[-–]?\s*)?(?:digits?|characters?|chars?|letters?|symbols?|long|or more|minimum|位|个字符|字符|个字)", re.I
 )
 _LIST_ITEM = re.compile(
-    r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9]|\d{3,5}[ -]\d{3,5})[ \t]*(?:\n|$|(?=[\"']))"
+    r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9]|\d{3,5}[ -]\d{3,5})[ \t]*"
+    r"(?:\n|$|(?=[\"']))"  # (or a closing quote: the list ends a JSON string)
 )
 _NEXT_ITEM = re.compile(r"[`'\"]?(?:[ \t]*[,，、;；][ \t]*|[ \t]+)[`'\"]?")
 _CODE_ROW = re.compile(r"[A-Za-z0-9-]{4,12}(?:[ \t,;、，；]+[A-Za-z0-9-]{4,12}){2,}")
