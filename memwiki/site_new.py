@@ -8,6 +8,7 @@ Nothing is overwritten, and nothing is written when a source is missing.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -65,7 +66,8 @@ def new_site(folder: Path, store: str | None, hermes_home: str | None, palace: s
     except OSError as exc:  # (none of these was there before: take back whatever was begun, a half-written one too)
         shutil.rmtree(folder if made_folder else folder / "docs", ignore_errors=True)
         for path in wanted:
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # (not there, or its folder never made)
+                path.unlink()
         raise MemwikiError(f"{folder}: cannot write there ({exc.strerror or exc}); nothing written") from None
     return written
 
