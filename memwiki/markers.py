@@ -4,7 +4,7 @@ One normaliser (`normalise`: case folded, full-width forms and CJK brackets made
 dropped) and a few shapes over a list of private words (`private`, `私密`, `隐私`, `confidential`, ...):
 
 - a word in brackets of any kind: `[private]`, `(Private)`, `【私密】`, `「私密」`, `[ private ]`, `<private>`;
-- a hashtag: `#private`, `#私密`; a lock emoji (🔒, 🔐);
+- a hashtag or a mention: `#private`, `#私密`, `@private`; a lock emoji (🔒, 🔐);
 - a leading label: `private: …`, `PRIVATE - …`, `Private note - …`, `私密：…`, `私密笔记：…`;
 - an HTML comment: `<!-- private -->`;
 - a phrase said of the note itself, at its start or end or in brackets: "do not publish", "不要公开", "勿外传";
@@ -90,7 +90,7 @@ _START = r"^(?:\d{1,3}[.)])?\W{0,6}"  # a line's start, past a list item's numbe
 _MARKED = Screened(
     rf"<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
     rf"|[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
-    rf"|(?:^|(?<=[\s,;]))#(?:{_WORDS})(?![\w-])"  # a hashtag
+    rf"|(?:^|(?<=[\s,;]))[#@](?:{_WORDS})(?![\w-])"  # a hashtag, a mention: `#private`, `@private`
     rf"|{_START}(?:{_LABELS})\s*(?:{_NOUNS})?\s*\**\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
     r"|[\U0001f512\U0001f510\U0001f92b]"  # a lock or a hush: 🔒 🔐 🤫
     rf"|{_START}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
@@ -178,8 +178,9 @@ def heading_level(line: str) -> int:
 
 
 def without_private_sections(text: str) -> tuple[str, int]:
-    """`text` without its private sections (a private heading to the next heading of its level or higher), and
-    how many lines went."""
+    """`text` without its private sections (a private heading to the next heading of its level or higher, not
+    counting `#` lines in a fence: a shell comment does not end a section), and how many lines went. A private
+    heading counts even where a fence seems open: a ``` typed mid-line or never closed leaves that guess wrong."""
     out, dropped, level = [], 0, 0
     fence = False
     for line in text.splitlines(keepends=True):
@@ -188,8 +189,8 @@ def without_private_sections(text: str) -> tuple[str, int]:
         here = 0 if fence else heading_level(line)
         if level and here and here <= level:
             level = 0
-        if not level and not fence and (opened := private_heading(line)):
-            level = opened
+        if not level and (opened := private_heading(line)):  # in a fence too: a stray ``` must not hide it
+            level, fence = opened, False
         if level:
             dropped += 1
         else:

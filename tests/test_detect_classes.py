@@ -107,6 +107,35 @@ CONTEXT = [
     ("刚收到短信“G-392822 是您的 Google 验证码”", "G-392822"),
     ("您的包裹已到站，凭8-6-0466到3号楼底商取件。", "8-6-0466"),
     ("an app-specific password for iCloud mail (ufny-pvuh-ilpg-vwlg), the normal one fails", "ufny-pvuh-ilpg-vwlg"),
+    # round 6: an answer to a question for a credential, a value far from its word, codes of locks and safes
+    ("[微信] 老妈：家里 wifi 密码是多少来着？\n我：Ember4884*LBi 注意大小写", "Ember4884*LBi"),
+    ("User: remind me the VPN password\nAssistant: You told me on Tuesday it is WYZM9701rsvj*.", "WYZM9701rsvj*"),
+    ("wifi密码多少？ —— wangfang_17169OX （TP-LINK_5G_9494）", "wangfang_17169OX"),
+    (
+        "master passphrase — not the hint, the real thing: meadow-walnut-pixel-copper-tundra0",
+        "meadow-walnut-pixel-copper-tundra0",
+    ),
+    ("grandma's iPad uses biscuit-rocket-pelican11 as its password now", "biscuit-rocket-pelican11"),
+    ("fyi pass for grandma's iPad = IHXW7469pjqf@", "IHXW7469pjqf@"),
+    ("the U-lock in the shed opens with 9-4-4-7-5-4", "9-4-4-7-5-4"),
+    ("hotel-room safe, I set it to 19-47-19-83 so I don't forget", "19-47-19-83"),
+    ("接头暗号：tianwang-feiyu5615，对上了再开门", "tianwang-feiyu5615"),
+    ("交易密码设成了11026297，别告诉别人", "11026297"),
+    ("网银支付密码和登录密码都用 SFJG7560naie-", "SFJG7560naie-"),
+    ("电信光猫超级管理员账号 telecomadmin，超级密码 %cROKDqx，改桥接要用", "%cROKDqx"),
+    ("mongosh --host db1 -u admin -p wangfang.1829Gnd --authenticationDatabase admin", "wangfang.1829Gnd"),
+    ("router panel — u=ops p=PTTD4896shcn*", "PTTD4896shcn*"),
+    ("腾讯云短信 SDK AppKey：84b0698db6b9c6c55bd43b160799ddee", "84b0698db6b9c6c55bd43b160799ddee"),
+    ("七牛云存储 SK：P9Xe0kizybpoSCDbaQsKuMdUrDmhRhyNP_rQbomJ", "P9Xe0kizybpoSCDbaQsKuMdUrDmhRhyNP_rQbomJ"),
+    ("连 Redis 之后先执行 AUTH GYRgcbCeAyzaPbzVXmUX，不然报 NOAUTH", "GYRgcbCeAyzaPbzVXmUX"),
+    (
+        "ledger recovery words, in order: dinosaur village voyage pilot dolphin walnut obey tiger",
+        "dinosaur village voyage pilot dolphin walnut obey tiger",
+    ),
+    (
+        "therapy call: https://us06web.zoom.us/j/38009414325?pwd=Zh1pDULZogDk7AyVy",
+        "https://us06web.zoom.us/j/38009414325?pwd=Zh1pDULZogDk7AyVy",
+    ),
 ]
 SHAPES = [
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
@@ -170,6 +199,14 @@ PERSONAL = [
     ("阿姨的台湾身份证字号 K261489676，办台胞证时填过", "K261489676"),
     ("车架号 LSVUF3SBTFLKWF3FD，续保的时候要报", "LSVUF3SBTFLKWF3FD"),
     ("Parking permit registered for AL46 HTE; renew in March.", "AL46 HTE"),
+    # round 6
+    ("Sonos in kitchen — MAC E3-02-14-8E-05-8E, reserved .187 in DHCP", "E3-02-14-8E-05-8E"),
+    ("手机丢了，报警要 IMEI：863069282419564（包装盒上抄的）", "863069282419564"),
+    ("oncology follow-up, MRN-FP75669046, bring the MRI CD", "FP75669046"),
+    ("our car: grey Skoda, plate 7JXX-909", "7JXX-909"),
+    ("she wrote her email on the form as ingrid_sorensen239@proton·com", "ingrid_sorensen239@proton·com"),
+    ("ship the replacement part to 7007 W 43rd St, Apt 15B, Portland, OR 97473", "7007 W 43rd St, Apt 15B"),
+    ("add me on telegram @liam_qewdh for the climbing group", "@liam_qewdh"),
 ]
 HOSTS = [
     ("nas at nas.fritz.box ok", "nas.fritz.box"),
@@ -187,6 +224,7 @@ HOSTS = [
         "上传走内网：logs-40508v.oss-cn-hangzhou-internal.aliyuncs.com，不收流量费",
         "logs-40508v.oss-cn-hangzhou-internal.aliyuncs.com",
     ),
+    ("新同事记一下：发布平台在 git-yh5v.byted.org，要先连公司 VPN", "git-yh5v.byted.org"),
 ]
 PROVIDERS = [
     ("gitlab deploy gldt-ABCDEFGHIJKLMNOPQRST12 in CI", "gldt-ABCDEFGHIJKLMNOPQRST12"),
@@ -236,6 +274,15 @@ ORDINARY = [
     "pin 1 of the header goes to 3v3",
     "see https://docs.python.org/3/library/re.html and api.github.com",
     "一二三四五六七八九十个人都来了",
+    # round 6's own, and words near the new rules
+    "MAC address format: aa:bb:cc:dd:ee:ff",
+    "password manager docs: https://bitwarden.com/help/",
+    "seed phrase backup: see the steel plate in the safe",
+    "what is the password policy? at least 12 chars",
+    "safe to run on port 8080",
+    "AUTH failed for user",
+    "Download the VPN client from www.openvpn.net",
+    "see https://docs.python.org/3/library/re.html?highlight=search",
 ]
 
 
@@ -289,6 +336,17 @@ def test_a_lower_cased_copy_of_a_token_is_still_a_token() -> None:
     token = "YzLaW2gr9D8Uz1zsh782WQWqC6tYOoTZINW2fDAk"
     assert made(token) and made(token.lower())
     assert not made("c828relates_toThing") and not made("MyServiceName2024Production")
+
+
+@pytest.mark.parametrize(
+    ("predicate", "secret"),
+    [
+        ("my_car_is_the_blue_one_(hh-fs_282)_parked_by_the_bakery", "hh-fs_282"),
+        ("hmrc_letter_asked_for_my_ni_number_(wl_02_88_08_a)_again", "wl_02_88_08_a"),
+    ],
+)
+def test_a_predicate_its_store_lower_cased_is_read_as_written(predicate: str, secret: str) -> None:
+    assert secret not in redacted(predicate)
 
 
 def test_a_label_is_never_taken_for_a_secret() -> None:

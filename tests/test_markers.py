@@ -20,6 +20,7 @@ MARKED = [
     "<private> the garden gate",
     "the garden gate #private",
     "the garden gate #私密",
+    "the garden gate @private",
     "PRIVATE: the garden gate",
     "私密：花园的门",
     "Private note - the garden gate",
@@ -38,6 +39,7 @@ NOT_MARKED = [
     "a #privacy policy draft",
     "we publish on Fridays",
     "私有云的部署笔记",
+    "write to bob@private.com",
 ]
 
 
@@ -82,6 +84,13 @@ def test_a_private_section_ends_at_the_next_heading_of_its_level() -> None:
     assert kept == "# Me\nkind\n## Style\nshort answers\n" and dropped == 4
     assert private_heading("## 私密") == 2 and private_heading("### Private notes") == 3
     assert private_heading("## Privacy policy") == 0
+
+
+def test_a_stray_fence_does_not_hide_a_private_heading() -> None:
+    """A ``` typed mid-line, then one alone, makes every later line look fenced: the heading still counts."""
+    text = "- Note: ```yaml\nkey: 1\n```\n\n## Private\nthe garden gate\n## Public\nshort answers\n"
+    kept, _ = without_private_sections(text)
+    assert "garden gate" not in kept and "short answers" in kept
 
 
 def test_a_folder_named_private_marks_its_pages() -> None:

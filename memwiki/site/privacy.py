@@ -607,10 +607,10 @@ class PrivacyFilter:
         return self._count("graph/entities", self._graph()[1], lambda e: e.id not in hidden, self._entity)
 
     def _entity(self, entity: Entity) -> Entity:
-        """An entity as shown: when the gate changed its name but not its id (an id is the name lower-cased and
-        `_`-joined, which rules read worse than the name), the id is made again from the shown name."""
+        """An entity as shown. An id made from the name (lower-cased, `_`-joined: rules read it worse than the name)
+        is made again from the gated name, never gated on its own: what the name withholds, the id withholds too."""
         shown = self._record(entity)
-        if shown.name != entity.name and shown.id == entity.id:  # the rules missed the id's copy of the secret
+        if entity.name and entity_id(entity.name) == entity.id:
             shown = replace(shown, id=entity_id(shown.name))
         return shown
 
@@ -632,9 +632,9 @@ class PrivacyFilter:
         def end(raw_id: str, raw_name: str, cleaned_id: str) -> str:
             if raw_id in ids:
                 return ids[raw_id]
-            name = self.clean(raw_name) if raw_name else raw_name
-            missed = name != raw_name and cleaned_id == raw_id  # (no entity row: the fact's own name for it)
-            return entity_id(name) if missed else cleaned_id
+            if raw_name and entity_id(raw_name) == raw_id:  # (no entity row: the id made from the fact's own name)
+                return entity_id(self.clean(raw_name))
+            return cleaned_id
 
         shown = replace(
             shown,

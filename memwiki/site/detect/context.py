@@ -28,6 +28,7 @@ STRONG_EN = (
     r"|id[ -]?token|session[ -]?token|bearer[ -]?token|private[ -]?key|master[ -]?key|encryption[ -]?key"
     r"|signing[ -]?key|secret|otp[ -]?secret|totp(?:[ -]?(?:seed|secret|key))?|2fa[ -]?(?:seed|secret|key)"
     r"|webhook[ -]?secret|license[ -]?key|product[ -]?key|requirepass|masterauth|auth"
+    r"|app[ -]?(?:key|secret)|appkey|appsecret|sdk[ -]?(?:key|secret)|access[ -]?key[ -]?(?:id|secret)"
 )
 # weak words: what follows must look made (digits and letters, or mixed case), not a word
 WEAK_EN = r"token|key|code|cookie|session[ -]?id|sid|salt|nonce|license|serial"
@@ -35,15 +36,20 @@ WEAK_EN = r"token|key|code|cookie|session[ -]?id|sid|salt|nonce|license|serial"
 CODE_EN = (
     r"pin(?:[ -]?code)?|door[ -]?code|gate[ -]?code|alarm[ -]?code|safe[ -]?code|locker[ -]?code|lock[ -]?code"
     r"|access[ -]?code|entry[ -]?code|keypad[ -]?code|sms[ -]?code|verification[ -]?code|one[ -]?time[ -]?code"
-    r"|2fa[ -]?code|mfa[ -]?code|otp|combination|lockbox|key[ -]?safe|key[ -]?box|padlock|keypad|puk[ -]?(?:code)?"
+    r"|2fa[ -]?code|mfa[ -]?code|otp|combination|combo|lockbox|key[ -]?safe|key[ -]?box|padlock|keypad"
+    r"|puk[ -]?(?:code)?|(?:u-?|bike[ -]?|cable[ -]?|gun[ -]?)?lock"
+    r"|(?:hotel[ -]?(?:room[ -]?)?|room[ -]?|gun[ -]?|wall[ -]?|home[ -]?)safe"
 )
-PHRASE_EN = r"seed[ -]?phrase|recovery[ -]?phrase|mnemonic(?:[ -]?phrase)?|wallet[ -]?seed|pass[ -]?phrase"
+PHRASE_EN = (
+    r"seed[ -]?phrase|recovery[ -]?phrase|mnemonic(?:[ -]?phrase)?|wallet[ -]?seed|pass[ -]?phrase"
+    r"|(?:seed|recovery|backup|mnemonic|wallet)[ -]?words"
+)
 LIST_EN = r"recovery[ -]?codes?|backup[ -]?codes?|scratch[ -]?codes?|one[ -]?time[ -]?codes|2fa[ -]?codes"
 TOTP_EN = r"totp|2fa|mfa|otp|authenticator|manual[ -]?(?:entry[ -]?)?key|setup[ -]?key|secret[ -]?key|seed"
 ZH = (
     r"密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|私钥|私鑰|令牌|凭证|凭据|憑證|授权码|授權碼|验证码|驗證碼|校验码|动态码"
     r"|安全码|门禁码|门禁密码|门锁密码|开门密码|保险柜密码|恢复码|备用码|备份码|访问码|取件码|提取码|激活码|序列号"
-    r"|识别码|(?i:pin)码|口令码|门禁|密码锁|开锁码|入户码"
+    r"|识别码|(?i:pin)码|口令码|门禁|密码锁|开锁码|入户码|暗号|暗語|接头暗号|密语|通关密语"
 )
 ZH_LIST = r"恢复码|恢復碼|备用码|備用碼|备份码|救援码|紧急恢复码|备用验证码|備用驗證碼|恢复代码|备用代码"
 ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短语"
@@ -51,7 +57,7 @@ ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短�
 ZH_EN = r"(?i:password|passwd|pwd|pin|key|secret|token|api[ _-]?key|passphrase)"
 _ZH_VERB = (
     r"我设的是|设的是|我用的是|我改成了?|我设成了?|是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為"
-    r"|设置为|设置成|设成|变成|变更为|更新为|用的是|新值|值"
+    r"|设置为|设置成|设成了?|都用|设为了?|变成了?|变更为|更新为|用的是|新值|值"
 )
 _ZH_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB}|:|：|=|＝|填)\s*[:：]?\s*"
 _ZH_ONLY_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB})\s*[:：]?\s*"
@@ -63,10 +69,11 @@ _FOR = (  # "password for the NAS", "secret (in case I lose my phone)"
 )
 _KEY_END = r"(?:\\?[\"'])?\]?"  # a quoted key's closing quote (maybe escaped), a subscript's bracket
 _SEP = r"\s*(?::=|=>|->|[:=：])\s*"
-_IS = r"\s*(?:\bis\b\s*:?|\bwas\b|\bare\b|\bis\s+now\b|\bbecame\b|\bset\s+to\b|\bchanged\s+to\b|\bnow\b)\s*"
+_IS = r"\s*(?:\bis\b\s*:?|\bwas\b|\bare\b|\bis\s+now\b|\bbecame\b|\bset\s+(?:it\s+)?to\b|\bchanged\s+to\b|\bnow\b)\s*"
 _TO = r"(?:set|change|changed|reset|update|updated|rotate|rotated)\s+(?:the\s+|my\s+|our\s+)?(?:\w+\s+){0,3}?"
 _LATER = r"\b[^.\n。;]{0,40}?\b(?:is\s+now|it'?s\s+now|now\s+is|now|became|changed\s+to|set\s+to|to)\b\s*:?\s*"
 _SENSITIVE_XML = r"password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|credentials?"
+_SPEAKER = r"\n[ \t]*[^\s:：]{1,12}[:：]"  # the next line is someone's turn: "Assistant: …", "我：…"
 _ACCOUNTS = r"root|admin|administrator|ubuntu|pi|sa|postgres|user|用户名?|账号|帐号"
 
 _STRONG_SPACE = (  # where a strong word is followed by a space: what `spaced` reads (RE2 finds it in one pass)
@@ -77,7 +84,7 @@ _STRONG = rf"(?i){STRONG_EN}"  # triggers: a rule looks only where its own words
 _WEAK = rf"(?i){WEAK_EN}"
 _PHRASE = rf"(?i){PHRASE_EN}"
 _LIST_TRIGGER = rf"(?i){LIST_EN}"
-_ZH_TRIGGER = r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁"
+_ZH_TRIGGER = r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁|暗号|暗語|密语"
 
 
 def _rule(kind: str, lead: str, trigger: str) -> Rule:
@@ -87,7 +94,8 @@ def _rule(kind: str, lead: str, trigger: str) -> Rule:
 
 # (rule, how its value is judged: "strong" any value, "weak" a made value, "code" digits, "phrase" a clause,
 #  "prose" a value that looks typed (a digit or a symbol in it), "zh" ASCII up to Chinese, "list" codes below,
-#  "groups" a grouped key like `abcd efgh ijkl mnop`, "wifi" to the next unescaped `;`)
+#  "groups" a grouped key like `abcd efgh ijkl mnop`, "wifi" to the next unescaped `;`, "clause" a prose value
+#  that is no link or path, "seedwords" six words or more and no sentence, "answer" a typed value in an answer)
 LEADS: tuple[tuple[Rule, str], ...] = (
     (
         _rule(
@@ -151,7 +159,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (
         _rule(
             "password",
-            rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s*(?=[\"'`“「『])|\s+(?=[A-Za-z0-9#*]))" + NOT_A_LABEL,
+            rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s*(?=[\"'`“「『])|\s+(?=[A-Za-z0-9#*@%!$^&]))" + NOT_A_LABEL,
             _ZH_TRIGGER,
         ),
         "zh",
@@ -182,8 +190,9 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule(
             "password",
             r"(?i)(?:sshpass|docker\s+login|podman\s+login|nerdctl\s+login|helm\s+(?:repo\s+add|registry\s+login)"
-            r"|skopeo\s+login|buildah\s+login|oras\s+login)\b[^\n]{0,200}?\s-p\s+",
-            r"(?i)sshpass|login|helm",
+            r"|skopeo\s+login|buildah\s+login|oras\s+login|mongo(?:sh|dump|restore|import|export|stat|top)?)\b"
+            r"[^\n]{0,200}?\s-p\s+",
+            r"(?i)sshpass|login|helm|mongo",
         ),
         "strong",
     ),
@@ -288,6 +297,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         "phrase",
     ),
     (_rule("password", r"(?i)(?<![A-Za-z])(?:requirepass|masterauth)\s+", r"(?i)requirepass|masterauth"), "strong"),
+    (_rule("password", r"(?<![A-Za-z])AUTH\s+(?=\S)", r"AUTH\s"), "weak"),  # Redis: `AUTH X`
     (
         _rule(
             "password", r"(?i)(?:wi-?fi|wlan|ssid|热点|无线)\s*[:：]?\s*\S+\s+/\s+", r"(?i)wi-?fi|wlan|ssid|热点|无线"
@@ -353,6 +363,49 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule("password", rf"(?:{ZH_LIST}){_ZH_GAP}[^:：\n]{{0,20}}?[:：][ \t]*(?=\S)", ZH_LIST),
         "codes",
     ),  # 备用码：a row
+    (  # a question for a credential, and its answer: "老妈：家里 wifi 密码是多少？\n我：X", "what's the wifi pw? X"
+        _rule(
+            "password",
+            rf"(?i)(?:{ZH}|{_A}(?:{STRONG_EN}|{CODE_EN}){_Z})[^\n?？]{{0,30}}(?:[?？]|(?={_SPEAKER}))"
+            r"[ \t]*\n?[ \t]*"
+            r"(?:[^\s:：?？]{1,10}[:：][ \t]*)?(?:[-—–>→=]+[ \t]*)?" + NOT_A_LABEL,
+            rf"(?i)(?:{_ZH_TRIGGER}|pass|pw|pin|code|key|secret|token)[^?？\n]{{0,40}}(?:[?？]|{_SPEAKER})",
+        ),
+        "answer",
+    ),
+    (  # "pass for grandma's iPad = X"
+        _rule("password", rf"(?i)(?<![\w-])pass{_FOR}{_SEP}" + NOT_A_LABEL, r"(?i)pass\b"),
+        "prose",
+    ),
+    (  # "router panel — u=ops p=X", "user: ops / pw: X"
+        _rule(
+            "password",
+            r"(?i)(?<![\w-])(?:u|user|username|login)\s*[=:]\s*[^\s=:]+[ \t,;/]+(?:p|pw|pwd|pass)\s*[=:]\s*",
+            r"(?i)(?:u|user\w*|login)\s*[=:]\s*\S+[ \t,;/]+(?:p|pw|pwd|pass)\s*[=:]",
+        ),
+        "strong",
+    ),
+    (  # a cloud's key pair as Chinese docs name it: "AK：X SK：Y", `SecretId: X`, `AccessKeySecret = Y`
+        _rule(
+            "password",
+            r"(?<![A-Za-z0-9])(?:AK|SK|ak|sk|(?i:secret[ _-]?id|access[ _-]?key[ _-]?(?:id|secret)))\s*[:：=]\s*"
+            + NOT_A_LABEL,
+            r"(?i)(?:ak|sk|secret[ _-]?id|access[ _-]?key[ _-]?(?:id|secret))\s*[:：=]",
+        ),
+        "strong",
+    ),
+    (  # a seed phrase's words after a few words about them: "ledger recovery words, in order: …"
+        _rule("password", rf"(?i){_A}(?:{PHRASE_EN}){_Z}[^\n.。:：?？]{{1,40}}?[:：][ \t]*" + NOT_A_LABEL, _PHRASE),
+        "seedwords",
+    ),
+    (  # a strong word, a few words about it, a colon: "master passphrase — not the hint, the real thing: X"
+        _rule(
+            "password",
+            rf"(?i){_A}(?:{STRONG_EN}){_Z}[^\n.。:：?？]{{3,60}}?[:：][ \t]*" + NOT_A_LABEL,
+            rf"(?i)(?:{STRONG_EN})[^.:：]{{3,60}}[:：]",
+        ),
+        "clause",
+    ),
 )
 
 # URLs: user-info (`scheme://user:PW@host`, maybe URL-encoded) and credential query parameters
@@ -381,7 +434,15 @@ URL_RULES = (
     Rule(  # `jdbc:oracle:thin:scott/PASSWORD@//host:1521/db`
         "url credentials", r"(?i)jdbc:oracle:\w+:[^/\s@]+/(\S+?)@(?=//|[\w.-]+:\d|\()", r"(?i)jdbc:oracle", 1
     ),
-    Rule("url secret", _QUERY + NOT_A_LABEL + r"((?:(?!%26|%2526)[^&\s#\"'<>\\])+)", _QUERY, 1),
+    Rule(  # a link that holds a key is a key: the whole URL goes (`https://x.zoom.us/j/380…?pwd=Zh1…`)
+        "url secret",
+        r"(?i)((?:(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://[^\s\"'<>]*?)?"
+        + _QUERY[4:]
+        + NOT_A_LABEL
+        + r"(?:(?!%26|%2526)[^&\s#\"'<>\\])+)",
+        _QUERY,
+        1,
+    ),
 )
 # "G-577376 is your Google verification code": the code comes first
 CODE_FIRST = re.compile(
@@ -420,11 +481,18 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         return made(value) or typed(value) or hex_key
     if how == "spaced":  # "password ywbM,Ckj2;M": after a credential word and a space, a value of mixed classes
         return is_value(value, 6) and (made(value) or typed(value) or (_mixed(value) and _has_digit(value)))
+    if how == "seedwords":  # six words or more, none of them a little word of a sentence
+        words = value.lower().split()
+        return len(words) >= 6 and all(w.isalpha() for w in words) and not _STOPWORDS & set(words)
+    if how == "answer":  # the answer to a question for a credential: its first value that looks typed
+        return True
+    if how == "clause":  # a value after a colon that ends a few words about a credential: not a link or a path
+        return "/" not in value and _judge("prose", text, a, b)
     if how == "prose":
         return is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value)
     if how == "code":
         digits = sum(c.isdigit() for c in value)
-        compact = len(value) - value.count(" ") - value.count(",")  # (read out digit by digit: "2 7 1 0 7 1")
+        compact = len(value) - sum(value.count(c) for c in " ,-")  # (digit by digit: "2 7 1 0 7 1", "9-4-4-7")
         return digits >= 4 and digits >= compact - 2 and not _described(text, b)
     if how == "phrase":
         return is_value(value, 8)
@@ -449,6 +517,10 @@ def _described(text: str, end: int) -> bool:
 
 def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
     """Where the value (or, for a list, each value) after a lead-in is."""
+    if how == "answer":
+        return _answer(text, start)
+    if how == "seedwords":
+        return [m.span()] if (m := _WORD_RUN.match(text, start)) is not None else []
     if how == "list":
         out, at = [], start + 1
         while (m := _LIST_ITEM.match(text, at)) is not None:
@@ -498,6 +570,21 @@ _SPOKEN_CODE = re.compile(r"\d(?:[ ,]\s?\d){3,9}(?![\d.])")  # a code read out d
 _TEMPLATE_LITERAL = re.compile(r"[\"']?\{\{-?\s*(['\"])([^'\"\n]{4,})\1")
 _YAML_TAG = re.compile(r"(?:&[\w-]+|!{1,2}[\w-]*)[ \t]+(?=\S)")
 _CONTINUED = re.compile(r"[(\[][ \t]*\n(?:[ \t]*[\"'][^\"'\n]*[\"'][ \t]*,?[ \t]*\n){1,8}")
+
+
+def _answer(text: str, start: int, reach: int = 80) -> list[tuple[int, int]]:
+    """The first value in an answer's first line that looks typed ("You told me it is WQDP8198qjaz%.")."""
+    end = min(len(text), start + reach)
+    line = text.find("\n", start, end)
+    for m in _ANSWER_WORD.finditer(text, start, line if line >= 0 else end):
+        a, b = value_span(text, m.start())
+        if a < b and _judge("prose", text, a, b):
+            return [(a, b)]
+    return []
+
+
+_WORD_RUN = re.compile(r"[A-Za-z]+(?:[ \t]+[A-Za-z]+){5,}")
+_ANSWER_WORD = re.compile(r"(?<![^\s:：,，;；(（\[“\"'`])\S")  # where a word starts
 
 
 def _words_to_line_end(text: str, end: int) -> int:
@@ -586,8 +673,8 @@ _ACCOUNT_WORDS = re.compile(
 
 # the value before its word: "I went with X as the new password", "把 X 作为新的 root 密码"
 _VALUE_FIRST = re.compile(
-    r"(?i)\b(?:went\s+with|chose|picked|settled\s+on|use|using|set)\s+[`'\"“]?([^\s`'\"”]{6,64})[`'\"”]?\s+as\s+"
-    r"(?:the\s+|my\s+|our\s+|his\s+|her\s+)?(?:new\s+)?(?:[\w-]+\s+){0,2}?(?:password|passphrase|passcode|pin|token|key)\b"
+    r"(?i)\b(?:went\s+with|chose|picked|settled\s+on|use|uses|using|set)\s+[`'\"“]?([^\s`'\"”]{6,64})[`'\"”]?\s+as\s+"
+    r"(?:the\s+|my\s+|our\s+|his\s+|her\s+|its\s+|their\s+)?(?:new\s+)?(?:[\w-]+\s+){0,2}?(?:password|passphrase|passcode|pin|token|key)\b"
     r"|(?:把|将)\s*[`'\"“「]?([!-~]{6,64}?)[`'\"”」]?\s*(?:作为|当作|当成|设为|设成|改成|换成)[^，。,\n]{0,12}?(?:密码|口令|密钥|PIN码?)"
 )
 # a call that logs in or connects, its arguments in quotes: `ftplib.FTP("host", "user", "X")`, `NetworkCredential(…)`

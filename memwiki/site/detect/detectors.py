@@ -24,6 +24,8 @@ _TO_ASCII = {
     for code in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B), 0xFF20, 0xFF0E, 0xFF0D, 0xFF3F]
 }  # (and ＠．－＿; brackets and colons stay full-width: they end a value)
 _ZH_DIGITS = str.maketrans("〇零一幺二两三四五六七八九", "0011223456789")  # (幺 and 两: 1 and 2 read out)
+_UPPER = re.compile("[A-Z]")
+_LOWER = re.compile("[a-z]")
 _SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{7,}")
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_+/=~$-]")
@@ -102,13 +104,16 @@ class Detectors:
 
 def _views(text: str) -> list[str]:
     """`text` read other ways, one character for one (so spans keep their offsets): an id or a predicate joins a
-    sentence's words with `_`; a Chinese input method types full-width digits and letters (`１８８５７７３９６６１`);
+    sentence's words with `_` (and its store lower-cases them: read upper-cased too); a Chinese input method types
+    full-width digits and letters (`１８８５７７３９６６１`);
     dictation writes digits as Chinese numerals; a tool's JSON output escapes its line breaks and quotes (`\\n`, `\\"`:
     read as a space and the character, two for two)."""
     views = []
     if "\\n" in text or '\\"' in text:  # a JSON string as written (a tool's output): its lines and quotes
         views.append(text.replace("\\n", " \n").replace('\\"', ' "').replace("\\t", " \t"))
     views += [v.replace("_", " ") for v in [text, *views] if "_" in v]
+    if "_" in text and not _UPPER.search(text) and _LOWER.search(text):  # an id or a predicate lower-cased by its store
+        views.append("".join(c.upper() if len(c.upper()) == 1 else c for c in text.replace("_", " ")))
     if _FULL_WIDTH.search(text):
         views.append(text.translate(_TO_ASCII))
     if _SPOKEN_DIGITS.search(text):  # a number dictated in Chinese: 一八八八二八八四零四二

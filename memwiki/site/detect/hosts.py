@@ -6,7 +6,8 @@
   download), written where a host is (a URL, `user@`, `:port`, after ssh/ping/host/server/主机...), and names
   under the suffixes private networks use whatever the list says (`.lan`, `.local`, `.internal`, `.home.arpa`,
   `.fritz.box`, `.consul`, `.ts.net`, ...).
-- Internal-looking subdomains of public domains: `git.corp.example.com`, `jenkins.internal.example.io`.
+- Internal-looking subdomains of public domains: `git.corp.example.com`, `jenkins.internal.example.io`, and
+  any subdomain (but `www`) of a sentence that says it is reached from inside (VPN, 内网, intranet).
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ _HOST = re.compile(
 _HOST_BEFORE = re.compile(
     r"(?i)(?:://|@|\b(?:ssh|ping|host|hostname|server|curl|wget|nc|telnet|rsync|scp|mount|dig|nslookup|connect|at)"
     r"\s+(?:-\S+\s+)*|(?:主机|服务器|地址|域名|内网)\s*[:：是为]?\s*|host(?:name)?\s*:\s*)$"
+)
+_INTERNAL_SAID = re.compile(
+    r"(?i)\bvpn\b|内网|內網|\bintranet\b|internal[ -]only|office\s+network|公司网络|堡垒机|跳板机|corporate\s+network"
 )
 _HOST_AFTER = re.compile(r":\d{2,5}(?!\d)")
 
@@ -113,7 +117,14 @@ def _internal(text: str, m: re.Match[str]) -> bool:
     if registrable is None:  # no public suffix: a private name, when it stands where a host stands (as written:
         return m.group().islower() and _in_host_place(text, m)  # code's `Math.PI`, `p.test` are not hosts)
     sub = host[: -len(registrable)].rstrip(".").split(".") if host != registrable else []
-    return any(label in INTERNAL_LABELS or set(label.split("-")[1:]) & _INTERNAL_PARTS for label in sub)
+    if any(label in INTERNAL_LABELS or set(label.split("-")[1:]) & _INTERNAL_PARTS for label in sub):
+        return True
+    return bool(sub) and sub != ["www"] and _said_internal(text, m)
+
+
+def _said_internal(text: str, m: re.Match[str], reach: int = 60) -> bool:
+    """A sentence around the host says it is reached from inside ("发布平台在 git.x.org，要先连公司 VPN")."""
+    return bool(_INTERNAL_SAID.search(text, max(0, m.start() - reach), m.end() + reach))
 
 
 def _in_host_place(text: str, m: re.Match[str]) -> bool:

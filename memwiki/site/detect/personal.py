@@ -5,7 +5,8 @@
 - Numbers with a check digit (`python-stdnum`): IBANs, card numbers (Luhn), the Chinese resident id (grouped
   with spaces or not), US social security numbers.
 - E-mail addresses, obfuscated ones too (`name [at] host [dot] com`, `name(at)host.com`, full-width ＠).
-- Ids that need a word to be ids: passports, WeChat, QQ, Telegram, LINE, WhatsApp, Signal; home addresses.
+- Network hardware addresses (MAC): they name a person's device.
+- Ids that need a word to be ids: IMEI, passports, WeChat, QQ, Telegram, LINE, WhatsApp, Signal; home addresses.
 - Wallet seed phrases: twelve or more words of a BIP-39 list (`mnemonic`'s lists, Chinese included).
 """
 
@@ -58,9 +59,11 @@ _EMAIL = re.compile(r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+[@＠](?:[A-Za-z0-9-]
 _HASH_EMAIL = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9._%+-]{2,64}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)(?![\w-])"
 )
+_ODD_DOT = re.compile("[·。．]")  # `name@host·com`: a dot no address holds
+_MAC = re.compile(r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![\w:-])")
 _AT_WORD = re.compile(r"[\[({<（【]\s*(?:at|@|dot|\.)\s*[\])}>）】]|\sat\s|艾特")
 _AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特|@)\s*"
-_DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s|点)\s*"
+_DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s|点|[·。．])\s*"
 _EMAIL_OBFUSCATED = re.compile(
     rf"(?i)(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{{2,64}}{_AT}[A-Za-z0-9-]{{2,63}}(?:(?:{_DOT}|\.)[A-Za-z0-9-]{{2,24}})*"
     rf"(?:{_DOT}|\.)(?:com|net|org|edu|gov|info|biz|io|me|co|app|dev|mail|[a-z]{{2}})(?![A-Za-z0-9-])"
@@ -76,7 +79,7 @@ _ID_WORDS = {
     r"(?:\s*(?:user(?:name)?|id|handle|number|号|账号))?",
     "address": r"home\s+address|mailing\s+address|street\s+address|i\s+live\s+at|住址|家庭住址|家住|住在|收货地址|寄到"
     r"|(?:我家|家里|家的|住宅|收件|寄件|公寓)?地址(?:是|为)?",
-    "id number": r"ssn|social(?:\s+security)?(?:\s+number)?|身份证(?:字号|号码?)?|身份證(?:字號|號碼?)?"
+    "id number": r"imei|meid|ssn|social(?:\s+security)?(?:\s+number)?|身份证(?:字号|号码?)?|身份證(?:字號|號碼?)?"
     r"|身分證(?:字號|號碼?)?|身份证字号|社保号|驾照号"
     r"|national\s+(?:id|insurance)(?:\s+number)?|ni\s+number|nino|aadhaar(?:\s+(?:number|no\.?))?"
     r"|pan(?:\s+no\.?)|证件号码?|證件號碼?|通行证(?:号码?)?"
@@ -95,7 +98,7 @@ _ID_WORDS = {
 _ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words
     r"(?:\s*[(（][^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
     r"[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
-    r"(?:[\"'“‘`「【\[]|t\.me/)?"
+    r"(?:[\"'“‘`「【\[]|t\.me/|-(?=\w))?"  # (or joined by a dash: `MRN-FP75669046`)
 )
 _ID_LEAD = {
     kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?![A-Za-z]){_ID_SEP}" + NOT_A_LABEL)
@@ -111,14 +114,15 @@ _ID_VALUE = {
     ),
     "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 .-]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
     "account number": re.compile(r"\d[\d -]{4,30}\d(?![\d-])"),
-    "licence plate": re.compile(r"(?i)[A-Z\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,6}(?![A-Za-z0-9])"),
+    "licence plate": re.compile(r"(?i)[A-Z0-9\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,6}(?![A-Za-z0-9])"),
 }
 _STREET = (
     r"Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Grove|Drive|Dr|Court|Ct|Way|Place|Pl|Close|Crescent|Terrace|Boulevard"
     r"|Blvd|Square|Sq|Gardens|Mews|Row|Walk|Hill|Park|Parkway|Pkwy|Highway|Hwy|Straße|Strasse|Gasse|Weg|Rue"
 )
 _ADDRESS_EN = Screened(
-    r"(?:(?:Flat|Apt\.?|Apartment|Unit|Suite|Room)\s+\w{1,5},?\s+)?\b\d{1,5}[A-Za-z]?,?\s+(?:[A-Z][a-z]+\s+){1,3}"
+    r"(?:(?:Flat|Apt\.?|Apartment|Unit|Suite|Room)\s+\w{1,5},?\s+)?\b\d{1,5}[A-Za-z]?,?\s+(?:[NSEW]\.?\s+)?"
+    r"(?:\d{1,3}(?:st|nd|rd|th)\s+|(?:[A-Z][a-z]+\s+){1,3})"
     rf"(?:{_STREET})\b\.?(?:,?\s+(?:Apt\.?|Unit|Suite|\#)\s*\w{{1,5}})?(?:,?\s+[A-Z][a-z]+(?:\s[A-Z][a-z]+){{0,2}})?(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s?\d[A-Z]{{2}}|,?\s+[A-Z]{{2}}\s+\d{{5}})?"
 )
 _POSTCODE_SCREEN = r"(?i)\s\d{1,4}[a-z]?,\s*\d{5}\s+[A-ZÄÖÜ]"  # (what every such address holds)
@@ -183,6 +187,7 @@ class PersonalDetector:
         "account number",
         "licence plate",
         "birth date",
+        "mac address",
     )
 
     def find(self, text: str) -> list[Span]:
@@ -192,7 +197,7 @@ class PersonalDetector:
         low = text.lower()
         if "#" in text:
             spans += [Span(*m.span(), "email", 300) for m in _HASH_EMAIL.finditer(text)]
-        if _AT_WORD.search(low):
+        if _AT_WORD.search(low) or (("@" in text or "＠" in text) and _ODD_DOT.search(text)):
             spans += [Span(*m.span(), "email", 300) for m in _EMAIL_OBFUSCATED.finditer(text)]
         if digit_count(text) >= 6:  # (a UK NI number holds six)
             spans += self._numbers(text)
@@ -211,6 +216,8 @@ class PersonalDetector:
             if "号" in text:
                 spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_ZH.finditer(text)]
         spans += seed_phrases(text)
+        if text.count(":") >= 5 or text.count("-") >= 5:  # a device's hardware address names the device's owner
+            spans += [Span(*m.span(), "mac address", 325) for m in _MAC.finditer(text) if _some_mac(m.group())]
         if has_digit(text):
             spans += [Span(*m.span(m.lastindex or 0), "birth date", 324) for m in _BIRTH.finditer(text)]
         return spans
@@ -259,6 +266,7 @@ class PersonalDetector:
                 if kind == "account number" and sum(c.isdigit() for c in value.group()) < 6:
                     continue
                 said = re.search(r"[:：=是]|\bis\b|\s@|id|user|handle|号", m.group(), re.I)
+                said = said or value.group().startswith(("@", "t.me/"))  # "add me on telegram @liam_q": a handle
                 if handle and not said and not _made_handle(value.group()):
                     continue  # "WeChat group" is not an id: an id needs a separator, a word that says so, or digits
                 spans.append(Span(*value.span(), kind, 322))
@@ -281,6 +289,13 @@ def _resident_id(number: str) -> bool:
     except ValueError:
         return False
     return len(number) == 18 and ric.calc_check_digit(number) == number[17].upper()  # (it reads the first 17)
+
+
+def _some_mac(value: str) -> bool:
+    """Not a placeholder address (`00:00:…`, `aa:bb:cc:dd:ee:ff`, `01:23:45:67:89:ab`)."""
+    digits = value.lower().replace(":", "").replace("-", "")
+    pairs = [digits[i : i + 2] for i in range(0, 12, 2)]
+    return len(set(digits)) > 2 and not all(p[0] == p[1] for p in pairs) and digits not in "0123456789abcdef"
 
 
 def _made_handle(value: str) -> bool:
