@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memwiki.embedders import USEEmbedder
 from memwiki.errors import MemwikiError
-from memwiki.recall import RecallConfig, Recaller, fuse
+from memwiki.recall import Hit, RecallConfig, Recaller, fuse
 from memwiki.semantic import SemanticMemory
 from memwiki.sessions import SessionHistory
 from memwiki.source import HotEntry, HotFile, Memory, WikiPage
@@ -65,13 +66,39 @@ def test_hybrid_recall_finds_chinese_and_english_paraphrases(
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
-def test_hot_memory_answers_first_and_stops_early(use: USEEmbedder, l2: SemanticMemory) -> None:
+def test_hot_memory_answers_first(use: USEEmbedder, l2: SemanticMemory) -> None:
     recaller = Recaller(use, hot_files=hot, l2=l2)
     hits = recaller.recall("Is the user allergic to peanuts?", k=5)
-    assert hits[0].layer == "L1" and hits[0].id == "memory:0" and hits[0].text == HOT_TEXT
-    assert hits[0].confidence >= recaller.config.stop_threshold
-    assert {h.layer for h in hits} == {"L1"}  # a confident layer stops recall
+    assert hits[0].layer == "L1" and hits[0].id == "memory:0" and hits[0].text == HOT_TEXT and hits[0].confident
     assert hits[0].provenance == {"file": "MEMORY.md", "target": "memory", "index": 0, "category": "pitfall"}
+    assert len(hits) == 5 and "L2" in {h.layer for h in hits}  # the other layers are asked too
+
+
+def test_a_confident_hot_entry_does_not_hide_the_session_that_answers(
+    use: USEEmbedder, l2: SemanticMemory, tmp_path: Path
+) -> None:
+    """Recall asks every layer: a hot rule that names the query's words does not end it before session history."""
+    sessions = SessionHistory(tmp_path / "sessions.sqlite3")
+    sessions.add_session("s-oom", title="cluster trouble", started="2026-10-02T09:00:00Z")
+    sessions.add_message("s-oom", "user", "The dask workers on tesseract died overnight, what happened?")
+    sessions.add_message("s-oom", "assistant", "The kernel's OOM killer ended them: each worker grew to 14 GB.")
+
+    def rules() -> list[HotFile]:
+        entry = HotEntry(0, "Rule: dask workers on tesseract run with --memory-limit 8GB, never as root.", "rule")
+        return [HotFile("memory", (entry,), 2200, 0.7, path="MEMORY.md")]
+
+    hits = Recaller(use, hot_files=rules, l2=l2, sessions=sessions.search).recall("why were the dask workers killed", 5)
+    assert any(h.layer == "L4" and h.provenance["session_id"] == "s-oom" for h in hits), [h.text for h in hits]
+    sessions.close()
+
+
+def test_words_alone_with_an_unrelated_meaning_are_never_confident(use: USEEmbedder) -> None:
+    recaller = Recaller(use)
+    query = "why were the dask workers killed"
+    words_only = Hit("L1", "memory:0", "dask workers killed: why were they? see the rule", 1.0, {}, "", confidence=0.02)
+    assert recaller.evidence(query, words_only) is None
+    meant = replace(words_only, confidence=recaller.config.min_cosine_with_words + 0.05)
+    assert recaller.evidence(query, meant) is not None and "covers" in recaller.evidence(query, meant)
 
 
 def test_all_layers_goes_on_in_priority_order(use: USEEmbedder, l2: SemanticMemory, tmp_path: Path) -> None:
@@ -84,7 +111,8 @@ def test_all_layers_goes_on_in_priority_order(use: USEEmbedder, l2: SemanticMemo
     layers = [h.layer for h in hits]
     assert layers[0] == "L1" and "L2" in layers and "L4" in layers and "files" in layers
     confident = [h.layer for h in hits if h.confident]
-    assert confident == sorted(confident, key=["L1", "L2", "L4", "files"].index)
+    firsts = list(dict.fromkeys(confident))  # each layer's best confident hit before any layer's second
+    assert confident[: len(firsts)] == firsts == sorted(firsts, key=["L1", "L2", "L4", "files"].index)
     assert [h.confident for h in hits] == sorted((h.confident for h in hits), reverse=True)  # confident first
     assert sum(h.layer == "L2" for h in hits) == 2  # k per layer
     l4 = next(h for h in hits if h.layer == "L4")
@@ -93,20 +121,23 @@ def test_all_layers_goes_on_in_priority_order(use: USEEmbedder, l2: SemanticMemo
     sessions.close()
 
 
-def test_weak_hits_come_after_confident_ones_each_layers_best_first(use: USEEmbedder, l2: SemanticMemory) -> None:
+def test_weak_hits_come_after_confident_ones_best_guesses_first(use: USEEmbedder, l2: SemanticMemory) -> None:
     hits = Recaller(use, hot_files=hot, l2=l2).recall("xyzzyqqq", k=3, all_layers=True)
     assert hits and not any(h.confident for h in hits) and all("weak" in h.why for h in hits)
-    assert [h.layer for h in hits] == ["L1", "L2", "L2", "L2"]  # hot memory's best guess, then L2's three
+    assert sorted(h.layer for h in hits) == ["L1", "L1", "L2", "L2", "L2"]  # every layer's k, however weak
+    assert [h.layer for h in hits[:2]] == ["L1", "L2"]  # every layer's best guess first, in priority order
+    rest = [h.confidence for h in hits[2:]]
+    assert rest == sorted(rest, reverse=True)  # then the closest (each layer in its own order)
     mixed = Recaller(use, hot_files=hot, l2=l2).recall("群晖 NAS 的挂载目录", k=3, all_layers=True)
     assert mixed[0].layer == "L2" and mixed[0].id == "nas" and mixed[0].confident
-    firsts = [h for h in mixed if not h.confident]
-    assert firsts[0].layer == "L1"  # the weak hot entry comes after the confident memory, before weak memories
+    weak = [h for h in mixed if not h.confident]
+    assert weak and [h.layer for h in weak[:2]] == ["L1", "L2"]
 
 
 def test_l2_answers_when_hot_memory_does_not(use: USEEmbedder, l2: SemanticMemory) -> None:
     hits = Recaller(use, hot_files=hot, l2=l2).recall("群晖 NAS 的挂载目录", k=3)
-    assert hits[0].layer == "L2" and hits[0].id == "nas"
-    assert all(h.layer == "L2" for h in hits)  # the weak hot-memory entries stay out
+    assert hits[0].layer == "L2" and hits[0].id == "nas" and hits[0].confident
+    assert not any(h.confident for h in hits if h.layer == "L1")  # the hot entries, if shown, are weak guesses
 
 
 def test_empty_query_is_an_error(use: USEEmbedder, l2: SemanticMemory) -> None:
@@ -151,12 +182,16 @@ def test_small_layer_hit_kept_by_lexical_coverage(use: USEEmbedder, l2: Semantic
         return [HotFile("memory", (HotEntry(0, entry, "environment"), HotEntry(1, HOT_TEXT, "pitfall")), 2200, 0.7)]
 
     recaller = Recaller(use, hot_files=files, l2=l2)
-    hits = [h for h in recaller.recall("restic 备份的保留策略改成了什么？", k=3, all_layers=True) if h.layer == "L1"]
-    assert [h.id for h in hits] == ["memory:0"] and "covers 71%" in hits[0].why  # the peanut entry stays out
+    hits = [
+        h
+        for h in recaller.recall("restic 备份的保留策略改成了什么？", k=3, all_layers=True)
+        if h.layer == "L1" and h.confident
+    ]
+    assert [h.id for h in hits] == ["memory:0"] and "covers 71%" in hits[0].why  # the peanut entry is no answer
     assert hits[0].confidence < recaller.config.min_confidence  # kept by coverage, not by its cosine
     strict = Recaller(use, hot_files=files, l2=l2, config=RecallConfig(min_coverage=1.01))
     hits = [h for h in strict.recall("restic 备份的保留策略改成了什么？", k=3, all_layers=True) if h.layer == "L1"]
-    assert [h.id for h in hits] == ["memory:0"] and "first by meaning and by words" in hits[0].why
+    assert hits[0].id == "memory:0" and "first by meaning and by words" in hits[0].why and not hits[0].confident
 
 
 def test_peak_weighting_gives_a_flat_retriever_less_say() -> None:

@@ -214,19 +214,18 @@ def test_nothing_answers_gibberish(world: dict) -> None:
     for q in NOTHING:
         assert cli[q]["confident"] is False, q
         assert not any(h["confident"] for h in js[q]["hits"]), js[q]["hits"]
-        small = [h["layer"] for h in js[q]["hits"] if h["layer"] != "L2"]
-        assert len(small) == len(set(small))  # a small layer shows its best guess at most, marked weak
+        assert all("weak" in h["why"] for h in js[q]["hits"])  # every layer's guesses, each said to be weak
 
 
 def test_lexical_phase_is_recall_by_words(world: dict) -> None:
     """Before the encoder loads the page ranks by words only: never an error; a hit is confident only by naming
-    most of the query's words, and a small layer adds at most its best guess to those."""
+    most of the query's words, and the confident hits come first."""
     qs = world["queries"]
     js = node_recall(world["site"], qs, None)["results"]
     assert len(js) == len(qs)
     for r in js:
         for h in r["hits"]:
             assert not h["confident"] or "covers" in h["why"], h
-        weak_small = [h["layer"] for h in r["hits"] if h["layer"] != "L2" and not h["confident"]]
-        assert len(weak_small) == len(set(weak_small)), r["hits"]
+        flags = [h["confident"] for h in r["hits"]]
+        assert flags == sorted(flags, reverse=True), r["hits"]
     assert sum(h["confident"] for r in js for h in r["hits"]) >= len(qs) // 4  # words alone find a good share

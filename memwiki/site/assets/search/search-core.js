@@ -19,8 +19,8 @@
   var TOKEN_RE = new RegExp(TOKEN_SRC, "gu");
   var ASCII = /^[\x00-\x7f]*$/;
   var K1 = 1.2, B = 0.75;
-  // the fields of memwiki.recall.RecallConfig this file reads (stop_threshold: recall without all_layers only)
-  var KNOBS = ["dense_weight", "lexical_weight", "peak_weighting", "depth", "stop_threshold", "min_confidence", "min_coverage"];
+  // the fields of memwiki.recall.RecallConfig this file reads
+  var KNOBS = ["dense_weight", "lexical_weight", "peak_weighting", "depth", "min_confidence", "min_coverage", "min_cosine_with_words"];
 
   function endsWithAny(word, suffixes) {
     for (var i = 0; i < suffixes.length; i++) if (word.endsWith(suffixes[i])) return true;
@@ -483,6 +483,7 @@
   Engine.prototype.mark = function (query, hit) {
     var c = this.config, reason = null;
     if (hit.confidence >= c.min_confidence) reason = "close in meaning";
+    else if (this.byMeaning && hit.confidence < c.min_cosine_with_words) reason = null;  // words alone: no answer
     else {
       var share = coverage(query, hit.text, this.stop);
       if (share >= c.min_coverage) reason = "covers " + percent(share) + " of the query's words";
@@ -592,29 +593,35 @@
   Engine.prototype.queryVector = function (query, embed) { return embed(this.cut(query)); };
 
   /* memwiki.recall.Recaller.recall(query, k, all_layers=True): up to `k` hits of every layer (L1, L2, L4, files),
-   * each marked `confident` or weak. Kept: every L2 hit; a small layer's hits with evidence, its best hit however
-   * weak (the layer's closest guess) and the hot entry both retrievers rank first. The confident hits come
-   * first, in priority order, then the weak ones taken in turn from each layer. `qvec` null: by words only
-   * (the encoder has not loaded). */
+   * each marked `confident` or weak: the confident ones taken in turn from the layers in priority order, then
+   * every layer's best guess, then the other weak ones, closest in meaning first. `qvec` null: by words only (the encoder has not loaded). */
   Engine.prototype.recall = function (query, qvec, k) {
     if (!String(query).trim()) return [];
     query = this.cut(query);
-    var q = qvec && this.dense ? normalised(qvec, this.dim) : null, out = [], weak = [], self = this;
+    var q = qvec && this.dense ? normalised(qvec, this.dim) : null, confident = [], weak = [], self = this;
+    this.byMeaning = q !== null;  // (words only until the encoder loads: then coverage alone may be confident)
     var layers = {L1: this.hotHits, L2: this.l2Hits, L4: this.turnHits, files: this.fileHits};
     this.data.layers_order.forEach(function (layer) {
       var hits = layers[layer].call(self, query, q, k).slice(0, k);
       hits.forEach(function (h) { self.mark(query, h); });
-      var kept = hits.filter(function (h, n) {
-        return h.layer === "L2" || h.confident || n === 0 || (h.layer === "L1" && h.firstByBoth);
-      });
-      out = out.concat(kept.filter(function (h) { return h.confident; }));
-      weak.push(kept.filter(function (h) { return !h.confident; }));
+      confident.push(hits.filter(function (h) { return h.confident; }));
+      weak.push(hits.filter(function (h) { return !h.confident; }));
     });
-    for (var i = 0, more = true; more; i++) {
+    var out = [], i, c, more;
+    for (i = 0, more = true; more; i++) {
       more = false;
-      for (var w = 0; w < weak.length; w++) if (i < weak[w].length) { out.push(weak[w][i]); more = true; }
+      for (c = 0; c < confident.length; c++) if (i < confident[c].length) { out.push(confident[c][i]); more = true; }
     }
-    return out;
+    // every layer's best guess in priority order, then the rest closest first (recall.closest_first)
+    weak.forEach(function (hits) { if (hits.length) out.push(hits.shift()); });
+    for (;;) {
+      var best = -1;
+      for (c = 0; c < weak.length; c++) {
+        if (weak[c].length && (best < 0 || weak[c][0].confidence > weak[best][0].confidence)) best = c;
+      }
+      if (best < 0) return out;
+      out.push(weak[best].shift());
+    }
   };
 
   var api = {KNOBS: KNOBS, tokens: tokens, stem: stem, fold: fold, coverage: coverage, cutQuery: cutQuery, Index: Index, Engine: Engine};
