@@ -276,6 +276,7 @@ ORDINARY = [
     "一二三四五六七八九十个人都来了",
     # round 6's own, and words near the new rules
     "MAC address format: aa:bb:cc:dd:ee:ff",
+    "hermes session 20261130_030058_12a316",  # a time stamp, not a phone number
     "password manager docs: https://bitwarden.com/help/",
     "seed phrase backup: see the steel plate in the safe",
     "what is the password policy? at least 12 chars",

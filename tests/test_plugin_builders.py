@@ -9,7 +9,8 @@ import numpy as np
 
 from memwiki.site.builders.audit import conflicts, expired
 from memwiki.site.builders.sessions import mmr, tfidf_vectors
-from memwiki.source import Triple
+from memwiki.site.digest import about, both_sides, spoken
+from memwiki.source import Message, Triple
 
 
 def _t(s: str, p: str, o: str, start: str = "2025-01-01", end: str = "") -> Triple:
@@ -73,3 +74,34 @@ def test_a_session_digest_lists_only_the_facts_that_cite_that_session(tmp_path: 
         pages, _ = session_pages.build(BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "cache")))
         digest = next(p for p in pages if p.src_uri.endswith("s-1.md"))
         assert "Chroma" in digest.markdown and "SQLite" not in digest.markdown
+
+
+def _m(role: str, content: str) -> Message:
+    return Message(id="", session_id="s", role=role, content=content)
+
+
+def test_a_digest_says_what_was_asked_what_came_out_and_what_was_decided() -> None:
+    messages = [
+        _m("user", "Why were the dask workers killed last night? They were fine on Monday."),
+        _m("assistant", '→ terminal({"command": "dmesg | tail"})'),
+        _m("tool", "Out of memory: Killed process 4242 (dask-worker)"),
+        _m("assistant", "The root cause is memory: each worker grew to 14 GB. We decided to cap them at 8 GB."),
+        _m("user", "ok, 以后都用 8GB 的上限。"),
+        _m("assistant", "Done: the workers now start with --memory-limit 8GB."),
+    ]
+    summary = about(messages)
+    assert summary.asked is not None and summary.asked.n == 1
+    assert summary.asked.text == "Why were the dask workers killed last night?"
+    assert summary.outcome is not None and summary.outcome.n == 6 and "memory-limit" in summary.outcome.text
+    decided = [t.text for t in summary.decisions]
+    assert "The root cause is memory: each worker grew to 14 GB." in decided and "ok, 以后都用 8GB 的上限。" in decided
+    assert all("dmesg" not in t and "Killed process" not in t for t in decided)  # tool calls and output: never
+    assert spoken(messages) == [0, 3, 4, 5]
+    assert summary.line().startswith("Why were the dask workers killed last night? → Done:")
+
+
+def test_key_turns_quote_both_sides() -> None:
+    messages = [_m("user", "one question"), _m("assistant", "answer a"), _m("assistant", "answer b")]
+    assert both_sides([1, 2], messages, [0, 1, 2]) == [0, 1, 2]
+    assert both_sides([0, 1], messages, [0, 1, 2]) == [0, 1]
+    assert about([_m("tool", "output only")]).line() == ""

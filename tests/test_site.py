@@ -213,11 +213,26 @@ def test_sessions_timeline_and_digest(site: Path) -> None:
     order = [timeline.index(s) for s in ("s-1107-review.html", "s-1103-gpu.html", "s-1002-design.html")]
     assert order == sorted(order)  # newest first
     digest = read(site, "sessions/s-1015-kb.html")
-    assert "Key turns" in digest and digest.count('class="mw-turn"') >= 1
+    assert "Key turns" in digest and digest.count('class="mw-turn ') >= 1
+    start = digest.index('class="mw-about"')
+    opening = digest[start : digest.index("Key turns", start)]
+    assert "Asked:" in opening and "Came out:" in opening  # what it was about, first
+    roles = re.findall(r'class="mw-turn mw-turn-(\w+)"', digest)
+    assert {"user", "assistant"} <= set(roles)  # both sides quoted
     assert '<details class="mw-transcript">' in digest
     assert "on_call_for" in digest  # a fact that cites this session
     code = read(site, "sessions/s-1009-site.html")
     assert "<code>[[embed-01]]</code>" in code  # a wikilink in a code span stays code
+
+
+def test_the_navigation_marks_the_section_a_page_is_in(site: Path) -> None:
+    def marked(page: str) -> list[str]:
+        html = read(site, page)
+        return re.findall(r'md-nav__item--active">\s*<a href="([^"]+)"', html)
+
+    assert marked("concepts/juniper.html") == ["index.html"]  # concepts/index.html, from concepts/
+    assert marked("sessions/s-1020-infra.html") == ["index.html"]
+    assert marked("memory/category/environment.html") == ["../index.html"]  # no leftover mark from other pages
 
 
 def test_no_generated_page_in_nav_but_section_indexes(site: Path) -> None:

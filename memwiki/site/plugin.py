@@ -63,6 +63,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.site: SiteBuild | None = None
         self.pages: PageStore | None = None
         self.built: Built | None = None
+        self._marked: Page | None = None  # the section's navigation page marked active for the page being rendered
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.plain_build = command == "build" and not dirty
@@ -112,9 +113,15 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     @event_priority(100)  # before the search plugin adds this page's entries (MkDocs renders pages one by one here)
     def on_page_context(self, context: Any, /, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:  # noqa: ANN401
         self._store.page_context(page, config)
+        self._marked = section_page(page, nav)
+        if self._marked is not None:
+            self._marked.active = True  # (and its parents: MkDocs marks the section the reader is in)
         return context
 
     def on_post_page(self, output: str, /, *, page: Page, config: MkDocsConfig) -> str:
+        if self._marked is not None:
+            self._marked.active = False  # the navigation is shared by every page
+            self._marked = None
         self._store.page_done(page, output)
         return output
 
@@ -191,6 +198,16 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     def kept(self) -> list[str]:
         """Pages the builders did not make again in this build (speed.memo)."""
         return self.built.kept if self.built is not None else []
+
+
+def section_page(page: Page, nav: Any) -> Page | None:  # noqa: ANN401 - MkDocs's Navigation
+    """The navigation's page for the section of a page that is not in the navigation itself (a concept, a
+    session, a category page): `sessions/s-1.md` -> `sessions/index.md`. None for a page the navigation holds."""
+    if nav is None or page in nav.pages or "/" not in page.file.src_uri:
+        return None
+    folder = page.file.src_uri.split("/", 1)[0]
+    wanted = (f"{folder}/index.md", f"{folder}.md")
+    return next((p for p in nav.pages if p.file.src_uri in wanted), None)
 
 
 def nav(pages: list[GeneratedPage], files: Files) -> list[Any]:

@@ -37,6 +37,14 @@ class WikiLink:
         return f"{self.target} › {self.heading}" if self.heading and self.target else self.target or self.heading
 
 
+_RAW_LINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+
+
+def as_words(text: str) -> str:
+    """`text` with each `[[link]]` as the words a reader sees (for a title or an attribute, where no link fits)."""
+    return _RAW_LINK.sub(lambda m: parse_link(m.group(1)).text, text) if "[[" in text else text
+
+
 def parse_link(raw: str) -> WikiLink:
     """Split the inside of `[[...]]` into target, heading and label."""
     body, _, label = raw.partition("|")

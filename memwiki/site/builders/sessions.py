@@ -1,9 +1,12 @@
 """Sessions (L4): one digest page per session and a timeline index, newest first, like a blog.
 
-A digest shows the key turns, chosen extractively: messages closest to the session's centroid, kept
-diverse by maximal marginal relevance. Vectors come from the source's own embedder (`source.embed`,
-the one its memories were made with); a source without a usable embedder falls back to TF-IDF over
-CJK-aware tokens, and the audit page says so. Choices are kept across builds by a hash of the texts.
+A digest opens with what the session was about and what came out of it (`memwiki.site.digest`: its question,
+outcome and decisions in its own words; the memories and facts written during it; the concepts it names), then
+its key turns, chosen extractively among what either side said (tool output is not quoted): messages closest to
+the session's centroid, kept diverse by maximal marginal relevance, both sides quoted. Vectors come from the
+source's own embedder (`source.embed`, the one its memories were made with); a source without a usable embedder
+falls back to TF-IDF over CJK-aware tokens, and the audit page says so. Choices are kept across builds by a hash
+of the texts.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import numpy as np
 from memwiki.errors import MemwikiError
 from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import SESSIONS, BuildResult, Site, frontmatter, log, message_anchor, safe_title, site
+from memwiki.site.digest import About, Turn, about, both_sides, spoken
 from memwiki.site.generated import GeneratedPage
 from memwiki.site.render import block, esc, href, md_esc
 from memwiki.site.speed.builder_speed import Pending
-from memwiki.site.wikilinks import find_links
-from memwiki.source import Message, Session, Triple
+from memwiki.site.wikilinks import as_words, find_links
+from memwiki.source import Memory, Message, Session, Triple
 from memwiki.tokens import tokens
 
 PER_INDEX_PAGE = 100
@@ -158,7 +162,18 @@ class Digester:
 def prepare(ctx: BuildContext) -> None:
     """Start embedding the sessions whose key turns are not kept from the last build (see Digester)."""
     s = site(ctx)
-    ctx.part(Digester).prefetch([s.messages.get(x.id, []) for x in s.sessions])
+    ctx.part(Digester).prefetch([_spoken(s.messages.get(x.id, [])) for x in s.sessions])
+
+
+def _spoken(messages: list[Message]) -> list[Message]:
+    return [messages[i] for i in spoken(messages)]
+
+
+def _key_turns(digester: Digester, messages: list[Message]) -> list[int]:
+    """The key turns (0-based) among what either side said, both sides quoted."""
+    candidates = spoken(messages)
+    chosen = [candidates[j] for j in digester.key_turns([messages[i] for i in candidates])]
+    return both_sides(chosen, messages, candidates)
 
 
 def _when(value: str) -> str:
@@ -169,10 +184,14 @@ _ID_RUN = re.compile(r"[\w-]+")
 
 
 class _Citations:
-    """The facts whose source cites a session, indexed once per build."""
+    """The facts whose source cites a session, and the memories written in it, indexed once per build."""
 
     def __init__(self, s: Site) -> None:
         self.s = s
+        self.memories: dict[str, list[Memory]] = {}
+        for m in s.memories:
+            if m.session_id:
+                self.memories.setdefault(m.session_id, []).append(m)
         simple = {sid for sid in s.session_by_id if _ID_RUN.fullmatch(sid)}
         self.facts: dict[str, list[Triple]] = {}
         for t in s.triples:  # `session-1` must not match `session-10`: whole runs of word characters and dashes
@@ -224,11 +243,12 @@ def _digest_page(s: Site, digester: Digester, citations: _Citations, session: Se
         meta += f" · source {esc(session.source)}"
     back = href(uri, SESSIONS, directory_urls=s.directory_urls)
     md += f'<p class="mw-muted">{meta} · <a href="{esc(back)}">all sessions</a></p>\n'
+    md += block(_about_html(s, about(messages), citations, session, uri), cls="mw-about")
     md += "\n## Key turns\n"
-    turns = digester.key_turns(messages)
+    turns = _key_turns(digester, messages)
     if turns:
         items = "".join(
-            f'<blockquote class="mw-turn"><p class="mw-role">{esc(messages[i].role)} · '
+            f'<blockquote class="mw-turn mw-turn-{esc(messages[i].role)}"><p class="mw-role">{esc(messages[i].role)} · '
             f'<a href="#{message_anchor(i + 1)}">#{i + 1}</a></p>'
             f"{s.renderer.html(messages[i].content, uri)}</blockquote>"
             for i in turns
@@ -238,7 +258,10 @@ def _digest_page(s: Site, digester: Digester, citations: _Citations, session: Se
         md += "\nNothing to summarise.\n"
     concepts, facts = _touched(s, citations, session, messages, uri)
     md += "\n## Concepts and facts\n"
-    md += block(f"<p>{concepts or 'No concept named.'}</p>" + (f"<ul>{facts}</ul>" if facts else ""), cls="mw-touched")
+    md += block(
+        f"<p>{concepts or 'This session names no concept page.'}</p>" + (f"<ul>{facts}</ul>" if facts else ""),
+        cls="mw-touched",
+    )
     md += "\n## Transcript\n"
     rows = "".join(
         f'<div class="mw-msg mw-msg-{esc(m.role)}" id="{message_anchor(n)}"><p class="mw-role">{esc(m.role)}'
@@ -248,6 +271,47 @@ def _digest_page(s: Site, digester: Digester, citations: _Citations, session: Se
     )
     md += block(f"<summary>Transcript ({len(messages)} messages)</summary>{rows}", cls="mw-transcript", tag="details")
     return GeneratedPage(uri, safe_title(title), md, section="sessions", meta={"date": session.started})
+
+
+def _about_html(s: Site, summary: About, citations: _Citations, session: Session, uri: str) -> str:
+    """The digest's opening: the question, the outcome, the decisions, and what was written during the session."""
+
+    def quoted(label: str, turn: Turn) -> str:
+        link = f'<a class="mw-muted" href="#{message_anchor(turn.n)}">#{turn.n}</a>'
+        return f"<p><strong>{label}</strong> {s.renderer.inline(turn.text, uri)} {link}</p>"
+
+    parts = []
+    if summary.asked is not None:
+        parts.append(quoted("Asked:", summary.asked))
+    if summary.outcome is not None:
+        parts.append(quoted("Came out:", summary.outcome))
+    if summary.decisions:
+        items = "".join(
+            f'<li>{s.renderer.inline(t.text, uri)} <a class="mw-muted" href="#{message_anchor(t.n)}">#{t.n}</a></li>'
+            for t in summary.decisions
+        )
+        parts.append(f"<p><strong>Decided or found:</strong></p><ul>{items}</ul>")
+    written = citations.memories.get(session.id, []) if session.id else []
+    facts = citations.facts.get(session.id, []) if session.id else []
+    if written or facts:
+        homes = [(m, s.memory_home.get(m.id)) for m in written[:5]]
+        links = [
+            f'<a href="{esc(href(uri, home[0], home[1], directory_urls=s.directory_urls))}">{esc(_short(m.text))}</a>'
+            for m, home in homes
+            if home
+        ]
+        more = f" and {len(written) - len(links)} more" if len(written) > len(links) else ""
+        said = f"{len(written)} {'memory' if len(written) == 1 else 'memories'}" if written else ""
+        fact_word = f"{len(facts)} {'fact' if len(facts) == 1 else 'facts'}" if facts else ""
+        head = " and ".join(x for x in (said, fact_word) if x)
+        listed = f": {' · '.join(links)}{more}" if links else ""
+        parts.append(f"<p><strong>Written during it:</strong> {head}{listed}</p>")
+    return "".join(parts) or "<p>Nothing was said in words in this session.</p>"
+
+
+def _short(text: str, limit: int = 60) -> str:
+    one = " ".join(as_words(text).split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 def _index_uri(n: int) -> str:
@@ -272,8 +336,8 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
                 md += f"\n## {esc(month or 'undated')}\n"
             messages = s.messages.get(session.id, [])
             url = href(uri, s.session_uri(session.id), directory_urls=s.directory_urls)
-            first = next((m.content for m in messages if m.role == "user"), "")
-            teaser = s.renderer.inline(first[:160] + ("…" if len(first) > 160 else ""), uri) if first else ""
+            line = about(messages).line()
+            teaser = s.renderer.inline(line, uri) if line else ""
             md += block(
                 f'<p class="mw-post-date">{esc(_when(session.started))} · {len(messages)} messages</p>'
                 f'<h3><a href="{esc(url)}">{esc(session.title or session.id)}</a></h3><p>{teaser}</p>',

@@ -31,7 +31,10 @@ REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG
 _PHONE_CANDIDATE = re.compile(  # (a CJK character beside a number is no part of it: 电话18106803027)
     r"(?<![A-Za-z0-9_.+/-])(?:\+|\(\d)?\d[\d \t().-]{6,18}\d(?![A-Za-z0-9_.]\d|[A-Za-z0-9_])"
 )
-_DATE_OR_VERSION = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}")
+_DATE_OR_VERSION = re.compile(  # (and a compact time stamp, as hermes names its sessions: 20261130_030058)
+    r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}"
+    r"|^(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])[ _T-]?(?:[01]\d|2[0-3])[0-5]\d(?:[0-5]\d)?$"
+)
 _DOTTED_PHONE = re.compile(r"^\d{3}\.\d{3}\.\d{4}$")  # 408.313.6571
 _BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
 _CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]\d{4}){2}$")  # written 3-4-4 (bare: see _said_phone)
