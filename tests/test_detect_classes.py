@@ -132,6 +132,7 @@ CONTEXT = [
         "ledger recovery words, in order: dinosaur village voyage pilot dolphin walnut obey tiger",
         "dinosaur village voyage pilot dolphin walnut obey tiger",
     ),
+    ("User: the 2FA code it just sent is 910 578, quick, log in for me", "910 578"),
     (
         "therapy call: https://us06web.zoom.us/j/38009414325?pwd=Zh1pDULZogDk7AyVy",
         "https://us06web.zoom.us/j/38009414325?pwd=Zh1pDULZogDk7AyVy",
@@ -200,6 +201,7 @@ PERSONAL = [
     ("车架号 LSVUF3SBTFLKWF3FD，续保的时候要报", "LSVUF3SBTFLKWF3FD"),
     ("Parking permit registered for AL46 HTE; renew in March.", "AL46 HTE"),
     # round 6
+    ("IBAN: DE34104193531866997884 BIC: NWBKGB2L", "DE34104193531866997884"),  # named, its check digits wrong
     ("Sonos in kitchen — MAC E3-02-14-8E-05-8E, reserved .187 in DHCP", "E3-02-14-8E-05-8E"),
     ("手机丢了，报警要 IMEI：863069282419564（包装盒上抄的）", "863069282419564"),
     ("oncology follow-up, MRN-FP75669046, bring the MRI CD", "FP75669046"),

@@ -538,8 +538,8 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
         return [(start, _wifi_end(text, start))]
     if how == "quoted":
         return [m.span(1)] if (m := _QUOTED_VALUE.match(text, start)) is not None else []
-    if how == "code" and (spoken := _SPOKEN_CODE.match(text, start)) is not None:  # "pin is 2 7 1 0 7 1"
-        return [spoken.span()]
+    if how == "code" and (spoken := _SPOKEN_CODE.match(text, start) or _GROUPED_CODE.match(text, start)):
+        return [spoken.span()]  # "pin is 2 7 1 0 7 1", "the code is 910 578"
     if how in ("zh", "zhphrase"):
         a, b = value_span(text, start)
         if how == "zhphrase" and a == b:  # a phrase in Chinese: to the end of its clause
@@ -566,6 +566,7 @@ _STOPWORDS = frozenset(
     "no at least chars characters long letters digits rule rules see use here there than".split()
 )
 _QUOTED_VALUE = re.compile(r"[`\"'“「]([^\n`\"'”」]{4,128})[`\"'”」]")
+_GROUPED_CODE = re.compile(r"\d{3,4}[ -]\d{3,4}(?![\d-])")  # a code in two groups, as an SMS writes it
 _SPOKEN_CODE = re.compile(r"\d(?:[ ,]\s?\d){3,9}(?![\d.])")  # a code read out digit by digit
 _TEMPLATE_LITERAL = re.compile(r"[\"']?\{\{-?\s*(['\"])([^'\"\n]{4,})\1")
 _YAML_TAG = re.compile(r"(?:&[\w-]+|!{1,2}[\w-]*)[ \t]+(?=\S)")

@@ -52,6 +52,7 @@ _CAR = re.compile(r"(?i)\b(?:car|cars|auto|vehicle|plate|kennzeichen|nummernschi
 _PLATE_DE = re.compile(r"(?<![\w-])[A-ZÄÖÜ]{1,3}-[A-Z]{1,2}\s?\d{1,4}[EH]?(?![\w-])")  # K-KS 1314, said of a car
 _NINO = re.compile(r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])")
 _IBAN = re.compile(r"(?i)(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")  # (lower-cased too)
+_IBAN_WORD = re.compile(r"(?i)\biban\b")
 _CARD = re.compile(r"(?<![\d.])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d]|\.\d)")
 _RIC = re.compile(
     r"(?<![\d])[1-9]\d{5}[ -]?(?:19|20)\d{2}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx](?![\dA-Za-z])"
@@ -230,6 +231,8 @@ class PersonalDetector:
         for m in _IBAN.finditer(text):
             if _iban(m.group()):
                 spans.append(Span(*m.span(), "iban", 310))
+            elif _IBAN_WORD.search(text, max(0, m.start() - 12), m.start()):  # named, whatever its check digits
+                spans.append(Span(m.start(), m.start() + len(_named_iban(m.group())), "iban", 310))
         for m in _CARD.finditer(text):
             digits = re.sub(r"\D", "", m.group())
             if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and luhn.is_valid(digits):
@@ -292,6 +295,21 @@ def _resident_id(number: str) -> bool:
     except ValueError:
         return False
     return len(number) == 18 and ric.calc_check_digit(number) == number[17].upper()  # (it reads the first 17)
+
+
+def _named_iban(candidate: str) -> str:
+    """The IBAN at the start of a run the IBAN pattern took (it may take the words after it: "… BIC", "… for"):
+    its longest grouped prefix with good check digits, else its groups that hold a digit or a bank code."""
+    groups = candidate.split(" ")
+    for n in range(len(groups), 0, -1):
+        if _iban(" ".join(groups[:n])):
+            return " ".join(groups[:n])
+    kept = [groups[0]]
+    for group in groups[1:]:
+        if not (any(c.isdigit() for c in group) or re.fullmatch("[A-Z]{4}", group)):
+            break
+        kept.append(group)
+    return " ".join(kept)
 
 
 def _some_mac(value: str) -> bool:
