@@ -93,3 +93,17 @@ def test_local_paths_are_shortened(store_dir: Path) -> None:
         assert mine.persona().path == "./store/SOUL.md" and mine.local("/home/lin/x") == "/home/lin/x"
         home = PrivacyFilter(store.reader(), PrivacyRules())
         assert home.local(str(Path.home() / "x")) == "~/x" and home.local(str(Path.home())) == "~"
+
+
+def test_a_name_withheld_whole_is_not_listed_as_a_concept(tmp_path: Path) -> None:
+    """An entity named only by an internal host keeps a page (its facts link to it) but the concept index does not
+    list "[redacted: internal host · …]" among the concepts."""
+    with Store.init(tmp_path / "s") as store:
+        store.graph.add_triple("Juniper", "reaches", "vault.corp.internal", valid_from="2026-01-01")
+        source = PrivacyFilter(store.reader(), PrivacyRules.from_options({}))
+        ctx = BuildContext(source, speed=BuildSpeed.at(tmp_path / "cache"))
+        ctx.speed.exports = ROOT / ".cache" / "memwiki" / "use"
+        pages, _ = build_all(ctx)
+        index = next(p for p in pages if p.src_uri == "concepts/index.md").markdown
+        assert "Juniper" in index and "redacted" not in index and "vault.corp" not in index
+        assert any(p.title.startswith("[redacted: internal host") for p in pages)  # its page is still there

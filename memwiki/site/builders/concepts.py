@@ -3,6 +3,7 @@ sentence that links), stub pages for wanted concepts, and the concept index."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import astuple
 
 from memwiki.site.builder_io import BuildContext
@@ -26,6 +27,7 @@ from memwiki.site.speed.memo import PageMemo, key_of
 from memwiki.source import Triple
 
 PER_LIST_PAGE = 300
+WITHHELD_NAME = re.compile(r"\[redacted: [^\]]+\]")  # a name the privacy gate withheld whole: no concept to list
 INDEX_MARKDOWN = "memo/concepts-index.marshal"  # in cache_dir: the Markdown of the concepts' first page
 
 
@@ -240,5 +242,6 @@ def build(ctx: BuildContext) -> BuildResult:
     facts = _facts_by_entity(s)
     audit = flags(ctx)
     pages = [memo.page(c.src_uri, _inputs(s, c, facts, audit), lambda c=c: concept_page(ctx, s, c)) for c in listed]
-    index = _cached_index(ctx, s, listed, ctx.speed.memo("concept-lists", graph))
+    named = [c for c in listed if not WITHHELD_NAME.fullmatch(c.title)]  # (its page stays: facts link to it)
+    index = _cached_index(ctx, s, named, ctx.speed.memo("concept-lists", graph))
     return index + pages, []

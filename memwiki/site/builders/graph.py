@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import re
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,10 +68,11 @@ def relative_url(target: str, page_url: str) -> str:
 
 
 def entity_graph_uri(entity_id: str) -> str:
-    """Where the neighbourhood graph of an entity is written (ASCII file name, stable, collision-free)."""
-    ascii_part = re.sub(r"[^a-z0-9]+", "-", unicodedata.normalize("NFKD", entity_id).lower()).strip("-")[:40]
+    """Where the neighbourhood graph of an entity is written: its name's slug as concept pages make it (CJK kept:
+    `周明-613228246c.html`), and a digest of the id (stable, collision-free)."""
+    name = slugify(entity_id.replace("_", " "), fallback="e")[:40].strip("-")
     digest = hashlib.sha1(entity_id.encode("utf-8")).hexdigest()[:10]
-    return f"{ENTITY_HTML_DIR}/{ascii_part + '-' if ascii_part else ''}{digest}.html"
+    return f"{ENTITY_HTML_DIR}/{name + '-' if name and not name.startswith('c-') else ''}{digest}.html"
 
 
 def _checked(given: EntityUrl) -> EntityUrl:
@@ -382,11 +381,15 @@ def _global_page(index: GraphIndex, sel: GlobalSelection, entity_url: EntityUrl,
     top = sel.nodes[:50]
     if top:
         items = "".join(
-            f"<li>{_link(index, e, GRAPH_PAGE_URL, entity_url, '')} ({index.degree.get(e, 0):,} facts)</li>"
+            f"<li>{_link(index, e, GRAPH_PAGE_URL, entity_url, '')} ({_facts(index.degree.get(e, 0))})</li>"
             for e in top
         )
         lines += ["## Most connected entities", "", f'<ol class="memwiki-top-entities">{items}</ol>', ""]
     return "\n".join(lines)
+
+
+def _facts(n: int) -> str:
+    return f"{n:,} fact" if n == 1 else f"{n:,} facts"
 
 
 _CODE = (Path(__file__), Path(__file__).resolve().parent.parent / "pyvis_html.py")
