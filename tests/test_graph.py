@@ -377,3 +377,46 @@ def test_select_facts_agrees_with_query_entity_on_the_fixture(tmp_path: Path) ->
                 expected = kg.query_entity(name, as_of=as_of, include_ended=history)
                 got = select_facts(triples, name, as_of, history)
                 assert sorted(t.id for t in got) == sorted(t.id for t in expected), (name, as_of, history)
+
+
+def test_a_graph_without_types_gets_them_from_its_predicates() -> None:
+    from memwiki.graph_types import with_types
+    from memwiki.source import Entity, Triple
+
+    triples = [
+        Triple(id="1", subject="陈海", predicate="works_at", object="ningbo_lab"),
+        Triple(id="2", subject="nb-017", predicate="located_in", object="xiangshan_bay"),
+        Triple(id="3", subject="tidepool", predicate="uses", object="redis"),
+        Triple(id="4", subject="陈海", predicate="maintains", object="tidepool"),
+    ]
+    entities = [Entity(e, e) for e in ("陈海", "ningbo_lab", "xiangshan_bay", "redis", "tidepool", "nb-017")]
+    entities.append(Entity("juniper", "Juniper", type="agent"))
+    typed = {
+        e.id: e.type
+        for e in with_types(entities, [*triples, Triple(id="5", subject="juniper", predicate="works_at", object="x")])
+    }
+    assert typed == {
+        "陈海": "person",
+        "ningbo_lab": "organisation",
+        "xiangshan_bay": "place",
+        "redis": "tool",
+        "tidepool": "project",
+        "nb-017": "unknown",  # no rule reaches it
+        "juniper": "agent",  # a type the graph records wins
+    }
+
+
+def test_values_a_palace_stores_as_entities_are_literals() -> None:
+    from memwiki.graph_types import literal_ids
+    from memwiki.source import Entity, Triple
+
+    triples = [
+        Triple(id="1", subject="nb-009", predicate="status", object="active"),
+        Triple(id="2", subject="tidepool", predicate="uses", object="timescaledb_2.13"),
+        Triple(id="3", subject="tidepool", predicate="schema_version", object="1.3"),
+        Triple(id="4", subject="nb-017", predicate="status", object="nb-009"),  # a subject elsewhere: an entity
+        Triple(id="5", subject="ops", predicate="deployed", object="2026-03-01"),
+    ]
+    entities = [Entity("timescaledb_2.13", "TimescaleDB 2.13"), Entity("1.3", "1.3"), Entity("active", "active")]
+    assert literal_ids(entities, triples) == {"active", "1.3", "2026-03-01"}
+    assert literal_ids([Entity("1.3", "1.3", type="version")], triples) == {"active", "2026-03-01"}  # typed: kept

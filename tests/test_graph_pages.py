@@ -192,7 +192,7 @@ def test_real_mempalace_graph(tmp_path: Path) -> None:
         for t in ended:
             md = graph.entity_section(ctx, t.subject)
             assert f"<time>{t.valid_to[:10]}</time>" in md
-    assert "14 entities and 10 facts (8 current, 2 ended)" in pages[0].markdown
+    assert "12 entities (and 2 values, shown in their facts) and 10 facts (8 current, 2 ended)" in pages[0].markdown
     uris = {a.dest_uri for a in assets}
     assert {graph.entity_graph_uri(t.subject) for t in triples} <= uris
 

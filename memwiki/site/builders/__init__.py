@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from memwiki.graph_types import literal_ids, with_types
 from memwiki.site.builder_io import BuildContext
 from memwiki.site.concept_index import Concept, ConceptIndex, TextSource, UniquePaths, claim_order, paged_uri
 from memwiki.site.generated import GeneratedAsset, GeneratedPage
@@ -79,6 +80,7 @@ class Site:
     today: str
     fingerprints: dict[str, str]  # the source's fingerprint of each layer it can tell (MemorySource.layer_fingerprints)
     memory_home: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (page, anchor) of its card
+    literals: frozenset[str] = frozenset()  # entities that are values (`1.3`): no page, no node (graph_types)
     entity_names: dict[str, str] = field(default_factory=dict)
     session_by_id: dict[str, Session] = field(default_factory=dict)
     # where things are shown, claimed once per build so that names colliding after slugging get -2, -3 (see _paths)
@@ -190,7 +192,8 @@ def _read(ctx: BuildContext) -> Site:
     hot, sinks = list(source.hot_files()), list(source.sinks())
     memories = list(source.memories())
     triples = list(source.triples())
-    entities = list(source.entities())
+    recorded = list(source.entities())
+    entities = with_types(recorded, triples)  # (a palace records no types: its facts say them)
     sessions = sorted(source.sessions(), key=lambda s: (s.started, s.id), reverse=True)
     index = ConceptIndex(TextCache(ctx.speed.cache_path(TEXT_CACHE)))
     directory_urls = ctx.settings.directory_urls
@@ -201,6 +204,7 @@ def _read(ctx: BuildContext) -> Site:
         sinks=sinks,
         memories=memories,
         entities=entities,
+        literals=literal_ids(recorded, triples),
         triples=triples,
         sessions=sessions,
         messages={s.id: list(source.messages(s.id)) for s in sessions},
@@ -269,7 +273,8 @@ def _fill_index(speed: BuildSpeed, site: Site) -> None:
     for page in site.wiki:
         index.add_wiki(page)
     for entity in site.entities:
-        index.add_entity(entity)
+        if entity.id not in site.literals:  # a value is shown in its subject's facts, not as a concept
+            index.add_entity(entity)
     if kept:
         speed.keep(INDEX_CACHE, key, index.export(site.wiki, site.entities))
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memwiki.graph_types import with_types
 from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import site
 from memwiki.site.builders.provenance import source_html
@@ -112,10 +113,13 @@ class GraphIndex:
     degree: Counter[str] = field(default_factory=Counter)
     types: Counter[str] = field(default_factory=Counter)  # entities per type
     colors: dict[str, str] = field(default_factory=dict)  # colour per type
+    literals: frozenset[str] = frozenset()  # values stored as entities (`1.3`): in fact tables, never drawn
 
     @classmethod
-    def build(cls, entities: Sequence[Entity], triples: Sequence[Triple]) -> GraphIndex:
-        index = cls({e.id: e for e in entities}, list(triples))
+    def build(
+        cls, entities: Sequence[Entity], triples: Sequence[Triple], literals: frozenset[str] = frozenset()
+    ) -> GraphIndex:
+        index = cls({e.id: e for e in entities}, list(triples), literals=literals)
         by_entity: dict[str, list[Triple]] = defaultdict(list)
         for t in index.triples:
             by_entity[t.subject].append(t)
@@ -123,10 +127,10 @@ class GraphIndex:
                 by_entity[t.object].append(t)
             for end, name in ((t.subject, t.subject_name), (t.object, t.object_name)):
                 if end not in index.entities:  # a triple may name an entity the source does not list
-                    index.entities[end] = Entity(id=end, name=name or end)
+                    index.entities[end] = with_types([Entity(id=end, name=name or end)], [t])[0]
         index.by_entity = dict(by_entity)
         index.degree = Counter({e: len(ts) for e, ts in by_entity.items()})
-        index.types = Counter(index.type(e) for e in index.entities)
+        index.types = Counter(index.type(e) for e in index.entities if e not in literals)
         index.colors = type_colors([t for t, _ in sorted(index.types.items(), key=lambda x: (-x[1], x[0]))])
         return index
 
@@ -141,7 +145,7 @@ class GraphIndex:
 
 def graph_index(ctx: BuildContext) -> GraphIndex:
     """The graph index of this build, made on first use (entity_section is called once per entity)."""
-    return ctx.part(GraphIndex, lambda ctx: GraphIndex.build(site(ctx).entities, site(ctx).triples))
+    return ctx.part(GraphIndex, lambda ctx: GraphIndex.build(site(ctx).entities, site(ctx).triples, site(ctx).literals))
 
 
 # ── an entity's facts block ──────────────────────────────────────────────────────────────────────────
@@ -304,6 +308,8 @@ def neighbourhood_html(
     facts = index.by_entity.get(entity_id, [])
     neighbours = Counter(t.object if t.subject == entity_id else t.subject for t in facts)
     neighbours.pop(entity_id, None)
+    for value in index.literals & neighbours.keys():
+        del neighbours[value]
     keep = sorted(neighbours, key=lambda e: (-index.degree.get(e, 0), index.name(e)))[:limit]
     nodes = [entity_id, *keep]
     drawn = set(nodes)
@@ -324,7 +330,8 @@ class GlobalSelection:
 
 def select_global(index: GraphIndex, max_nodes: int) -> GlobalSelection:
     """The `max_nodes` most connected entities (ties by name) and the facts among them."""
-    ranked = sorted(index.entities, key=lambda e: (-index.degree.get(e, 0), index.name(e), e))
+    drawable = (e for e in index.entities if e not in index.literals)
+    ranked = sorted(drawable, key=lambda e: (-index.degree.get(e, 0), index.name(e), e))
     nodes = ranked[:max_nodes]
     drawn = set(nodes)
     triples = [t for t in index.triples if t.subject in drawn and t.object in drawn]
@@ -343,7 +350,9 @@ def _global_page(index: GraphIndex, sel: GlobalSelection, entity_url: EntityUrl,
     lines = [
         "# Knowledge graph",
         "",
-        f"{len(index.entities):,} entities and {len(index.triples):,} facts "
+        f"{len(index.entities) - len(index.literals):,} entities"
+        + (f" (and {len(index.literals):,} values, shown in their facts)" if index.literals else "")
+        + f" and {len(index.triples):,} facts "
         f"({n_current:,} current, {len(index.triples) - n_current:,} ended).",
         "",
     ]
@@ -468,7 +477,7 @@ def _new_drawing(ctx: BuildContext, entity_url: EntityUrl | None) -> _Drawing:
 
     def make() -> dict[str, str]:
         files = {GLOBAL_HTML: _network(index, sel.nodes, sel.triples, GLOBAL_HTML, urls, big=True)}
-        for eid in sorted(index.by_entity):
+        for eid in sorted(index.by_entity.keys() - index.literals):
             files[entity_graph_uri(eid)] = neighbourhood_html(index, eid, urls)
         return files
 
