@@ -12,7 +12,8 @@ recall (k=5) is asked and scored:
 - false confidence on the questions with no answer (layer "none"): the share with any confident hit.
 
 Plain dense retrieval (every layer's texts ranked by cosine alone, top 5 over all layers) is printed beside it.
-`--folds K` chooses the recall's `min_confidence` / `min_coverage` on K-1 folds and scores the held-out fold.
+`--folds K` chooses the recall's `min_confidence` / `min_coverage` / `min_cosine_with_words` on K-1 folds and
+scores the held-out fold.
 
     python scripts/bench_crosslayer.py
     python scripts/bench_crosslayer.py --folds 5
@@ -170,23 +171,30 @@ def by_layer(asked: list[Asked]) -> str:
     return ", ".join(f"{layer} {sum(v)}/{len(v)}" for layer, v in sorted(rows.items()) if layer != "none")
 
 
-GRID = [(floor, cover) for floor in (0.35, 0.4, 0.45, 0.5, 0.55) for cover in (0.5, 0.6, 0.7, 0.8)]
+GRID = [
+    (floor, cover, words)
+    for floor in (0.4, 0.45, 0.5, 0.55, 0.6)
+    for cover in (0.5, 0.6, 0.7, 0.8)
+    for words in (0.1, 0.2, 0.3)
+]
 
 
 def cross_validate(
     recallers: dict[str, Recaller], corpora: dict[str, dict], questions: list[Question], folds: int, seed: int
 ) -> list[dict[str, float]]:
-    """Each fold's (min_confidence, min_coverage) chosen on the other folds (by top5 + confident precision), scored
-    on its own questions."""
+    """Each fold's (min_confidence, min_coverage, min_cosine_with_words) chosen on the other folds (by top 5 +
+    confident precision), scored on its own questions."""
     rng = random.Random(seed)
     order = questions[:]
     rng.shuffle(order)
     parts = [order[i::folds] for i in range(folds)]
-    results: dict[tuple[float, float], dict[str, list[Asked]]] = {}
+    results: dict[tuple[float, ...], dict[str, Asked]] = {}
     for setting in GRID:
         for name, recaller in recallers.items():
             base = recaller.config
-            recaller.config = replace(base, min_confidence=setting[0], min_coverage=setting[1])
+            recaller.config = replace(
+                base, min_confidence=setting[0], min_coverage=setting[1], min_cosine_with_words=setting[2]
+            )
             qs = [q for q in questions if q.corpus == name]
             for a in ask(recaller, qs, corpora[name]):
                 results.setdefault(setting, {})[a.q.id] = a  # type: ignore[index]
@@ -195,13 +203,13 @@ def cross_validate(
     for i, part in enumerate(parts):
         train = [q for j, p in enumerate(parts) if j != i for q in p]
 
-        def objective(setting: tuple[float, float], train: list[Question] = train) -> float:
+        def objective(setting: tuple[float, ...], train: list[Question] = train) -> float:
             s = score([results[setting][q.id] for q in train])  # type: ignore[index]
             return s["top5"] + s["confident_precision"]
 
         best = max(GRID, key=objective)
         s = score([results[best][q.id] for q in part])  # type: ignore[index]
-        s["min_confidence"], s["min_coverage"] = best
+        s["min_confidence"], s["min_coverage"], s["min_cosine_with_words"] = best
         held_out.append(s)
     return held_out
 
@@ -238,9 +246,9 @@ def main(argv: list[str] | None = None) -> int:
             held = cross_validate(recallers, corpora, questions, args.folds, args.seed)
             keys = ("top5", "top5_with_decoy", "confident_precision", "confident_recall")
             means = {key: statistics.mean(s[key] for s in held) for key in keys}
-            chosen = [(s["min_confidence"], s["min_coverage"]) for s in held]
+            chosen = [(s["min_confidence"], s["min_coverage"], s["min_cosine_with_words"]) for s in held]
             print(f"{args.folds}-fold held-out means: " + ", ".join(f"{k} {v:.2f}" for k, v in means.items()))
-            print(f"  settings chosen per fold (min_confidence, min_coverage): {chosen}")
+            print(f"  chosen per fold (min_confidence, min_coverage, min_cosine_with_words): {chosen}")
         store.close()
     print(f"load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0

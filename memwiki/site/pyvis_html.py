@@ -77,18 +77,25 @@ def new_network(*, directed: bool = True) -> Network:
 
 
 def graph_options(*, physics: bool, big: bool = False) -> dict[str, Any]:
-    """vis-network options: labelled edges, dots, barnes-hut physics that stops once stable."""
+    """vis-network options: labelled edges, dots, barnes-hut physics that stops once stable. Labels are drawn on
+    a halo of the page's white (a node's name stays readable where an edge crosses it, an edge's label where it
+    crosses another) and nodes keep apart (`avoidOverlap`), so that labels do not pile up at the default zoom."""
+    halo = {"strokeWidth": 4, "strokeColor": "#ffffff"}
     return {
-        "nodes": {"shape": "dot", "size": 14, "font": {"size": 14, "face": "sans-serif"}},
+        "nodes": {"shape": "dot", "size": 14, "font": {"size": 14, "face": "sans-serif", **halo}},
         "edges": {
             "arrows": {"to": {"enabled": True, "scaleFactor": 0.5}},
-            "font": {"size": 11, "align": "middle", "face": "sans-serif"},
+            "font": {"size": 11, "align": "middle", "face": "sans-serif", "color": "#555555", **halo},
             "smooth": {"enabled": not big, "type": "dynamic"},
         },
         "physics": {
             "enabled": physics,
             "solver": "barnesHut",
-            "barnesHut": {"gravitationalConstant": -6000 if big else -3000, "springLength": 140},
+            "barnesHut": {
+                "gravitationalConstant": -6000 if big else -4000,
+                "springLength": 140 if big else 190,
+                "avoidOverlap": 0.6,
+            },
             "stabilization": {"enabled": True, "iterations": 300 if big else 150, "fit": True},
         },
         "interaction": {"hover": True, "tooltipDelay": 150, "hideEdgesOnDrag": big},
@@ -172,7 +179,19 @@ _LOADER_JS = """/* memwiki: draw the network whose data sits in #graph-data (vis
   var nodes = new vis.DataSet(data.nodes), edges = new vis.DataSet(data.edges);
   var network = new vis.Network(el, {nodes: nodes, edges: edges}, data.options);
   window.memwikiNetwork = network;  // for the console and the browser tests (hovering nodes and edges)
-  network.once("stabilizationIterationsDone", function () { network.setOptions({physics: {enabled: false}}); });
+  network.once("stabilizationIterationsDone", function () {
+    network.setOptions({physics: {enabled: false}});
+    // a phone-width frame: fitting every node would shrink the labels past reading; start near the busiest
+    // node at a readable scale instead (drag to pan, pinch to zoom)
+    if (el.clientWidth < 600 && network.getScale() < 0.8) {
+      var busiest = null, most = -1;
+      nodes.forEach(function (n) {
+        var d = network.getConnectedEdges(n.id).length;
+        if (d > most) { most = d; busiest = n.id; }
+      });
+      if (busiest !== null) network.moveTo({position: network.getPositions([busiest])[busiest], scale: 0.8});
+    }
+  });
   network.on("doubleClick", function (params) {
     if (!params.nodes.length) return;
     var node = nodes.get(params.nodes[0]);
