@@ -76,11 +76,17 @@ def origin(s: Site, t: Triple) -> Origin | None:
     return None
 
 
+_NO_SOURCE = "the graph does not say where this fact came from"
+
+
 def source_html(s: Site, t: Triple, url: Callable[[str, str], str]) -> str:
     """The source of fact `t` as HTML: a link to where it is shown (`url(src_uri, anchor)` makes the href from
-    the page it is seen on), else plain text; `unknown` when the fact names no source."""
+    the page it is seen on), else plain text; "not recorded" when the fact names no source (a palace's facts
+    often do not: MemPalace fills the source columns only when its writer gives one)."""
     if not t.source:
-        return '<span class="memwiki-muted">unknown</span>'
+        return (
+            '<span class="memwiki-muted" title="the graph does not say where this fact came from">not recorded</span>'
+        )
     label = f"<code>{esc(t.source)}</code>"
     found = origin(s, t)
     if found is None:
