@@ -124,7 +124,7 @@ def test_hot_entries_show_their_category_once_as_a_chip(site: Path) -> None:
     pitfall = _entry(page, "USE is many times slower")
     assert re.findall(r'<span class="mw-cat ([^"]*)"', pitfall) == ["mw-cat-core mw-cat-guessed"]
     legend = re.search(r'<p class="mw-legend">(.*?)</p>', page, re.S).group(1)
-    assert "core" in legend and "sinkable" in legend and "tagged" in legend and "classified" in legend
+    assert all(w in legend for w in ("always kept", "long-term memory", "said what kind", "guessed"))
     assert HOSTILE not in page and "&lt;img src=x onerror=" in _entry(page, "Memory text is data")
 
 
@@ -280,4 +280,4 @@ def test_a_rebuild_follows_a_new_mention_and_a_new_duplicate(store_path: Path, t
 
 def test_the_memory_index_explains_its_category_chips(site: Path) -> None:
     legend = re.search(r'<p class="mw-legend">(.*?)</p>', read(site, "memory/index.html"), re.S).group(1)
-    assert "core: stays in hot memory" in legend and "sinkable" in legend and "outlined" not in legend
+    assert "always kept in the agent's view" in legend and "long-term memory" in legend and "outlined" not in legend

@@ -36,11 +36,11 @@ def category_badge(category: str, tagged: bool | None = None) -> str:
     """A category chip: green for core (stays in hot memory), amber for sinkable; for a hot entry, solid when
     its writer tagged it and outlined when memwiki's rules classified it (`tagged` None: not a hot entry)."""
     kind = "core" if category in CORE_CATEGORIES else "sinkable"
-    what = "core: stays in hot memory" if kind == "core" else "sinkable: may sink to L2"
+    what = "always kept in the agent's view" if kind == "core" else "moves to long-term memory when the file gets full"
     how = ""
     if tagged is not None:
         how = " mw-cat-tagged" if tagged else " mw-cat-guessed"
-        what += " · tagged by its writer" if tagged else " · classified by memwiki's rules"
+        what += " · the agent said what kind of note it is" if tagged else " · memwiki guessed the kind from the words"
     return f'<span class="mw-cat mw-cat-{kind}{how}" title="{what}">{esc(category)}</span>'
 
 
@@ -53,13 +53,13 @@ def untagged(text: str) -> str:
 def legend(hot: bool = True) -> str:
     """What the category chips mean; `hot`: also solid (tagged) against outlined (classified)."""
     parts = [
-        category_badge("rule", True) + " core: stays in hot memory",
-        category_badge("network", True) + " sinkable: sinks to L2 when its file passes the threshold",
+        category_badge("rule", True) + " green: always kept in the agent's view",
+        category_badge("network", True) + " amber: moved to long-term memory when the file gets full",
     ]
     if hot:
         parts += [
-            category_badge("project", True) + " solid: tagged by the writer",
-            category_badge("project", False) + " outlined: classified by memwiki's rules",
+            category_badge("project", True) + " filled: the agent said what kind of note it is",
+            category_badge("project", False) + " outlined: memwiki guessed the kind from the words",
         ]
     return f'<p class="mw-legend">{" · ".join(parts)}</p>'
 
