@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -446,3 +447,35 @@ def test_rebuild_search_index_is_the_one_mkdocs_alone_writes(
         kept += [os.path.relpath(os.path.join(folder, f), tmp_path / "cache") for f in files]
         kept += [os.path.relpath(os.path.join(folder, d), tmp_path / "cache") for d in dirs if d != "use"]
     assert not kept, kept
+
+
+class _TextOutsideCode(HTMLParser):
+    """The text nodes of a page outside code, scripts and styles (what a reader reads as prose)."""
+
+    SKIP = frozenset({"code", "pre", "script", "style", "textarea", "kbd", "samp"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.depth = 0
+        self.texts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.depth += tag in self.SKIP
+
+    def handle_endtag(self, tag: str) -> None:
+        self.depth -= tag in self.SKIP and self.depth > 0
+
+    def handle_data(self, data: str) -> None:
+        if not self.depth:
+            self.texts.append(data)
+
+
+def test_no_page_shows_raw_wikilink_syntax(site: Path) -> None:
+    """Quoted memory text (cards, mentions, audit, digests, graph pages) renders `[[links]]` as links or words:
+    no text node outside code holds `[[`."""
+    raw = []
+    for path in sorted(site.rglob("*.html")):
+        parser = _TextOutsideCode()
+        parser.feed(path.read_text(encoding="utf-8"))
+        raw += [f"{path.relative_to(site)}: {t.strip()[:80]!r}" for t in parser.texts if "[[" in t]
+    assert raw == [], raw[:10]

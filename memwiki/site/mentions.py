@@ -83,21 +83,43 @@ def _clean(text: str) -> str:
     return text
 
 
+_CODE_SPAN = re.compile(r"`[^`\n]+`")
+
+
+def _in_code(text: str, at: int) -> bool:
+    """Whether position `at` of `text` is inside an inline code span."""
+    return any(m.start() < at < m.end() for m in _CODE_SPAN.finditer(text))
+
+
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
 def _context(text: str, start: int, end: int) -> tuple[str, str]:
     """The sentence around text[start:end]: at most CONTEXT characters each side, `…` where that cut it."""
-    head = text[max(0, start - CONTEXT) : start]
+    lo, hi = _outside_links(text, max(0, start - CONTEXT), min(len(text), end + CONTEXT))
+    head = text[lo:start]
     ends = [m.end() for m in _SENTENCE_END.finditer(head)]
-    before = head[ends[-1] :] if ends else ("…" if start > CONTEXT else "") + head
-    tail = text[end : end + CONTEXT]
+    before = head[ends[-1] :] if ends else ("…" if lo > 0 else "") + head
+    tail = text[end:hi]
     stop = _SENTENCE_END.search(tail)
-    after = tail[: stop.end()] if stop else tail + ("…" if end + CONTEXT < len(text) else "")
+    after = tail[: stop.end()] if stop else tail + ("…" if hi < len(text) else "")
     space_before = " " if before[-1:].isspace() else ""
     space_after = " " if after[:1].isspace() else ""
     return _flat(before) + space_before, space_after + _flat(after)
+
+
+_LINK = re.compile(r"\[\[[^\[\]\n]*\]\]")
+
+
+def _outside_links(text: str, lo: int, hi: int) -> tuple[int, int]:
+    """A window's ends moved out of any `[[link]]` they fall inside (a quote renders whole links, never halves)."""
+    for m in _LINK.finditer(text, max(0, lo - 200), min(len(text), hi + 200)):
+        if m.start() < lo < m.end():
+            lo = m.start()
+        if m.start() < hi < m.end():
+            hi = m.end()
+    return lo, hi
 
 
 class MentionIndex:
@@ -139,9 +161,11 @@ class MentionIndex:
             n = bisect_right(starts, at) - 1
             if concept is None or (id(concept), n) in seen:
                 continue
-            seen.add((id(concept), n))
             layer, source = places[n]
             start, end = at - starts[n], to - starts[n]
+            if "`" in texts[n] and _in_code(texts[n], start):
+                continue  # a name shown as code (`` `[[embed-01]]` ``) is written out, not said
+            seen.add((id(concept), n))
             mention = Mention(source.src_uri, source.anchor, source.title, layer, texts[n], start, end)
             self._mentions.setdefault(id(concept), []).append(mention)
             self._named.setdefault((source.src_uri, source.anchor), []).append(concept)

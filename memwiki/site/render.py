@@ -192,6 +192,11 @@ class TextRenderer:
         kind = f"html:{shift}:{norm(skip_title)}" if skip_title else f"html:{shift}"
         return self._fill(texts.derived(text, kind + (":flat" if flat else ""), compute, last=True), from_src)
 
+    def quote(self, before: str, marked: str, after: str, from_src: str) -> str:
+        """A sentence quoted around a name it holds, the name marked: the sentence's `[[links]]` rendered as
+        everywhere else (`inline`), the name escaped in `<mark>`."""
+        return f"{self.inline(before, from_src)}<mark>{esc(marked)}</mark>{self.inline(after, from_src)}"
+
     def inline(self, text: str, from_src: str) -> str:
         """Inline HTML (no paragraph) for a short text such as a backlink sentence."""
         flat = _WS.sub(" ", text)

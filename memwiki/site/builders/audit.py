@@ -23,6 +23,7 @@ from memwiki.site.builders.privacy import profile_line, withheld_table
 from memwiki.site.builders.provenance import origin, source_html
 from memwiki.site.generated import GeneratedPage
 from memwiki.site.render import block, esc, href, md_esc
+from memwiki.site.wikilinks import as_words
 from memwiki.source import Memory, Triple
 from memwiki.tokens import tokens
 
@@ -303,10 +304,10 @@ def _cut(text: str) -> str:
 def _side_text(text: str, against: str | None = None) -> str:
     """An untrusted text for a side-by-side column: escaped, cut to SIDE_CHARS, line breaks kept (CSS); with
     `against`, what it does not share with that text is marked."""
-    text = _cut(text)
+    text = _cut(as_words(text))  # (a diff marks words: its `[[links]]` are shown as the words they read)
     if against is None or against == text:
         return f'<span class="mw-side-text">{esc(text)}</span>'
-    mine, theirs = _TOKEN.findall(text), _TOKEN.findall(_cut(against))
+    mine, theirs = _TOKEN.findall(text), _TOKEN.findall(_cut(as_words(against)))
     out = []
     for op, i1, i2, _, _ in SequenceMatcher(None, mine, theirs, autojunk=False).get_opcodes():
         part = esc("".join(mine[i1:i2]))

@@ -73,7 +73,7 @@ def mentioned_in(s: Site, concept: Concept) -> str:
         before, after = m.context()
         items.append(
             f'<li><a href="{esc(url)}">{esc(title)}</a> <span class="mw-muted">{esc(LAYERS.get(m.layer, m.layer))}'
-            f'</span><blockquote class="mw-context">{esc(before)}<mark>{esc(m.name)}</mark>{esc(after)}'
+            f'</span><blockquote class="mw-context">{s.renderer.quote(before, m.name, after, here)}'
             "</blockquote></li>"
         )
     more = len(found) - MENTIONS_SHOWN
