@@ -107,3 +107,5 @@ def test_a_name_withheld_whole_is_not_listed_as_a_concept(tmp_path: Path) -> Non
         index = next(p for p in pages if p.src_uri == "concepts/index.md").markdown
         assert "Juniper" in index and "redacted" not in index and "vault.corp" not in index
         assert any(p.title.startswith("[redacted: internal host") for p in pages)  # its page is still there
+        data = next(a for a in build_all(ctx)[1] if a.dest_uri.endswith("search-data.js")).content.decode()
+        assert "Juniper" in data and '"[redacted: internal host' not in data  # nor is it a search answer

@@ -3,7 +3,6 @@ sentence that links), stub pages for wanted concepts, and the concept index."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import astuple
 
 from memwiki.site.builder_io import BuildContext
@@ -20,6 +19,7 @@ from memwiki.site.builders.audit import Flags, flag_html, flags
 from memwiki.site.builders.graph import entity_section
 from memwiki.site.builders.provenance import origin_key
 from memwiki.site.concept_index import Concept, norm
+from memwiki.site.detect import WITHHELD_NAME
 from memwiki.site.generated import GeneratedPage
 from memwiki.site.mentions import Mention
 from memwiki.site.render import block, esc, href, md_esc
@@ -27,7 +27,6 @@ from memwiki.site.speed.memo import PageMemo, key_of
 from memwiki.source import Triple
 
 PER_LIST_PAGE = 300
-WITHHELD_NAME = re.compile(r"\[redacted: [^\]]+\]")  # a name the privacy gate withheld whole: no concept to list
 INDEX_MARKDOWN = "memo/concepts-index.marshal"  # in cache_dir: the Markdown of the concepts' first page
 
 

@@ -34,6 +34,7 @@ from memwiki.semantic import index_text
 from memwiki.sessions import SNIPPETS_PER_SESSION
 from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import PERSONA, Site, hot_anchor, message_anchor, site
+from memwiki.site.detect import WITHHELD_NAME
 from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.pyvis_html import script_json
 from memwiki.site.render import esc, page_url
@@ -200,6 +201,8 @@ class _Layers:
         for page in recall_pages(ctx.source):
             entity = page.path.startswith(ENTITY_PREFIX)
             concept = s.index.for_entity(page.path[len(ENTITY_PREFIX) :]) if entity else None
+            if entity and (concept is None or WITHHELD_NAME.fullmatch(page.title)):
+                continue  # a value stored as an entity (no page), or a name the gate withheld: no answer to show
             uri = concept.src_uri if concept is not None else wiki_uri.get(page.path, "")
             url = page_url(uri, self.du) if uri else ""
             rows.append([page.path, page.title, url, page_text(page), "entity" if entity else "wiki"])

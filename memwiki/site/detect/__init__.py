@@ -8,6 +8,6 @@
 """
 
 from memwiki.site.detect.detectors import CONTACT_KINDS, Detectors
-from memwiki.site.detect.spans import REDACTED_PREFIX, Span
+from memwiki.site.detect.spans import REDACTED_PREFIX, WITHHELD_NAME, Span
 
-__all__ = ["CONTACT_KINDS", "Detectors", "REDACTED_PREFIX", "Span"]
+__all__ = ["CONTACT_KINDS", "Detectors", "REDACTED_PREFIX", "Span", "WITHHELD_NAME"]

@@ -16,6 +16,7 @@ import re2
 from memwiki.screen import Present, re2_safe
 
 REDACTED_PREFIX = "[redacted: "  # how every label starts: no detector takes a label for a secret
+WITHHELD_NAME = re.compile(r"\[redacted: [^\]]+\]")  # a name the gate withheld whole: it names nothing to list
 NOT_A_LABEL = r"(?!\[|redacted[-_ :·])"  # a label (maybe cut short, maybe slugged) is no secret
 BEHIND = 160  # how far before a trigger a rule's match may start (a local part, a scheme, "password for X")
 AHEAD = 400  # how far after it a rule looks (a longer match is followed to its end)
