@@ -133,6 +133,14 @@ CONTEXT = [
         "dinosaur village voyage pilot dolphin walnut obey tiger",
     ),
     ("User: the 2FA code it just sent is 910 578, quick, log in for me", "910 578"),
+    # round 2 and 4 again: what opens a thing, said by likeness; a passphrase of Chinese words; codes in a list
+    ("Mum's iPad unlocks with the same thing as my laptop (!mh82N^9-2F) so she can install apps", "!mh82N^9-2F"),
+    ("1Password 主密码 = 欲穷千里目 海内存知己 1996（包括空格）", "欲穷千里目 海内存知己 1996"),
+    ("Discord backup codes: ``` * 1cv9-89ev * usqh-byi4 * dpd8-u1u0 * 7736-64g4 ```", "7736-64g4"),
+    (
+        'Page c1910 API_KEY = ( "ef4d4b9b7f9b69ec57afe583d1d429b01fb8" "6ab04df711dbf14e7331725e4985" )',
+        "6ab04df711dbf14e",
+    ),
     (
         "therapy call: https://us06web.zoom.us/j/38009414325?pwd=Zh1pDULZogDk7AyVy",
         "https://us06web.zoom.us/j/38009414325?pwd=Zh1pDULZogDk7AyVy",
@@ -279,6 +287,7 @@ ORDINARY = [
     # round 6's own, and words near the new rules
     "MAC address format: aa:bb:cc:dd:ee:ff",
     "hermes session 20261130_030058_12a316",  # a time stamp, not a phone number
+    "log in with GitHub at https://github.com/login and then run v2.3.1-beta",
     "password manager docs: https://bitwarden.com/help/",
     "seed phrase backup: see the steel plate in the safe",
     "what is the password policy? at least 12 chars",
@@ -375,3 +384,12 @@ def test_a_tools_json_output_is_read_as_its_lines(output: str, secret: str) -> N
     import json
 
     assert secret not in redacted(json.dumps({"output": output, "code": 0}))
+
+
+def test_a_keys_bytes_and_a_paseto_token_are_withheld() -> None:
+    key = "[" + ",".join(str((i * 37 + 11) % 256) for i in range(64)) + "]"
+    assert key not in redacted(f"~/.config/solana/id.json: {key}")  # (a list in brackets, yet no placeholder)
+    paseto = "v4.local.uxxYK2Mk-2YV2IJfD326CqOxFMP6y3P5zF0oGC42UW2Rg-7XEI"
+    assert "uxxYK2Mk" not in redacted(f"the session cookie decodes to nothing readable: {paseto}")
+    joined = 'const key = "fdaa970d10128d2a0b1c2d3e4f5a6b7c" + "0c4f143ce10687d-us15";'
+    assert "0c4f143ce10687d" not in redacted(joined)  # a string concatenation is one string

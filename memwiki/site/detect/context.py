@@ -373,6 +373,15 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         ),
         "answer",
     ),
+    (  # what opens something, said by what it is like: "Mum's iPad unlocks with the same as my laptop (X)"
+        _rule(
+            "password",
+            r"(?i)\b(?:unlocks?|unlocked|opens?|log(?:s|ged)?\s*in(?:to)?|sign(?:s|ed)?\s*in(?:to)?)\b[^.\n]{0,30}?"
+            r"\bwith\b[ \t]*",
+            r"(?i)(?:unlock|open|log\w*\s*in|sign\w*\s*in)[^.]{0,30}with",
+        ),
+        "answer",
+    ),
     (  # "pass for grandma's iPad = X"
         _rule("password", rf"(?i)(?<![\w-])pass{_FOR}{_SEP}" + NOT_A_LABEL, r"(?i)pass\b"),
         "prose",
@@ -464,7 +473,10 @@ _LIST_ITEM = re.compile(
     r"(?:\n|$|(?=[\"']))"  # (or a closing quote: the list ends a JSON string)
 )
 _NEXT_ITEM = re.compile(r"[`'\"]?(?:[ \t]*[,，、;；][ \t]*|[ \t]+)[`'\"]?")
-_CODE_ROW = re.compile(r"[A-Za-z0-9-]{4,12}(?:[ \t,;、，；]+[A-Za-z0-9-]{4,12}){2,}")
+_CODE_ROW = re.compile(  # (maybe in a fence or a bulleted list that a one-line field made one line)
+    r"(?:```\w*\s*)?(?:[*•·-][ \t]+)?"
+    r"([A-Za-z0-9][A-Za-z0-9-]{3,11}(?:(?:[ \t,;、，；]|\s[*•·]\s)+[A-Za-z0-9][A-Za-z0-9-]{3,11}){2,})"
+)
 _GROUPS = re.compile(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
 
 
@@ -485,7 +497,7 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         words = value.lower().split()
         return len(words) >= 6 and all(w.isalpha() for w in words) and not _STOPWORDS & set(words)
     if how == "answer":  # the answer to a question for a credential: its first value that looks typed
-        return True
+        return "/" not in value
     if how == "clause":  # a value after a colon that ends a few words about a credential: not a link or a path
         return "/" not in value and _judge("prose", text, a, b)
     if how == "prose":
@@ -529,7 +541,7 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
         return out
     if how == "codes":  # "backup codes (each works once): 7461 1340 6156 6130 …": the whole row of codes
         if (row := _CODE_ROW.match(text, start)) is not None:
-            return [row.span()]
+            return [row.span(1)]
         how = "strong"
     if how == "groups":
         m = _GROUPS.match(text, start)
@@ -546,6 +558,8 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
             return [value_span(text, a, phrase=True)]
         if text[a : a + 1] in "\"'`“「":
             return [(a, b)]
+        if (words := _CJK_PASSPHRASE.match(text, a)) is not None:  # "主密码 = 欲穷千里目 海内存知己 1996"
+            return [words.span()]
         more = [] if text[a:b].isalpha() else _same_shape(text, a, b)  # words: a passphrase; codes: a list
         return [(a, b), *more] if more else [(a, _ascii_phrase_end(text, b))]
     if (tag := _YAML_TAG.match(text, start)) is not None:  # `password: &db_pw "X"`, `!!str X`
@@ -570,20 +584,27 @@ _GROUPED_CODE = re.compile(r"\d{3,4}[ -]\d{3,4}(?![\d-])")  # a code in two grou
 _SPOKEN_CODE = re.compile(r"\d(?:[ ,]\s?\d){3,9}(?![\d.])")  # a code read out digit by digit
 _TEMPLATE_LITERAL = re.compile(r"[\"']?\{\{-?\s*(['\"])([^'\"\n]{4,})\1")
 _YAML_TAG = re.compile(r"(?:&[\w-]+|!{1,2}[\w-]*)[ \t]+(?=\S)")
-_CONTINUED = re.compile(r"[(\[][ \t]*\n(?:[ \t]*[\"'][^\"'\n]*[\"'][ \t]*,?[ \t]*\n){1,8}")
+_CONTINUED = re.compile(  # (on one line too, where a one-line field made the breaks spaces)
+    r"[(\[][ \t]*\n?(?:[ \t]*[\"'][^\"'\n]*[\"'][ \t]*,?[ \t]*\n?){2,8}[ \t]*[)\]]"
+    r"|[(\[][ \t]*\n(?:[ \t]*[\"'][^\"'\n]*[\"'][ \t]*,?[ \t]*\n){1,8}"
+)
 
 
 def _answer(text: str, start: int, reach: int = 80) -> list[tuple[int, int]]:
     """The first value in an answer's first line that looks typed ("You told me it is WQDP8198qjaz%.")."""
     end = min(len(text), start + reach)
-    line = text.find("\n", start, end)
-    for m in _ANSWER_WORD.finditer(text, start, line if line >= 0 else end):
+    clause = _CLAUSE_END.search(text, start, end)
+    for m in _ANSWER_WORD.finditer(text, start, clause.start() if clause else end):
         a, b = value_span(text, m.start())
-        if a < b and _judge("prose", text, a, b):
+        value = text[a:b]
+        if a < b and _judge("prose", text, a, b) and _mixed(value) and "/" not in value and not _VERSION.match(value):
             return [(a, b)]
     return []
 
 
+_CJK_PASSPHRASE = re.compile(r"[\u4e00-\u9fff]{2,}(?:[ \t]+[\u4e00-\u9fff]{2,})+(?:[ \t]+\d{2,})?")
+_CLAUSE_END = re.compile(r"\n|[.;!?。；！？]\s|\s(?:and|then|but)\s|，然后|然后")  # where an answer's line ends
+_VERSION = re.compile(r"(?i)v?\d+(?:\.\d+)+(?:[-+.]?[a-z]+\d*)*$")
 _WORD_RUN = re.compile(r"[A-Za-z]+(?:[ \t]+[A-Za-z]+){5,}")
 _ANSWER_WORD = re.compile(r"(?<![^\s:：,，;；(（\[“\"'`])\S")  # where a word starts
 

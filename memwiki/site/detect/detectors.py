@@ -28,6 +28,7 @@ _UPPER = re.compile("[A-Z]")
 _LOWER = re.compile("[a-z]")
 _SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{7,}")
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
+_ALWAYS = CONTACT_KINDS | {"private key"}  # never a placeholder (a key's bytes `[134, 207, …]` look like `[x]`)
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_+/=~$-]")
 _WHOLE_TOKEN_KINDS = frozenset({"token", "api key"}) | frozenset(
     k
@@ -86,7 +87,7 @@ class Detectors:
                 spans += [s for s in self.context.find(urls) if s.kind.startswith("url")]
         for pattern in self.extra:
             spans += [Span(*m.span(), "custom", 999) for m in pattern.finditer(text) if m.end() > m.start()]
-        spans = [s for s in spans if s.kind in CONTACT_KINDS or is_value(text[s.start : s.end], 1)]  # no `PASSWORD`
+        spans = [s for s in spans if s.kind in _ALWAYS or is_value(text[s.start : s.end], 1)]  # no `PASSWORD`
         return disjoint([_whole(text, s) for s in spans])
 
     def redact(self, text: str, label: Callable[[str, str], str]) -> tuple[str, list[str]]:

@@ -22,6 +22,9 @@ _E = r"(?![A-Za-z0-9])"
 RULES: tuple[Rule, ...] = (
     Rule("openai key", r"(?i)" + _B + r"sk-(?:proj-|ant-|live-|test-)?(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,}", r"(?i)sk-"),
     Rule("stripe key", r"(?i)" + _B + r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}", r"(?i)[srp]k_(?:live|test)_"),
+    Rule(  # PASETO
+        "token", r"(?i)" + _B + r"v[1-4]\.(?:local|public)\.[A-Za-z0-9_-]{20,}", r"(?i)v[1-4]\.(?:local|public)\."
+    ),
     Rule(
         "aws key",
         r"(?i)" + _B + r"(?:AKIA|ASIA|AGPA|AIDA|AROA)(?=[A-Z]*\d)[0-9A-Z]{16}" + _E,

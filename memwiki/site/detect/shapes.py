@@ -233,7 +233,8 @@ def typed(value: str) -> bool:
 
 
 _NEXT_LINE = re.compile(  # (a line break a one-line field made a space: then the part is 12 or more)
-    r"(?:[\"'][ \t]*\+?[ \t]*)?(?:\n[ \t]*[\"']?([A-Za-z0-9+/=_-]{6,})|[ \t]([A-Za-z0-9+/=_-]{12,}))(?=[\"'\s;,)]|$)"
+    r"(?:[\"'][ \t]*\+?[ \t]*)?(?:\n[ \t]*[\"']?([A-Za-z0-9+/=_-]{6,})|[ \t][\"']?([A-Za-z0-9+/=_-]{12,}))"
+    r"(?=[\"'\s;,)]|$)"
 )
 
 
@@ -246,7 +247,8 @@ def wrapped_end(text: str, start: int, end: int) -> int:
         group = 1 if m.group(1) else 2
         part = m.group(group)
         same = any(c.isdigit() for c in part) and (set(part) <= alphabet or (hex_tail and bool(_HEX.match(part))))
-        if not (same if group == 2 else made(part) or switches(part) >= 0.3 or same):
+        joined = "+" in text[end : m.start(group)]  # `"ab" + "cd"`: said to be one string
+        if not (same if group == 2 and not joined else made(part) or switches(part) >= 0.3 or same):
             break
         end = m.end(group)
     return end
