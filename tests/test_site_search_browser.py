@@ -225,6 +225,8 @@ def test_header_box_is_this_search(browser: Browser, demo_served: str) -> None: 
     items = "document.querySelectorAll('.md-search-result__list > li')"
     layers = page.evaluate(f"Array.from({items}).map(li => li.dataset.layer)")
     assert {"L1", "L2", "L4", "files"} <= set(layers)  # every layer's hits (confident first, as recall orders them)
+    marks = page.evaluate("Array.from(document.querySelectorAll('.md-search-result__list mark'), m => m.textContent)")
+    assert marks and set(marks) <= {"备份", "份策", "策略"}, marks  # the query's words are marked, nothing else
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")
     second = page.evaluate("document.querySelector('.md-search-result__list > li.memwiki-search-active a').href")

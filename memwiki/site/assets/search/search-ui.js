@@ -25,6 +25,36 @@
     return node;
   }
 
+  var STOP = {the: 1, and: 1, for: 1, how: 1, what: 1, who: 1, why: 1, when: 1, where: 1, does: 1, did: 1, from: 1,
+    with: 1, that: 1, this: 1, are: 1, was: 1, our: 1, your: 1, which: 1, can: 1};
+
+  /* What of the query a reader would look for in a hit: its words (3 letters or more, not the little ones) and
+   * each pair of Chinese characters, as one pattern (longest first), or null. */
+  function termPattern(query) {
+    var terms = {};
+    (String(query).toLowerCase().match(/[a-z0-9][a-z0-9_.-]{2,}/g) || []).forEach(function (w) {
+      if (!STOP[w]) terms[w] = 1;
+    });
+    (String(query).match(/[\u4e00-\u9fff]+/g) || []).forEach(function (run) {
+      if (run.length === 1) terms[run] = 1;
+      for (var i = 0; i + 2 <= run.length; i++) terms[run.slice(i, i + 2)] = 1;
+    });
+    var list = Object.keys(terms).sort(function (a, b) { return b.length - a.length; });
+    if (!list.length) return null;
+    return new RegExp("(" + list.map(function (t) { return t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }).join("|") + ")", "gi");
+  }
+
+  /* An element whose text has the query's terms marked (text nodes only: the text is never parsed as HTML). */
+  function marked(tag, cls, text, pattern) {
+    var node = el(tag, cls);
+    if (!pattern) { node.textContent = text; return node; }
+    String(text).split(pattern).forEach(function (part, i) {
+      if (!part) return;
+      node.appendChild(i % 2 ? el("mark", "", part) : document.createTextNode(part));
+    });
+    return node;
+  }
+
   var WIKILINK = /\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|([^\]]+))?\]\]/g;
 
   /* A memory's Markdown as a reader reads it: a link as its words, no heading, quote or list marks, no bold. */
@@ -152,7 +182,7 @@
       list.dataset.mode = meaning ? "meaning" : "words";
       shown = hits;
       active = -1;
-      var previous = "";
+      var previous = "", pattern = termPattern(query);
       hits.forEach(function (hit, n) {
         var li = el("li", "memwiki-search-hit" + (hit.confident ? "" : " memwiki-search-weak") +
           (hit.layer !== previous ? " memwiki-search-first" : "") + (opts.header ? " md-search-result__item" : ""));
@@ -168,7 +198,7 @@
           (hit.layer === "files" ? "files" : hit.layer) + " · " + LAYER_NAMES[hit.layer]));
         var href = safeUrl(root, hit.url);
         var shownTitle = plain(hit.title).split(/\s+/).filter(Boolean).join(" ");
-        var title = el(href ? "a" : "span", "memwiki-search-title", shownTitle);
+        var title = marked(href ? "a" : "span", "memwiki-search-title", shownTitle, pattern);
         if (href) title.href = href;
         head.appendChild(title);
         if (!hit.confident) head.appendChild(el("span", "memwiki-search-weak-label", "less sure"));
@@ -177,7 +207,7 @@
         if (meta) head.appendChild(el("span", "memwiki-search-meta", meta));
         li.appendChild(head);
         var text = snippet(hit, shownTitle);
-        if (text) li.appendChild(el("p", "memwiki-search-snippet", text));
+        if (text) li.appendChild(marked("p", "memwiki-search-snippet", text, pattern));
         li.title = "why here: score " + hit.score.toFixed(3) + " · " + hit.why; // (for whoever asks, not in the way)
         li.addEventListener("mousemove", function () { if (active !== n) setActive(n); });
         list.appendChild(li);
