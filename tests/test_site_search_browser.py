@@ -270,3 +270,23 @@ def test_lexical_results_come_first(browser: Browser, demo_served: str) -> None:
     assert page.locator(f"{LIST} > li").count() > 0
     page.wait_for_function(f"document.querySelector('{LIST}').dataset.mode === 'meaning'", timeout=120_000)
     assert "as recall ranks" in (page.locator("#memwiki-search-status").text_content() or "")
+
+
+def test_header_search_works_by_touch_on_a_phone(browser: Browser, demo_served: str) -> None:  # noqa: F811
+    """On a phone-sized touch screen: tap the header's search icon, tap the box, type, tap the first result."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(demo_served + "index.html")
+    page.locator("label.md-header__button[for='__search']").tap()
+    assert page.evaluate("document.getElementById('__search').checked")
+    page.locator("input.md-search__input").tap()
+    page.keyboard.type("备份策略")
+    page.wait_for_function("document.querySelectorAll('.md-search-result__list > li').length > 0", timeout=60_000)
+    first = page.locator(".md-search-result__list > li a").first
+    target = (first.get_attribute("href") or "").split("#", 1)[0].removeprefix("./")
+    first.tap()
+    page.wait_for_url(f"**/{target}*", timeout=30_000)
+    assert errors == []
+    context.close()
