@@ -175,7 +175,7 @@ GRID = [
     (floor, cover, words)
     for floor in (0.4, 0.45, 0.5, 0.55, 0.6)
     for cover in (0.5, 0.6, 0.7, 0.8)
-    for words in (0.1, 0.2, 0.3)
+    for words in (0.0, 0.1, 0.2, 0.3)
 ]
 
 
