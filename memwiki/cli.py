@@ -389,8 +389,11 @@ def run(argv: Sequence[str] | None = None) -> int:
                 check_line_sizes(path, limit)
                 sessions, messages = store.sessions.import_jsonl(path, progress=sys.stderr.isatty())
                 print(f"imported {messages} messages in {sessions} sessions into L4")
+                print(f"embedded {store.keep_vectors():,} new texts for recall and the site")
         elif cmd == "kg":
             _kg(args, store.graph)
+            if args.kg_command in ("add", "invalidate", "supersede"):
+                store.keep_vectors()
         elif cmd == "session":
             _session_search(args, store.sessions.search)
         elif cmd == "stats":

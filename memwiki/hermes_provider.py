@@ -31,7 +31,7 @@ from agent.memory_provider import MemoryProvider
 
 from memwiki.errors import DuplicateEntryError, MemwikiError
 from memwiki.mcp_server import Served, build_server, run_to_end, tool_schemas
-from memwiki.recall import Hit
+from memwiki.recall import Hit, turn_text
 from memwiki.store import Store
 from memwiki.store_thread import StoreThread
 from memwiki.times import utc_now
@@ -171,6 +171,8 @@ class MemwikiProvider(MemoryProvider):
                 store.sessions.add_message(sid, "user", user_content)
             if assistant_content:
                 store.sessions.add_message(sid, "assistant", assistant_content)
+            # the turns' vectors, made now (where they are written) for every later recall and build
+            store.text_vectors.ensure(turn_text(c) for c in (user_content, assistant_content) if c)
 
         self._call(append)
         for target, content in self._refused_writes(messages or []):

@@ -9,6 +9,8 @@
     knowledge_graph.sqlite3 L3 knowledge graph, MemPalace's schema
     sessions.sqlite3        L4 session history with FTS5
     wiki/                   hand-written Markdown concept pages
+    vectors/                vectors of session turns, wiki and entity pages, hot entries: one SQLite file per
+                            embedder, by text (memwiki.text_vectors); nothing in it that cannot be made again
 
 `store.json` is `memwiki.config.STORE_FILE`; the L1 files are `memwiki.hot.FILE_NAMES`.
 """
@@ -20,4 +22,5 @@ LAYER_PATHS = {
     "graph": "knowledge_graph.sqlite3",
     "sessions": "sessions.sqlite3",
     "wiki": "wiki",
+    "vectors": "vectors",
 }

@@ -235,6 +235,11 @@ def long_memory(text: str, memory_id: str | None = None, category: str | None = 
 def _writing_tools(server: MCPServer, served: Served) -> None:
     store = served.store
 
+    def with_vectors(result: Any) -> Any:  # noqa: ANN401 - the write's own result
+        """A graph write's result, once the vectors of the pages it changed are made (memwiki.text_vectors)."""
+        store.keep_vectors()
+        return result
+
     @server.tool(
         description=(
             "Hot memory, with hermes-agent's memory-tool arguments: add, replace or remove an entry of MEMORY.md "
@@ -313,11 +318,14 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
         def add() -> str:
             return store.graph.add_triple(subject, predicate, object, valid_from=valid_from, source_file=source)
 
-        return {"id": await served.write(add)}
+        return {"id": await served.write(lambda: with_vectors(add()))}
 
     @server.tool(description="End a current fact on a date (it stays in the graph's history).")
     async def memwiki_kg_invalidate(subject: Name, predicate: Name, object: Name, ended: Date = None) -> dict[str, Any]:
-        return {"ended": await served.write(lambda: store.graph.invalidate(subject, predicate, object, ended=ended))}
+        def invalidate() -> int:
+            return store.graph.invalidate(subject, predicate, object, ended=ended)
+
+        return {"ended": await served.write(lambda: with_vectors(invalidate()))}
 
     @server.tool(
         description=(
@@ -331,7 +339,7 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
         def supersede() -> str:
             return store.graph.supersede(subject, predicate, new_object, date=at, old_object=old_object)
 
-        return {"id": await served.write(supersede)}
+        return {"id": await served.write(lambda: with_vectors(supersede()))}
 
 
 async def run_stdio(server: MCPServer) -> None:

@@ -7,7 +7,6 @@ answer of a lower one (`Recaller.recall`). Each hit says why it ranked and wheth
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
 import re
@@ -23,11 +22,11 @@ from memwiki.errors import MemwikiError
 from memwiki.lexical import LexicalIndex
 from memwiki.passages import MAX_EMBED_BYTES, PASSAGE_KEY, cut_to_bytes, utf8_size
 from memwiki.source import HotFile, Memory, ScoredMemory, SessionHit, WikiPage
+from memwiki.text_vectors import TextVectors
 from memwiki.tokens import coverage
 
 log = logging.getLogger(__name__)
 LAYERS = ("L1", "L2", "L4", "files")
-TEXT_CACHE_MAX = 20000  # vectors of small-layer texts kept between recalls
 SESSION_LIMIT = 10  # sessions the session search is asked for (at least k), their best turns ranked
 RANKED_CHARS = 2000  # of a session turn or a wiki page: what it is ranked by
 
@@ -190,6 +189,7 @@ class Recaller:
         sessions: Callable[[str, int], list[SessionHit]] | None = None,
         wiki_pages: Callable[[], Sequence[WikiPage]] | None = None,
         config: RecallConfig | None = None,
+        text_vectors: TextVectors | None = None,
     ) -> None:
         self.embedder = embedder
         self.hot_files = hot_files
@@ -197,7 +197,8 @@ class Recaller:
         self.sessions = sessions
         self.wiki_pages = wiki_pages
         self.config = config or RecallConfig()
-        self._text_vectors: dict[str, np.ndarray] = {}  # small layers' texts (hot entries, wiki pages)
+        # small layers' texts (hot entries, turns, pages): kept with the source, else in this process
+        self.text_vectors = text_vectors or TextVectors(None, embedder)
         self._dense: ThreadPoolExecutor | None = None  # see rank_l2
 
     # -- query --------------------------------------------------------------------------------------
@@ -310,24 +311,11 @@ class Recaller:
 
     # -- small layers (hot memory, session snippets, wiki pages), ranked in memory --------------------
 
-    def _vectors_of(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        if len(self._text_vectors) > TEXT_CACHE_MAX:
-            self._text_vectors.clear()
-        todo = list(dict.fromkeys(key for key in keys if key not in self._text_vectors))
-        if todo:
-            by_key = dict(zip(keys, texts, strict=True))
-            for key, v in zip(todo, self.embedder.embed([by_key[key] for key in todo]), strict=True):
-                self._text_vectors[key] = v
-        if not keys:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([self._text_vectors[key] for key in keys])
-
     def _rank_texts(self, query: str, qv: np.ndarray, texts: Sequence[str]) -> list[_Ranked]:
         """Hybrid ranking of a few texts (ids are their positions as strings)."""
         if not texts:
             return []
-        cos = self._vectors_of(texts) @ qv
+        cos = self.text_vectors.of(texts) @ qv
         dense = sorted(((str(n), float(c)) for n, c in enumerate(cos)), key=lambda x: -x[1])
         index = LexicalIndex(":memory:")
         try:

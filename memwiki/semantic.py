@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from chromadb.errors import ChromaError
 
 from memwiki.config import DEFAULT_MAX_INPUT_BYTES, EMBEDDED_COLLECTION
 from memwiki.embedders import Embedder
@@ -52,6 +51,13 @@ WRITE_BYTES = 8_000_000  # ... and characters of text (a file of long memories i
 WRITE_LOCK_TIMEOUT = 120.0  # seconds another process's write may take before a write gives up, saying so
 _FIELDS = tuple(f.name for f in fields(Memory) if f.name not in ("id", "text", "meta"))
 Split = dict[str, tuple[list[Span], np.ndarray]]  # long memory id -> its passages and their vectors
+
+
+def is_chroma_error(exc: BaseException) -> bool:
+    """Chroma's own error. Looked up, not imported: only a path that opened Chroma raises one, and importing
+    chromadb costs most of a rebuild's start-up."""
+    errors = sys.modules.get("chromadb.errors")
+    return errors is not None and isinstance(exc, errors.ChromaError)
 
 
 @dataclass
@@ -585,7 +591,9 @@ class SemanticMemory:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         try:
             got = self._col.get(ids=ids, include=["embeddings"])
-        except ChromaError as exc:  # e.g. "Error finding id": a record this process's Chroma has not caught up with
+        except Exception as exc:  # e.g. "Error finding id": a record this process's Chroma has not caught up with
+            if not is_chroma_error(exc):
+                raise
             raise MemwikiError(f"L2 vectors of {ids[0]!r}… not readable here yet: {exc}") from exc
         found = dict(zip(got["ids"], got["embeddings"], strict=True))
         missing = [i for i in ids if i not in found]
@@ -655,7 +663,9 @@ class SemanticMemory:
             return [], self._as_matrix([])
         try:
             found = self._records_with_vectors(ids)
-        except ChromaError:
+        except Exception as exc:
+            if not is_chroma_error(exc):
+                raise
             memories = self.get(ids)
             texts = [m.text if PASSAGE_KEY in m.meta else index_text(m) for m in memories]
             return memories, self._as_matrix(self.embedder.embed(texts) if texts else [])

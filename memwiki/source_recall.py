@@ -31,4 +31,5 @@ def recaller_for(source: MemorySource, embedder: Embedder | None = None) -> Reca
         l2=l2,
         sessions=source.search_sessions,
         wiki_pages=lambda: recall_pages(source),
+        text_vectors=getattr(source, "text_vectors", None),
     )

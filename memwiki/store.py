@@ -25,11 +25,12 @@ from memwiki.hot import FILE_NAMES, HotMemoryFile
 from memwiki.layout import LAYER_PATHS
 from memwiki.overflow import SinkLog, remember, sink
 from memwiki.persona import read_persona, write_persona
-from memwiki.recall import Hit, RecallConfig, Recaller
+from memwiki.recall import Hit, RecallConfig, Recaller, page_text, turn_text
 from memwiki.recovery import REBUILD_SUFFIX, finish_interrupted, recovery_lock
 from memwiki.semantic import SemanticMemory
 from memwiki.sessions import SessionHistory
 from memwiki.source import HotFile, Persona, SinkRecord
+from memwiki.text_vectors import TextVectors
 from memwiki.times import utc_now
 
 if TYPE_CHECKING:
@@ -185,6 +186,12 @@ class Store:
             return SessionHistory(path)
 
     @cached_property
+    def text_vectors(self) -> TextVectors:
+        """The vectors of the store's texts other than L2's (turns, pages, hot entries), made once for every
+        process that reads the store."""
+        return TextVectors(self.root / LAYER_PATHS["vectors"], self.embedder)
+
+    @cached_property
     def core_guard(self) -> CoreGuard:
         return CoreGuard(self.embedder)
 
@@ -262,7 +269,16 @@ class Store:
             sessions=self.sessions.search,
             wiki_pages=lambda: recall_pages(reader),
             config=RecallConfig(),
+            text_vectors=self.text_vectors,
         )
+
+    def keep_vectors(self) -> int:
+        """Make the vectors recall and the site read of every text not yet embedded (hot entries, session turns,
+        wiki and entity pages), after an import or a write; how many were made."""
+        texts = [e.text for f in self.hot_files() for e in f.entries]
+        texts += [turn_text(m.content) for s in self.sessions.sessions() for m in self.sessions.messages(s.id)]
+        texts += [page_text(p) for p in recall_pages(self.reader())]
+        return self.text_vectors.ensure(texts)
 
     def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
         return self.recaller.recall(query, k=k, all_layers=all_layers)

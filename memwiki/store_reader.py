@@ -31,6 +31,7 @@ from memwiki.source import (
     Triple,
     WikiPage,
 )
+from memwiki.text_vectors import TextVectors
 from memwiki.wiki import iter_wiki_pages
 
 if TYPE_CHECKING:
@@ -158,10 +159,14 @@ class StoreReader:
     def search_memories(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
         return self.store.semantic.search(vector, k)
 
+    @property
+    def text_vectors(self) -> TextVectors:
+        return self.store.text_vectors
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors for new texts from the same embedder as the memories (e.g. for session digests); each text is
         cut to what the embedder reads well (a 5 MB message would take one forward pass of many GB)."""
-        return self.store.embedder.embed([cut_to_bytes(t) for t in texts])
+        return self.store.text_vectors.of([cut_to_bytes(t) for t in texts])
 
     def l2_index(self):  # noqa: ANN201 - memwiki.semantic.SemanticMemory, an L2Index
         return self.store.semantic

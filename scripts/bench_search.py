@@ -146,23 +146,38 @@ def generate_store(n_memories: int, dest: Path) -> Path:
     return dest / "store"
 
 
+CODE_PATHS = ("memwiki", "plugins", "memory", "pyproject.toml")  # the package (its older names) and its entry point
+# MkDocs finds plugins by the installed entry point, which names this checkout's module: a baseline is built by a
+# launcher that points the `memwiki` entry at the baseline's own module (its pyproject's) and checks it is the
+# baseline's file that loads
+LAUNCHER = """
+import sys
+from importlib.metadata import EntryPoint
+import mkdocs.plugins
+src, value = sys.argv.pop(1), sys.argv.pop(1)
+module = __import__(value.split(":")[0], fromlist=["_"])
+if not module.__file__.startswith(src):
+    sys.exit(f"the baseline's plugin {value} loads from {module.__file__}, not from {src}")
+installed = mkdocs.plugins.get_plugins
+mkdocs.plugins.get_plugins = lambda: {**installed(), "memwiki": EntryPoint("memwiki", value, "mkdocs.plugins")}
+from mkdocs.__main__ import cli
+cli()
+"""
+
+
 def source_tree(rev: str | None) -> Path:
-    """This checkout (None), or the plugin and store code of `rev` unpacked from git (no worktree)."""
+    """This checkout (None), or the code of `rev` unpacked from git (no worktree)."""
     if rev is None:
         return ROOT
-    sha = subprocess.run(["git", "rev-parse", rev], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    dest = WORK / f"src-{sha.strip()[:12]}"
+    sha = git("rev-parse", rev).strip()
+    dest = WORK / f"src-{sha[:12]}"
     if not (dest / ".complete").is_file():
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "archive", "--format=tar", sha.strip(), "plugins", "memory"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        ).stdout
+        present = [p for p in git("ls-tree", "--name-only", sha).split() if p in CODE_PATHS]
+        archive = subprocess.run(["git", "archive", "--format=tar", sha, *present], cwd=ROOT, capture_output=True)
         tar = dest / "src.tar"
-        tar.write_bytes(archive)
+        tar.write_bytes(archive.stdout)
         with tarfile.open(tar) as t:
             t.extractall(dest, filter="data")
         tar.unlink()
@@ -170,11 +185,25 @@ def source_tree(rev: str | None) -> Path:
     return dest
 
 
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def plugin_entry(src: Path) -> str:
+    """The `memwiki` MkDocs entry point the code in `src` declares (`memwiki.site.plugin:MemwikiPlugin`)."""
+    import tomllib
+
+    project = tomllib.loads((src / "pyproject.toml").read_text(encoding="utf-8"))
+    return project["project"]["entry-points"]["mkdocs.plugins"]["memwiki"]
+
+
 def _code_key(src: Path) -> str:
     h = hashlib.sha256()
-    for path in sorted((src / "plugins").rglob("*")) + sorted((src / "memory").rglob("*.py")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            h.update(path.relative_to(src).as_posix().encode() + path.read_bytes())
+    for top in CODE_PATHS:
+        path = src / top
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path] if path.is_file() else []:
+            if f.is_file() and "__pycache__" not in f.parts:
+                h.update(f.relative_to(src).as_posix().encode() + f.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -191,7 +220,19 @@ def build_site(store: Path, name: str, src: Path) -> Path:
     env = dict(os.environ, PYTHONPATH=str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config), "-d", str(site)],
+        [
+            sys.executable,
+            "-c",
+            LAUNCHER,
+            str(src),
+            plugin_entry(src),
+            "build",
+            "-q",
+            "-f",
+            str(config),
+            "-d",
+            str(site),
+        ],
         cwd=dest,
         env=env,
         capture_output=True,

@@ -85,6 +85,32 @@ def test_site_scan_finds_a_leak_the_gate_never_saw(public_site: Path, tmp_path: 
     assert not [leak for leak in leaks if leak.path == "index.html"]
 
 
+def test_site_scan_rereads_only_what_changed_and_skips_vector_slices(tmp_path: Path) -> None:
+    """A second scan with a cache reads a rewritten file's new lines only, and still finds a secret among them;
+    a file the build names as numbers only (the search's binary vector slices) is never read."""
+    site_dir, cache = tmp_path / "site", tmp_path / "scan.cache"
+    site_dir.mkdir()
+    rows = [f"<p>note {n}: the NAS keeps snapshots for {n} days</p>" for n in range(200)]
+    (site_dir / "list.html").write_text("\n".join(rows), encoding="utf-8")
+    slice_name = "assets/memwiki/search/vectors/0123.bin"
+    (site_dir / slice_name).parent.mkdir(parents=True)
+    (site_dir / slice_name).write_bytes(b"password=hunter2xyz9 " + bytes(range(256)))  # bytes that read as a secret
+
+    def scan() -> tuple[SiteScan, list]:
+        scanner = SiteScan(Detectors(library=False), [], cache=cache, numbers={slice_name})
+        return scanner, scanner.scan(site_dir)
+
+    first, leaks = scan()
+    assert leaks == [] and first.skipped_numbers == 1
+    assert first.read_lines == len(rows)
+    rows.insert(100, "<p>new: 密码是hunter2xyz</p>")
+    (site_dir / "list.html").write_text("\n".join(rows), encoding="utf-8")
+    second, leaks = scan()
+    assert [(leak.path, leak.kind, leak.line) for leak in leaks] == [("list.html", "password", 101)]
+    assert second.read_lines == 1  # the new line only
+    assert SiteScan(Detectors(library=False), []).scan(site_dir)  # without `numbers` the slice is read
+
+
 def test_strict_build_fails_on_a_secret_in_a_hand_written_page(tmp_path: Path) -> None:
     """A secret in a page the gate never sees (docs_dir) fails `mkdocs build --strict`, naming file and kind."""
     from tests.test_site import ROOT

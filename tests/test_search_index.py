@@ -10,6 +10,7 @@ tests/test_site_search_agreement.py does the same over a larger store and the be
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
@@ -316,7 +317,7 @@ def test_exported_files(exported) -> None:
     assert data_js.startswith("window.MemwikiSearchData = ")
     data = json.loads(data_js[len("window.MemwikiSearchData = ") : -2])
     assert data["dense"] is True and data["embedder"] == "use-multilingual-v3" and data["dim"] == 512
-    assert [m[0] for m in data["L2"]["memories"]] == list(MEMORIES)
+    assert [m[0] for m in data["L2"]["memories"]] == sorted(MEMORIES)  # oldest first (none dated: by id)
     # a long memory ships as its passages (no copy of the whole text), each text once
     long = MEMORIES["en-long"]
     passages = [u for u in data["L2"]["units"] if u[0].startswith("en-long#p")]
@@ -325,6 +326,9 @@ def test_exported_files(exported) -> None:
     rows = sum(data["rows"].values())
     vec_js = assets[search.VECTORS_JS].decode("ascii")
     assert len(vec_js) < 1.4 * 512 * rows + 100
+    slices = data["slices"]  # the same rows in slices named by their content, for http(s)
+    assert sum(n for _, n in slices) == rows
+    assert b"".join(assets[f"{search.SLICE_DIR}/{name}"] for name, _ in slices) == base64.b64decode(vec_js[31:-3])
     # hostile text is data, never markup: no raw `<` in the data file, and the page's JS only sets text
     assert "<" not in data_js and any(u[2] == HOSTILE for u in data["L2"]["units"])
     for name in ("search-ui.js", "search-core.js"):
@@ -338,29 +342,52 @@ def test_exported_files(exported) -> None:
     assert any(u.startswith(f"{search.USE_DIR}/use.js") for u in assets)  # the browser encoder ships with it
 
 
-def test_vectors_of_embedded_texts_are_kept_between_builds(tmp_path: Path) -> None:
-    """A second export embeds nothing: hot entries, passages, turns and pages come from the cache."""
-    cache = tmp_path / "cache"
-    (cache).mkdir()
-    (cache / "use").symlink_to(CACHE / "use", target_is_directory=True)
+class CountingUSE(USEEmbedder):
+    """The real embedded model, counting the texts it is asked to embed."""
 
-    class Counting:
-        calls = 0
+    texts = 0
 
+    def embed(self, texts: list[str]) -> np.ndarray:
+        CountingUSE.texts += len(texts)
+        return super().embed(texts)
+
+
+def test_vectors_are_made_once_for_every_later_build_and_process(tmp_path: Path) -> None:
+    """The store keeps the vectors of hot entries, passages, turns and pages: a store opened again (as another
+    process opens it) and a fresh build cache embed nothing, and give the same vectors."""
     with Store.init(tmp_path / "store", embedder=USEEmbedder()) as store:
         _fill(store)
-        first = search.search_data(BuildContext(store.reader(), speed=BuildSpeed.at(cache)))[1]
-        reader = store.reader()
-        embed = reader.embed
-
-        def counted(texts: list[str]) -> np.ndarray:
-            Counting.calls += len(texts)
-            return embed(texts)
-
-        reader.embed = counted  # type: ignore[method-assign]
-        second = search.search_data(BuildContext(reader, speed=BuildSpeed.at(cache)))[1]
+        first = search.search_data(BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "c1")))[1]
+    CountingUSE.texts = 0
+    with Store.open(tmp_path / "store", embedder=CountingUSE()) as store:
+        second = search.search_data(BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "c2")))[1]
+        store.recall("备份", k=3, all_layers=True)
+        assert CountingUSE.texts == 1  # the query
     assert first is not None and second is not None and np.array_equal(first, second)
-    assert Counting.calls == 0
+
+
+def test_ten_new_memories_change_only_the_last_vector_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The browser keeps each slice of the vectors while its name (its content's hash) stays: ten memories an agent
+    adds come after the older ones in their layer, so the slices before them keep their names."""
+    monkeypatch.setattr(search, "SLICE_ROWS", 8)
+    old = [
+        Memory(id=f"m{i:03d}", text=f"note {i}: 备份 {i} 号盘", created=f"2026-01-{1 + i % 28:02d}") for i in range(40)
+    ]
+    new = [Memory(id=f"n{i:02d}", text=f"new note {i}", created="2026-12-01") for i in range(10)]
+
+    def slices(store: Store) -> list[str]:
+        data, vectors = search.search_data(BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "c")))
+        assets = search.vector_slices(vectors, data)
+        assert b"".join(a.content for a in assets) == vectors.tobytes()  # the slices are the rows, in order
+        return [name for name, _ in data["slices"]]
+
+    with Store.init(tmp_path / "store", embedder=USEEmbedder()) as store:
+        store.semantic.upsert(old)
+        before = slices(store)
+        store.semantic.upsert(new)
+        after = slices(store)
+    unchanged = len(old) // 8  # no hot entries: L2's rows come first
+    assert after[:unchanged] == before[:unchanged] and len(before) == 5 and len(after) == 7
 
 
 def test_lexical_only_when_the_browser_cannot_embed(tmp_path: Path) -> None:

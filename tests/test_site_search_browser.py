@@ -290,3 +290,25 @@ def test_header_search_works_by_touch_on_a_phone(browser: Browser, demo_served: 
     page.wait_for_url(f"**/{target}*", timeout=30_000)
     assert errors == []
     context.close()
+
+
+def test_second_visit_fetches_no_vector_bytes(browser: Browser, demo_served: str) -> None:  # noqa: F811
+    """Over http(s) the vectors come in slices named by their content, kept by the browser: a second visit asks
+    the network for none of them (nor for the one-script copy that file:// pages read)."""
+    context = browser.new_context()
+    asked: list[str] = []
+    context.on("request", lambda r: asked.append(r.url))
+    ranked = f"document.querySelector('{LIST}').dataset.mode === 'meaning'"
+    for visit in (1, 2):
+        asked.clear()
+        page = context.new_page()
+        page.goto(demo_served + "search/index.html?query=备份策略")
+        page.wait_for_function(ranked, timeout=120_000)
+        slices = [u for u in asked if "/assets/memwiki/search/vectors/" in u]
+        assert not any(u.endswith("search-vectors.js") for u in asked)
+        if visit == 1:
+            assert slices and all(re.search(r"/vectors/[0-9a-f]{20}\.bin$", u) for u in slices), asked
+        else:
+            assert slices == [], slices
+        page.close()
+    context.close()

@@ -28,6 +28,7 @@ from memwiki.source import (
     Triple,
     WikiPage,
 )
+from memwiki.text_vectors import TextVectors
 
 LAYER_KEYS = ("L0", "L1", "L2", "L3", "L4", "files", "sinks")
 
@@ -36,7 +37,11 @@ class CombinedSource:
     """Each layer read from the source `layers` assigns it; a layer nobody provides is empty."""
 
     def __init__(
-        self, layers: Mapping[str, MemorySource | None], embedder: Embedder | None = None, notes: Sequence[str] = ()
+        self,
+        layers: Mapping[str, MemorySource | None],
+        embedder: Embedder | None = None,
+        notes: Sequence[str] = (),
+        text_vectors: TextVectors | None = None,
     ) -> None:
         unknown = set(layers) - set(LAYER_KEYS)
         if unknown:
@@ -44,6 +49,7 @@ class CombinedSource:
         self.layers = {k: v for k, v in layers.items() if v is not None}
         self.embedder = embedder  # what recall embeds queries with (the one that made L2's vectors)
         self.notes = tuple(notes)  # e.g. a source that could not be opened and was skipped
+        self.text_vectors = text_vectors  # the vectors of its texts, kept in memwiki's cache (never in a source)
 
     @classmethod
     def of(
@@ -53,6 +59,7 @@ class CombinedSource:
         store: MemorySource | None = None,
         embedder: Embedder | None = None,
         notes: Sequence[str] = (),
+        text_vectors: TextVectors | None = None,
     ) -> CombinedSource:
         """hermes → L0, L1, L4; palace → L2, L3; the store for the rest and for what the others lack."""
         return cls(
@@ -67,6 +74,7 @@ class CombinedSource:
             },
             embedder,
             notes,
+            text_vectors,
         )
 
     def sources(self) -> list[MemorySource]:
@@ -168,8 +176,13 @@ class CombinedSource:
         return source.l2_index() if source is not None else None
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
-        """Vectors from the embedder that ranks L2 in recall (the L2 source's, else the one recall uses)."""
+        """Vectors from the embedder that ranks L2 in recall (a store's own kept vectors, else memwiki's cache of
+        them, else the embedder alone)."""
         source = self._get("L2")
+        if getattr(source, "text_vectors", None) is not None:  # a store: its own
+            return source.embed(texts)
+        if self.text_vectors is not None:
+            return self.text_vectors.of(texts)
         if source is not None:
             return source.embed(texts)
         return self.embedder.embed(texts) if self.embedder is not None else None

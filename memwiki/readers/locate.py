@@ -68,6 +68,11 @@ def default_cache_dir() -> Path:
     return Path(base).expanduser() / "memwiki"
 
 
+def text_vectors_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where memwiki keeps the vectors of read-only sources' texts (turns, pages): `<cache>/text-vectors`."""
+    return (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / "text-vectors"
+
+
 def palace_cache_dir(palace: Path, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where memwiki keeps its own vectors for a palace: `<cache>/palaces/<hash of the palace path>`.
 

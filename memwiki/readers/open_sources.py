@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memwiki.errors import SourceError
-from memwiki.readers.locate import AUTO, hermes_home_path, palace_path
+from memwiki.readers.locate import AUTO, hermes_home_path, palace_path, text_vectors_dir
 
 
 def open_sources(
@@ -74,4 +74,9 @@ def open_sources(
     )
     if home is None and pal is None and store_reader is None:
         raise SourceError("; ".join(problems) or "no memory source to read")
-    return CombinedSource.of(hermes=home, palace=pal, store=store_reader, embedder=embedder, notes=problems)
+    from memwiki.text_vectors import TextVectors
+
+    kept = TextVectors(text_vectors_dir(cache_dir), embedder)
+    return CombinedSource.of(
+        hermes=home, palace=pal, store=store_reader, embedder=embedder, notes=problems, text_vectors=kept
+    )

@@ -37,6 +37,7 @@ class GeneratedAsset:
     dest_uri: str
     content: bytes
     sha1: str = ""  # hex SHA-1 of `content`, when the builder has it at hand (made once per asset otherwise)
+    numbers: bool = False  # only numbers (the search's int8 vectors): no text of a memory, the final scan skips it
 
     @property
     def digest(self) -> str:

@@ -199,7 +199,8 @@ class SiteBuild:
         net = Detectors(extra=self.rules.redact, library=False, net=True)
         known = self.gate.redacted if self.gate is not None else ()
         generated = generated_outputs(built) if built is not None else set()
-        SiteScan(detectors, static, cache, known, generated, net).check(site_dir)
+        numbers = {a.dest_uri for a in built.assets if a.numbers} if built is not None else set()
+        SiteScan(detectors, static, cache, known, generated, net, numbers).check(site_dir)
 
     def watched(self) -> list[str]:
         """The folders `mkdocs serve` watches: the store, hermes home or palace this site publishes."""

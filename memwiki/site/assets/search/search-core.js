@@ -397,7 +397,7 @@
     this.dense = false;
     this.vectors = !data.dense ? null : function () {
       if (!decoded && self.b64) {
-        decoded = decodeInt8(self.b64);
+        decoded = typeof self.b64 === "string" ? decodeInt8(self.b64) : self.b64;
         self.b64 = null;
         if (decoded.length !== at * dim) throw new Error("search vectors do not match the data");
       }
@@ -503,7 +503,8 @@
     });
   };
 
-  /* The int8 vectors (base64), when they come after the data (the page ranks by words until then). */
+  /* The int8 vectors (base64, or the rows as an Int8Array), when they come after the data (the page ranks by
+   * words until then). */
   Engine.prototype.setVectors = function (vectorsB64) {
     if (!this.data.dense || !vectorsB64 || this.dense) return;
     this.b64 = vectorsB64;

@@ -126,18 +126,77 @@
       return script;
     }
 
-    /* The store's vectors (a script of their own, loaded after the page). */
+    /* The store's vectors, loaded after the page: over http(s) the slices data.slices names by their content
+     * (kept in the Cache API, and the HTTP cache, while their name stays: a second visit fetches none, a change
+     * fetches the slices it touched); from file:// (no fetch) one script holding every row. */
     function loadVectors() {
       if (!vectors) {
-        var src = opts.vectors || root + "assets/memwiki/search/search-vectors.js";
-        var got = window.MemwikiSearchVectors || !load ? Promise.resolve() : load(src);
-        vectors = got.then(function () {
-          if (!window.MemwikiSearchVectors) throw new Error("the search vectors did not load");
-          engine.setVectors(window.MemwikiSearchVectors);
-          return true;
-        }).catch(failed);
+        var script = opts.vectors || root + "assets/memwiki/search/search-vectors.js";
+        var sliced = data.slices && data.slices.length && !window.MemwikiSearchVectors &&
+          typeof fetch === "function" && /^https?:$/.test(location.protocol);
+        var rows = sliced ? fetchSlices(script.replace(/[^/]*$/, "") + "vectors/") : scriptVectors(script);
+        vectors = rows.then(function (got) { engine.setVectors(got); return true; }).catch(failed);
       }
       return vectors;
+    }
+
+    function scriptVectors(src) {
+      var got = window.MemwikiSearchVectors || !load ? Promise.resolve() : load(src);
+      return got.then(function () {
+        if (!window.MemwikiSearchVectors) throw new Error("the search vectors did not load");
+        return window.MemwikiSearchVectors;
+      });
+    }
+
+    function fetchSlices(folder) {
+      var width = data.dim, total = 0;
+      data.slices.forEach(function (s) { total += s[1] * width; });
+      return openVectorCache().then(function (cache) {
+        return Promise.all(data.slices.map(function (s) {
+          return slice(cache, new URL(folder + s[0], location.href).href, s[1] * width);
+        })).then(function (parts) {
+          if (cache) forgetOthers(cache, parts);
+          var out = new Int8Array(total), at = 0;
+          parts.forEach(function (p) { out.set(p.rows, at); at += p.rows.length; });
+          return out;
+        });
+      });
+    }
+
+    /* One slice: from the cache when it holds it, else fetched (and kept). */
+    function slice(cache, url, length) {
+      var kept = cache ? cache.match(url).catch(function () { return null; }) : Promise.resolve(null);
+      return kept.then(function (hit) {
+        var got = hit || fetch(url).then(function (r) {
+          if (!r.ok) throw new Error("HTTP " + r.status + " for " + url);
+          if (cache) cache.put(url, r.clone()).catch(function () { /* full or refused: fetched next time */ });
+          return r;
+        });
+        return Promise.resolve(got).then(function (r) { return r.arrayBuffer(); }).then(function (buf) {
+          if (buf.byteLength !== length) throw new Error(url + " holds " + buf.byteLength + " of its " + length + " bytes");
+          return {url: url, rows: new Int8Array(buf)};
+        });
+      });
+    }
+
+    function openVectorCache() {
+      try {
+        if (window.caches && typeof window.caches.open === "function") {
+          return window.caches.open("memwiki-search-vectors").catch(function () { return null; });
+        }
+      } catch (e) { /* e.g. a sandboxed or opaque origin */ }
+      return Promise.resolve(null);
+    }
+
+    /* Slices of this site's folder that this build no longer names: dropped, so the cache holds one site's. */
+    function forgetOthers(cache, parts) {
+      var keep = new Set(parts.map(function (p) { return p.url; }));
+      var folder = parts.length ? parts[0].url.replace(/[^/]*$/, "") : "";
+      cache.keys().then(function (requests) {
+        requests.forEach(function (q) {
+          if (q.url.indexOf(folder) === 0 && !keep.has(q.url)) cache.delete(q).catch(function () {});
+        });
+      }).catch(function () {});
     }
 
     function failed(err) {

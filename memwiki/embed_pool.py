@@ -1,0 +1,44 @@
+"""Embedding many texts on every core: worker processes, each with its own model and one BLAS thread.
+
+USE's forward pass is NumPy on one thread (more BLAS threads did not help its small matrices), so a build or an
+import that embeds thousands of texts runs them in one worker per core (`cores`) started for that call. A
+few texts are embedded in the calling process: a worker's start (interpreter, imports, model) costs about what
+`PARALLEL_MIN` texts do. An Ollama server embeds on its own cores; its texts go to it as they are.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from memwiki.embedders import Embedder, USEEmbedder
+
+PARALLEL_MIN = 256  # texts below which one process embeds them all
+CHUNK = 32  # texts per task: small enough to share out evenly, large enough to batch the forward pass
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def embed_many(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """`embedder.embed(texts)`, on every core when there are many texts for the embedded model."""
+    workers = min(cores(), len(texts) // (PARALLEL_MIN // 2) or 1)
+    if workers < 2 or len(texts) < PARALLEL_MIN or not isinstance(embedder, USEEmbedder):
+        return embedder.embed(texts)
+    chunks = [texts[start : start + CHUNK] for start in range(0, len(texts), CHUNK)]
+    # spawn: a fork of a process with Chroma's or the build's threads may inherit a held lock
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return np.concatenate(list(pool.map(_embed_chunk, chunks)))
+
+
+def _embed_chunk(texts: list[str]) -> np.ndarray:
+    """A worker's task (the model loads on its first chunk and stays for the next)."""
+    return USEEmbedder().embed(texts)
