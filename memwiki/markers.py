@@ -43,12 +43,22 @@ PRIVATE_WORDS = (
     "僅自己可見",
     "不公开",
     "不公開",
+    "nopublish",
+    "no-publish",
+    "nowiki",
+    "no-wiki",
 )
 _PHRASES = (
     "just for me",
     "only for me",
     "for my eyes only",
     "not for the wiki",
+    "not for wiki",
+    "keep off the wiki",
+    "keep it off the wiki",
+    "keep this off the wiki",
+    "off the wiki",
+    "not for the site",
     "not for publication",
     "别发出去",
     "不要发出去",
@@ -89,7 +99,8 @@ _NOUNS = r"note|notes|entry|memo|page|info|only|stuff|thought|笔记|筆記|备�
 _START = r"^(?:\d{1,3}[.)])?\W{0,6}"  # a line's start, past a list item's number or bullet and bold: "- **Private:**"
 _MARKED = Screened(
     rf"<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
-    rf"|[\[(<{{]\s*(?:{_WORDS})\s*[\])>}}]"  # in brackets
+    rf"|[\[(<{{]\s*(?:(?:{_WORDS}|{_SAYINGS})\s*[,，;；/、]?\s*){{1,3}}[\])>}}]"  # in brackets, one or a few
+    rf"|(?:^|\s)(?://|--)\s*(?:{_WORDS})\W{{0,3}}$"  # a code comment's marker at the end: `… // private`
     rf"|(?:^|(?<=[\s,;]))[#@](?:{_WORDS})(?![\w-])"  # a hashtag, a mention: `#private`, `@private`
     rf"|{_START}(?:{_LABELS})\s*(?:{_NOUNS})?\s*\**\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
     r"|[\U0001f512\U0001f510\U0001f92b]"  # a lock or a hush: 🔒 🔐 🤫
@@ -113,6 +124,11 @@ _VISIBILITY_KEYS = frozenset(
         "可見性",
         "可见范围",
         "权限",
+        "sensitivity",
+        "classification",
+        "confidentiality",
+        "密级",
+        "敏感度",
     }
 )
 _PRIVATE_FLAGS = frozenset(

@@ -145,6 +145,18 @@ CONTEXT = [
         "therapy call: https://us06web.zoom.us/j/38009414325?pwd=Zh1pDULZogDk7AyVy",
         "https://us06web.zoom.us/j/38009414325?pwd=Zh1pDULZogDk7AyVy",
     ),
+    # round 7 (blind): a gift card's secret, a plaintext, what the value is like before it, quoted words on, a
+    # form's bracketed label, `pw`, Gradle's quoted credentials, an alphanumeric PIN, a sign-in code
+    ("京东 E 卡：卡号 JDV8529315549663402，卡密 GDQM-FTIZ-DOMH-Y59Q，还没绑定", "GDQM-FTIZ-DOMH-Y59Q"),
+    (".htpasswd 里只有一行，明文是 mengmeng=120140，记这儿", "mengmeng=120140"),
+    ("工作室 Wi-Fi 名 studio_g9bc，密码就是八位数字 41605574，访客网络另说", "41605574"),
+    ("币安资金密码（6 位数字）000319，提币要用", "000319"),
+    ("内网 wiki 的密码居然支持中文，我设的是「好好学习天天向上6710」", "好好学习天天向上6710"),
+    ("【账号】admin【密码】ember-falcon-cobalt22【地址】书房", "ember-falcon-cobalt22"),
+    ("globalprotect portal: user jdoe, pw wangcai+561661, mfa via push", "wangcai+561661"),
+    ("signingConfigs {\n  release {\n    storePassword 'falcon-tundra-prism31'\n", "falcon-tundra-prism31"),
+    ("Signal PIN (alphanumeric, registration lock is on): xi94igxo", "xi94igxo"),
+    ("Your confirmation code is 6YJ-TSY. Enter it in your browser window", "6YJ-TSY"),
 ]
 SHAPES = [
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
@@ -162,6 +174,17 @@ SHAPES = [
     ("export:_-----begin_pgp_private_key_block-----_lqoybgmj4vzcmlu1q2skmpx3viahin_-----end_pgp", "lqoybgmj4vzcmlu1"),
     ("lines:_private-lines:_1_keytolx0hatbmmg+ocd6kkftpy98vxypmsg9f_private-mac:_f711d35d", "keytolx0hatbmmg"),
     ("~/.config/solana/id.json:\n[" + ",".join(str((i * 37) % 256) for i in range(64)) + "]", "37,74,111"),
+    ("Win11 Pro retail key from the box: QTFV6-QBV99-M4F46-HFKKQ-6GX2P", "QTFV6-QBV99-M4F46-HFKKQ-6GX2P"),
+    ("BitLocker recovery key: 391809-198253-384865-486682-332258-234576-096201-547804", "391809-198253-384865"),
+    ("Matrix Security Key: Es6W XMiy TWAE qDN1 6deo hfNf X881 MM49 jMTW Dzwi 9yM1 pCaF", "Es6W XMiy TWAE qDN1"),
+    (
+        "touched the yubikey: cccccckvblevbfudujntetjvvvehcvrefhhdivnnkhlg",
+        "cccccckvblevbfudujntetjvvvehcvrefhhdivnnkhlg",
+    ),
+    (
+        "硅基流动的 key：sk-oyxgmbynapuenqijkjqfgmdoydolkcgjmcggnhfmydsjhpbi，openai 兼容",
+        "sk-oyxgmbynapuenqijkjqfgmdoydolkcgjmcggn",
+    ),
 ]
 PERSONAL = [
     ("call me at 1-415-555-2671 tomorrow", "1-415-555-2671"),
@@ -217,6 +240,19 @@ PERSONAL = [
     ("she wrote her email on the form as ingrid_sorensen239@proton·com", "ingrid_sorensen239@proton·com"),
     ("ship the replacement part to 7007 W 43rd St, Apt 15B, Portland, OR 97473", "7007 W 43rd St, Apt 15B"),
     ("add me on telegram @liam_qewdh for the climbing group", "@liam_qewdh"),
+    # round 7 (blind): ids by what they are called, a passport's MRZ, coordinates, 〒 addresses, a deed's number
+    ("Mom's Medicare card: MBI 1AC9-W32-QG70, Part A", "1AC9-W32-QG70"),
+    ("> Member ID HLT-73157943-EQ > Group 0", "HLT-73157943-EQ"),
+    ("parking permit app wants my plate: CA 3DPE362, silver", "3DPE362"),
+    ("社保卡卡号（不是身份证号那个）：M43418932，医保", "M43418932"),
+    ("我的 QQ 小号 3359512964，游戏登录用", "3359512964"),
+    ("驾驶证档案编号 567774629372，交管 12123", "567774629372"),
+    ("车险保单号 PDAA202663249463845087，出险了", "PDAA202663249463845087"),
+    ("licence number: PATEL475650VV900, issue 12", "PATEL475650VV900"),
+    ("P<USAKOWALSKI<<DANIEL<<<<<<<<<<<<<<<<<<<<<<<\n5467192204USA6204165M3305050<<<<<<<<<<<<<<06", "5467192204USA"),
+    ("home (for the drone geofence): 34.09265, -100.25383", "34.09265, -100.25383"),
+    ("taxi: 〒161-1900 東京都杉並区高円寺南3-12-7 ハイツ117", "東京都杉並区高円寺南3-12-7"),
+    ("房产证：沪（2021）徐字不动产权第2624361号，贷款合同", "沪（2021）徐字不动产权第2624361号"),
 ]
 HOSTS = [
     ("nas at nas.fritz.box ok", "nas.fritz.box"),
@@ -295,6 +331,17 @@ ORDINARY = [
     "AUTH failed for user",
     "Download the VPN client from www.openvpn.net",
     "see https://docs.python.org/3/library/re.html?highlight=search",
+    # round 7 (blind): placeholders, code that reads the value, a public key, a JWT header, numbered standards
+    "OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "SECRET_KEY = os.environ['SECRET_KEY']",
+    "password = getpass.getpass()",
+    "ERROR 1045 (28000): Access denied for user 'root'@'localhost' (using password: YES)",
+    "数据库连接串格式：mysql://用户名:密码@主机:3306/库名",
+    "GB 11643-1999 规定了公民身份号码的结构",
+    "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+    "The JWT header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 only says alg HS256",
+    "镜像地址 https://mirrors.aliyun.com/pypi/simple/",
+    "fingerprint 3AA5 C343 7141 7D30 2F7E 4F4D 9B1C 2E3F 0C12 ABCD",
 ]
 
 

@@ -31,6 +31,10 @@ MARKED = [
     "the garden gate (do not publish)",
     "不要公开：花园的门",
     "花园的门（仅自己可见）",
+    "NOT FOR WIKI: the garden gate",
+    "the garden gate #nopublish",
+    "the garden gate (internal only, keep off the wiki)",
+    "the garden gate // private",
 ]
 NOT_MARKED = [
     "private data pipeline is slow",
@@ -40,6 +44,9 @@ NOT_MARKED = [
     "we publish on Fridays",
     "私有云的部署笔记",
     "write to bob@private.com",
+    "see the private repo for details",
+    "(see the private repo for details)",
+    "x = 1 // privately owned",
 ]
 
 
@@ -67,6 +74,7 @@ def test_a_private_word_in_a_sentence_is_no_marker(text: str) -> None:
         {"公开": False},
         {"可见性": "私密"},
         {"私密": "是"},
+        {"sensitivity": "confidential"},
     ],
 )
 def test_frontmatter_flags_are_read_by_meaning(meta: dict) -> None:

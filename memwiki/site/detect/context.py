@@ -49,7 +49,7 @@ TOTP_EN = r"totp|2fa|mfa|otp|authenticator|manual[ -]?(?:entry[ -]?)?key|setup[ 
 ZH = (
     r"密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|私钥|私鑰|令牌|凭证|凭据|憑證|授权码|授權碼|验证码|驗證碼|校验码|动态码"
     r"|安全码|门禁码|门禁密码|门锁密码|开门密码|保险柜密码|恢复码|备用码|备份码|访问码|取件码|提取码|激活码|序列号"
-    r"|识别码|(?i:pin)码|口令码|门禁|密码锁|开锁码|入户码|暗号|暗語|接头暗号|密语|通关密语"
+    r"|识别码|(?i:pin)码|口令码|门禁|密码锁|开锁码|入户码|暗号|暗語|接头暗号|密语|通关密语|卡密|明文"
 )
 ZH_LIST = r"恢复码|恢復碼|备用码|備用碼|备份码|救援码|紧急恢复码|备用验证码|備用驗證碼|恢复代码|备用代码"
 ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短语"
@@ -77,14 +77,14 @@ _SPEAKER = r"\n[ \t]*[^\s:：]{1,12}[:：]"  # the next line is someone's turn: 
 _ACCOUNTS = r"root|admin|administrator|ubuntu|pi|sa|postgres|user|用户名?|账号|帐号"
 
 _STRONG_SPACE = (  # where a strong word is followed by a space: what `spaced` reads (RE2 finds it in one pass)
-    r"(?i)(?:pass(?:word|wd|phrase|code)s?|pwd|credentials?|creds|secret|passphrase|api[ -]?keys?|apikey|token|key)"
-    r"[ \t]+[^\s\[]"
+    r"(?i)(?:pass(?:word|wd|phrase|code)s?|pwd|pw|credentials?|creds|secret|passphrase|api[ -]?keys?|apikey|token"
+    r"|key)[ \t]+[^\s\[]"
 )
 _STRONG = rf"(?i){STRONG_EN}"  # triggers: a rule looks only where its own words are
 _WEAK = rf"(?i){WEAK_EN}"
 _PHRASE = rf"(?i){PHRASE_EN}"
 _LIST_TRIGGER = rf"(?i){LIST_EN}"
-_ZH_TRIGGER = r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁|暗号|暗語|密语"
+_ZH_TRIGGER = r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁|暗号|暗語|密语|明文"
 
 
 def _rule(kind: str, lead: str, trigger: str) -> Rule:
@@ -137,7 +137,8 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (
         _rule(
             "code",
-            rf"(?i){_A}(?:{CODE_EN}){_Z}[^.\n]{{0,30}}?(?:{_SEP}|{_IS}|\bwith\b|\bsays\b|\s+#?(?=[\d*#]))\s*",
+            rf"(?i){_A}(?:{CODE_EN}){_Z}(?:\s*[(（][^()（）\n]{{0,60}}[)）])?[^.\n]{{0,30}}?"
+            rf"(?:{_SEP}|{_IS}|\bwith\b|\bsays\b|\s+#?(?=[\d*#]))\s*",
             rf"(?i){CODE_EN}",
         ),
         "code",
@@ -165,6 +166,23 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         "zh",
     ),
     (_rule("password", rf"{_ZH_ANY}(?:{ZH})(?=[A-Za-z0-9#*])", _ZH_TRIGGER), "zh"),
+    (  # what the value is like, then the value: "密码就是八位数字 41605574", "资金密码（6 位数字）000319"
+        _rule(
+            "password",
+            rf"(?:{ZH})(?:{_ZH_VERB})?(?:[\u4e00-\u9fff]{{1,8}}\s+|\s*[（(][^）)\n]{{1,16}}[）)]\s*)"
+            r"(?=[A-Za-z0-9#*@%!$^&])" + NOT_A_LABEL,
+            _ZH_TRIGGER,
+        ),
+        "zhtyped",
+    ),
+    (  # the value quoted a few words on: "密码居然支持中文，我设的是「好好学习天天向上6710」"
+        _rule("password", rf"(?:{ZH})[^。\n「」『』“”\"]{{0,16}}?(?=[「『“\"])", _ZH_TRIGGER),
+        "zhquoted",
+    ),
+    (  # a form's bracketed label: "【账号】admin【密码】X", "[password] X"
+        _rule("password", rf"(?i)[【\[]\s*(?:{ZH}|password|passwd|pwd|pw)\s*[】\]][ \t:：]*(?=\S)", r"(?i)【|\[\s*p"),
+        "strong",
+    ),
     (_rule("password", rf"{_ZH_ANY}{ZH_EN}{_ZH_ONLY_SEP}" + NOT_A_LABEL, r"(?i)pass|pwd|pin|key|secret|token"), "zh"),
     # env names and config keys whose last word is a credential word: DB_PASSWORD=, "apiKey":, client-key-data:
     (
@@ -236,6 +254,14 @@ LEADS: tuple[tuple[Rule, str], ...] = (
             r"(?i)(?<![A-Za-z0-9])\w*(?:password|passwd|pass|pwd|secret|token|api_?key)\s*:\s*[A-Za-z][\w.<>\[\]]*\??"
             r"\s*=\s*(?=[\"'])",
             r"(?i)(?:pass\w*|pwd|secret|token|key)\s*:\s*[A-Za-z][\w.<>\[\]]*\??\s*=",
+        ),
+        "strong",
+    ),
+    (  # a build file's credential, its value quoted after a space: Gradle's `storePassword 'X'`
+        _rule(
+            "password",
+            r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_]*(?:password|passwd|secret|token)[ \t]+(?=['\"])",
+            r"(?i)(?:passw\w*|secret|token)[ \t]+['\"]",
         ),
         "strong",
     ),
@@ -488,6 +514,10 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         return is_value(value, 4) and not _described(text, b)
     if how == "weak":
         return is_token(value)
+    if how == "zhtyped":  # after words on what it is like: a value with a digit, or typed
+        return is_value(value, 6) and (_has_digit(value) or typed(value)) and not _described(text, b)
+    if how == "zhquoted":  # quoted a few words after the credential word: a value with a digit or a symbol
+        return is_value(value, 4) and any(not c.isalpha() for c in value) and "/" not in value
     if how == "made":  # "the new key 9XslMuj…": after a weak word and a space only a made token counts
         hex_key = len(value) >= 32 and all(c in "0123456789abcdefABCDEF" for c in value)
         return made(value) or typed(value) or hex_key
@@ -505,6 +535,8 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
     if how == "code":
         digits = sum(c.isdigit() for c in value)
         compact = len(value) - sum(value.count(c) for c in " ,-")  # (digit by digit: "2 7 1 0 7 1", "9-4-4-7")
+        if _LETTER_CODE.fullmatch(value) and not _described(text, b):
+            return True  # letters and digits: an alphanumeric PIN `xi94igxo`, a sign-in code `6YJ-TSY`
         return digits >= 4 and digits >= compact - 2 and not _described(text, b)
     if how == "phrase":
         return is_value(value, 8)
@@ -548,7 +580,7 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
         return [m.span()] if m else []
     if how == "wifi":
         return [(start, _wifi_end(text, start))]
-    if how == "quoted":
+    if how in ("quoted", "zhquoted"):
         return [m.span(1)] if (m := _QUOTED_VALUE.match(text, start)) is not None else []
     if how == "code" and (spoken := _SPOKEN_CODE.match(text, start) or _GROUPED_CODE.match(text, start)):
         return [spoken.span()]  # "pin is 2 7 1 0 7 1", "the code is 910 578"
@@ -574,6 +606,9 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
     return [(a, b), *_same_shape(text, a, b)] if how != "phrase" else [(a, b)]
 
 
+_LETTER_CODE = re.compile(  # (a digit among letters, none of them a word's: `xi94igxo`, `6YJ-TSY`, `K7P-2QX`)
+    r"(?=[A-Za-z-]*\d)(?=\d*[A-Za-z])(?:[a-z0-9]{6,16}|[A-Z0-9]{6,16}|[A-Z0-9]{3,4}-[A-Z0-9]{3,4})"
+)
 _SPACED_KEY = re.compile(r"(?:[a-z]{4} ){3}[a-z]{4}")  # Google's app passwords
 _STOPWORDS = frozenset(
     "a an the is are be been must should can will to of and or for in on at by with your you my it this that not "

@@ -75,7 +75,7 @@ _EMAIL_OBFUSCATED = re.compile(
 _ID_WORDS = {
     "passport": r"passport(?:\s*(?:no\.?|number|#))?|护照(?:号码?)?|護照(?:號碼?)?|パスポート",
     "wechat": r"wechat(?:\s*id)?|weixin|微信(?:号|號|id)?|vx|wx|绿泡泡|綠泡泡|v信|威信|薇信",
-    "qq": r"qq(?:\s*(?:号|號|number|no\.?))?|扣扣|q\s*我|企鹅号?|企鵝號?",
+    "qq": r"qq(?:\s*(?:小号|大号|账号|号|號|number|no\.?))?|扣扣|q\s*我|企鹅号?|企鵝號?",
     "messenger": r"(?:telegram|tg|line(?:\s*id)|whatsapp|signal|threema(?:\s*id)?|session\s+id|电报|discord(?:\s*id)?"
     r"|skype|钉钉"
     r"|飞书|instagram|ig|支付宝|支付寶|alipay|paypal|venmo|cash\s*app"
@@ -92,7 +92,12 @@ _ID_WORDS = {
     r"|nric|tfn|steuer-?id|steuernummer|personalausweis(?:nummer)?|codice\s+fiscale|dni|nie|curp|cpf|pesel"
     r"|personnummer|my\s*number|マイナンバー|个人番号|個人番号|sin(?:\s+number)?|resident\s+registration\s+number|rrn"
     r"|주민등록번호|身分证字号|身分证号?|mrn|medical\s+record(?:\s+number)?|patient\s+id|住院号|病历号|病案号|就诊卡号"
-    r"|门诊号|车架号|车辆识别代?号|vin(?:\s+(?:number|no\.?))?",
+    r"|门诊号|车架号|车辆识别代?号|vin(?:\s+(?:number|no\.?))?"
+    # what a card, a policy or a licence is known by: "Member ID X", "MBI X", 保单号 X, 驾驶证档案编号 X
+    r"|member\s+(?:id|no\.?|number)|subscriber\s+id|policy\s+(?:no\.?|number|id)|mbi|medicare(?:\s+(?:number|id))?"
+    r"|insurance\s+(?:no\.?|number|id)|licen[cs]e\s+(?:no\.?|number)|file\s+(?:no\.?|number)|permit\s+(?:no\.?|number)"
+    r"|社保卡(?:卡号|号)?|保单号码?|保單號碼?|档案编号|檔案編號|驾驶证(?:号|编号)?|駕駛證(?:號|編號)?|会员号|會員號"
+    r"|医保号|参保号|证书编号|证号",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
     r"|kennzeichen|nummernschild|车牌号?|車牌號?|ナンバー",
     "account number": r"(?:bank\s+)?account(?:\s*(?:no\.?|number|#|nr\.?))?|acct\.?|a/c"
@@ -118,7 +123,7 @@ _ID_VALUE = {
     ),
     "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 .-]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
     "account number": re.compile(r"\d[\d -]{4,30}\d(?![\d-])"),
-    "licence plate": re.compile(r"(?i)[A-Z0-9\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,6}(?![A-Za-z0-9])"),
+    "licence plate": re.compile(r"(?i)[A-Z0-9\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,8}(?![A-Za-z0-9])"),
 }
 _STREET = (
     r"Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Grove|Drive|Dr|Court|Ct|Way|Place|Pl|Close|Crescent|Terrace|Boulevard"
@@ -158,6 +163,13 @@ _DATE = (
 _BIRTH = Screened(  # a date said to be someone's birth: "born 25 September 1975", "2017年3月20日出生", "DOB: …"
     rf"(?i)\b(?:born(?:\s+on)?|date\s+of\s+birth|d\.?o\.?b\.?|birthday(?:\s+is)?|geboren(?:\s+am)?)\s*[:：]?\s*({_DATE})"
     rf"|({_DATE})\s*(?:出生|生日|生)|(?:生日|出生日期|出生于|出生在)\s*(?:是|为|：|:)?\s*({_DATE})"
+)
+_NUMBERED_THING = re.compile(r"(?:\b(?:GB(?:/T)?|ISO|IEC|RFC|DIN|EN|ERROR|Error|error|errno)|错误|标准)\s*$")
+_MRZ = re.compile(r"(?<![A-Z0-9<])[A-Z0-9<]{28,44}(?![A-Z0-9<])")  # a passport's machine-readable lines
+_COORDINATES = re.compile(r"(?<![\d.])-?\d{1,2}\.\d{4,},\s*-?\d{1,3}\.\d{4,}(?![\d.])")  # to about 10 m: a place
+_JP_ADDRESS = re.compile(r"〒\s?\d{3}-?\d{4}[^\n，。;；]{0,60}")  # a Japanese postcode, the address after it
+_PROPERTY_CERT = re.compile(  # 沪（2021）徐字不动产权第2624361号: a deed's number names its owner's home
+    r"[\u4e00-\u9fff][（(]\d{4}[)）][\u4e00-\u9fff]{0,8}(?:不动产权|房权证|房地证)[\u4e00-\u9fff]{0,4}第\s*\d{4,}\s*号"
 )
 _WXID = re.compile(r"(?<![A-Za-z0-9])wxid_[a-z0-9]{8,}")
 _SEED_SEP = re.compile(r"[\s,，、;]+(?:\d{1,2}[.):]\s*)?")
@@ -220,6 +232,7 @@ class PersonalDetector:
             if "号" in text:
                 spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_ZH.finditer(text)]
         spans += seed_phrases(text)
+        spans += _places_and_papers(text)
         if text.count(":") >= 5 or text.count("-") >= 5:  # a device's hardware address names the device's owner
             spans += [Span(*m.span(), "mac address", 325) for m in _MAC.finditer(text) if _some_mac(m.group())]
         if has_digit(text):
@@ -248,6 +261,8 @@ class PersonalDetector:
                 spans.append(Span(*m.span(), "id number", 313))
         for m in _PHONE_CANDIDATE.finditer(text):
             candidate = m.group().strip()
+            if _NUMBERED_THING.search(text, max(0, m.start() - 10), m.start()):
+                continue  # `GB 11643-1999`, `ERROR 1045 (28000)`: a standard's or an error's number
             if _is_phone(candidate) or (_BARE_CN_MOBILE.match(candidate) and _said_phone(text, m.start())):
                 spans.append(Span(*m.span(), "phone", 314))
         return spans
@@ -262,7 +277,7 @@ class PersonalDetector:
                     a, b = value_span(text, start, phrase=True)
                     while a < b and text[a] in " \t:：,，":
                         a += 1
-                    if b - a >= 6 and text[a] != "[":  # (a label, or a blanked one, is no address)
+                    if b - a >= 6 and text[a] != "[" and "://" not in text[a:b]:  # (a label, a link: no address)
                         spans.append(Span(a, b, kind, 321))
                     continue
                 value = _ID_VALUE[kind].match(text, start)
@@ -277,6 +292,22 @@ class PersonalDetector:
                     continue  # "WeChat group" is not an id: an id needs a separator, a word that says so, or digits
                 spans.append(Span(*value.span(), kind, 322))
         return spans
+
+
+def _places_and_papers(text: str) -> list[Span]:
+    """Where someone lives and the papers that say who they are, by their shape: a passport's machine-readable
+    lines (`<<` fillers and digits), coordinates precise to a house, a Japanese address after its 〒 postcode, a
+    Chinese property deed's number."""
+    spans = []
+    if "<<" in text:
+        spans += [Span(*m.span(), "passport", 318) for m in _MRZ.finditer(text) if "<<" in m.group()]
+    if "." in text and "," in text:
+        spans += [Span(*m.span(), "address", 321) for m in _COORDINATES.finditer(text)]
+    if "〒" in text:
+        spans += [Span(*m.span(), "address", 321) for m in _JP_ADDRESS.finditer(text)]
+    if "第" in text:
+        spans += [Span(*m.span(), "id number", 322) for m in _PROPERTY_CERT.finditer(text)]
+    return spans
 
 
 _BARE_CN_MOBILE = re.compile(r"^1[3-9]\d{9}$")

@@ -180,6 +180,7 @@ class ShapeDetector:
                 joined = "".join(m.group().split())
                 if made(joined) and not made(m.group().split()[0]):
                     spans.append(Span(m.start(), m.end(), "token", 500))
+        spans += _grouped_keys(text)
         for m in _QUOTED.finditer(text):  # '8ECa(#!LRGfHp': quoted, and typed like a password
             if typed(m.group(2)):
                 spans.append(Span(m.start(2), m.end(2), "password", 500))
@@ -192,6 +193,8 @@ class ShapeDetector:
                 continue
             if "redacted" in token.lower():
                 continue  # a label, slugged into a URL or an id
+            if _PUBLIC_KEY_TYPE.search(text, max(0, m.start() - 40), m.start()) or _jwt_header(token):
+                continue  # a public key (`ssh-ed25519 AAAA…`, a known_hosts line), a JWT's header alone
             if hexadecimal:
                 if _KEY_WORDS.search(text, max(0, m.start() - 40), m.start()):
                     spans.append(Span(m.start(), m.end(), "private key", 500))  # a wallet's key, not a digest
@@ -199,6 +202,51 @@ class ShapeDetector:
                 a, b = m.start() + _written_head(token), wrapped_end(text, m.start(), m.end())
                 spans.append(Span(a, b, "token", 500))
         return spans
+
+
+_PUBLIC_KEY_TYPE = re.compile(
+    r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)\s+$"
+)
+_GROUPED = re.compile(r"(?<![\w-])[A-Za-z0-9]{4,6}([- ])[A-Za-z0-9]{4,6}(?:\1[A-Za-z0-9]{4,6}){3,}(?![\w-])")
+_YUBIKEY_OTP = re.compile(r"(?<![a-z])cccc[cbdefghijklnrtuv]{40}(?![a-z])")  # a YubiKey's one-time password
+_LOWER_KEY = re.compile(r"(?<![\w-])sk-[a-z]{32,}(?![\w-])")  # an `sk-` key of one case (SiliconFlow and others)
+
+
+def _grouped_keys(text: str) -> list[Span]:
+    """Keys written in equal groups: a product key (`QTFV6-QBV99-…`, five of five), a BitLocker recovery key
+    (eight of six digits), a Matrix security key (twelve of four). Not a fingerprint (hex), a date or a phone."""
+    spans = []
+    if "-" not in text and " " not in text:
+        return spans
+    for m in _GROUPED.finditer(text):
+        groups = m.group().split(m.group(1))
+        if len({len(g) for g in groups}) != 1 or not any(c.isdigit() for c in m.group()):
+            continue
+        digits_only = all(g.isdigit() for g in groups)
+        if digits_only and not (m.group(1) == "-" and len(groups) >= 6):
+            continue  # numbers in groups: a card or a phone is known by its own rule
+        if not digits_only and all(_HEX.match(g) for g in groups):
+            continue  # a fingerprint, a hash in groups
+        if not digits_only and m.group(1) == " " and len(groups) < 6:
+            continue  # words of four or five letters and digits in a sentence
+        spans.append(Span(*m.span(), "token", 500))
+    for pattern in (_YUBIKEY_OTP, _LOWER_KEY):
+        spans += [Span(*m.span(), "token", 500) for m in pattern.finditer(text) if len(set(m.group())) > 6]
+    return spans
+
+
+def _jwt_header(token: str) -> bool:
+    """Only a JWT's first part (`eyJhbGciOi…`, no dots): base64 of `{"alg": …}`, no secret in it."""
+    if not token.startswith("eyJ") or "." in token:
+        return False
+    import base64
+    import json
+
+    try:
+        header = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except ValueError:
+        return False
+    return isinstance(header, dict) and "alg" in header and set(header) <= {"alg", "typ", "kid", "cty", "x5t"}
 
 
 _BYTE_ARRAY = re.compile(r"\[\s*(?:\d{1,3}\s*,\s*){31,}\d{1,3}\s*\]")

@@ -28,7 +28,12 @@ NOT_VALUES = frozenset(
 )
 _PLACEHOLDER = re.compile(
     r"^(?:\$\{.*|\$\(.*|\{\{.*|\$[A-Z_][A-Z0-9_]*|<[A-Za-z_ -]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
-    r"\[[^\]]*\]|your[-_ ]?\w*|changeme|change[-_]me|redacted.*)$",
+    r"\[[^\]]*\]|your[-_ ]?\w*|changeme|change[-_]me|redacted.*"
+    r"|[\w.-]{0,12}?(?:x{6,}|\*{6,}|0{8,})"  # a format with its value blanked: `sk-xxxxxxxx`, `AKIA********`
+    # code that fetches the value at run time: `os.environ['X']`, `getpass.getpass()`, `process.env.X`
+    r"|(?:os\.(?:environ|getenv)|getpass|process\.env|system\.getenv|deno\.env|import\.meta\.env|env\(|env\[|input\()"
+    r".*"
+    r"|密码|口令|密钥|用户名|账号|帐号|你的密码|您的密码|新密码|旧密码)$",
     re.IGNORECASE,
 )
 
