@@ -77,14 +77,17 @@ class LexicalIndex:
 
     def upsert(self, items: Iterable[tuple[str, str]]) -> None:
         """Index (id, text) pairs, replacing what those ids held; one transaction for the whole batch."""
+        self.upsert_words((memory_id, fts_text(text)) for memory_id, text in items)
+
+    def upsert_words(self, items: Iterable[tuple[str, str]]) -> None:
+        """`upsert` of texts already made into their words (`fts_text`: kept with a text's vector, made once)."""
         items = list(items)
         if not items:
             return
         with self._db:
             self._delete(ids for ids, _ in items)
             df: Counter[str] = Counter()
-            for memory_id, text in items:
-                body = fts_text(text)
+            for memory_id, body in items:
                 df.update(set(body.split()))
                 cur = self._db.execute("INSERT INTO lex_ids (id) VALUES (?)", (memory_id,))
                 self._db.execute("INSERT INTO lex_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, body))

@@ -319,7 +319,7 @@ class Recaller:
         dense = sorted(((str(n), float(c)) for n, c in enumerate(cos)), key=lambda x: -x[1])
         index = LexicalIndex(":memory:")
         try:
-            index.upsert((str(n), t) for n, t in enumerate(texts))
+            index.upsert_words((str(n), body) for n, body in enumerate(self.text_vectors.words(texts)))
             lexical = index.search(query, len(texts))
         finally:
             index.close()

@@ -1,5 +1,8 @@
 """Vectors of texts, made once and read by every process: session turns, wiki and entity pages, hot entries.
 
+Beside each vector, the text's words as the lexical index reads them (`memwiki.tokens.fts_text`, by the
+tokenizer's version): segmenting Chinese was most of ranking ten thousand pages by words.
+
 A text's vector depends on the embedder and the text only, so it is kept by (embedder, SHA-256 of the text) in a
 SQLite file per embedder (`<dir>/<embedder>.sqlite3`): a store keeps its own in `vectors/` (memwiki.layout),
 read-only sources (a hermes home, a palace) in memwiki's cache folder, never inside the source. Recall, the MCP
@@ -28,6 +31,7 @@ import numpy as np
 
 from memwiki.embedders import Embedder
 from memwiki.errors import EmbedderMismatchError
+from memwiki.tokens import TOKENIZER_VERSION, fts_text
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +40,7 @@ _BATCH = 500  # keys per SELECT (SQLite's bound-parameter limit is 32,766; small
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS words (key BLOB PRIMARY KEY, version INTEGER NOT NULL, body TEXT NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -56,6 +61,7 @@ class TextVectors:
         self.embedder = embedder
         self.path = Path(folder) / file_name(embedder) if folder is not None else None
         self._known: dict[bytes, np.ndarray] = {}
+        self._known_words: dict[bytes, str] = {}
         self._lock = threading.Lock()
         self._writable = True
 
@@ -76,6 +82,28 @@ class TextVectors:
         self._remember(got)
         return np.stack([got[k] for k in keys])
 
+    def words(self, texts: Sequence[str]) -> list[str]:
+        """Each text as the lexical index reads it (`memwiki.tokens.fts_text`: segmenting Chinese is most of
+        indexing), kept beside its vector by the tokenizer's version."""
+        keys = [text_key(t) for t in texts]
+        wanted = list(dict.fromkeys(keys))
+        got = {k: self._known_words[k] for k in wanted if k in self._known_words}
+        rows = self._select("key, version, body", [k for k in wanted if k not in got], table="words")
+        got.update((key, body) for key, version, body in rows if version == TOKENIZER_VERSION)
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in got}
+        made = {k: fts_text(t) for k, t in missing.items()}
+        if made:
+            self._write(
+                "INSERT OR REPLACE INTO words (key, version, body) VALUES (?, ?, ?)",
+                [(k, TOKENIZER_VERSION, body) for k, body in made.items()],
+            )
+        got.update(made)
+        with self._lock:
+            if len(self._known_words) + len(got) > MEMORY_ROWS:
+                self._known_words.clear()
+            self._known_words.update(got)
+        return [got[k] for k in keys]
+
     def ensure(self, texts: Iterable[str]) -> int:
         """Make and keep the vectors of `texts` that are not kept yet (where a text is written); how many."""
         by_key = {text_key(t): t for t in texts}
@@ -83,6 +111,9 @@ class TextVectors:
         missing = [k for k in by_key if k not in held]
         if missing:
             self._store(missing, self._embed([by_key[k] for k in missing]))
+        rows = self._select("key, version", list(by_key), "words")
+        worded = {key for key, version in rows if version == TOKENIZER_VERSION}
+        self.words([t for k, t in by_key.items() if k not in worded])
         return len(missing)
 
     # -- embedding and memory -------------------------------------------------------------------------
@@ -109,8 +140,8 @@ class TextVectors:
             if len(blob) == width
         }
 
-    def _select(self, columns: str, keys: list[bytes]) -> Iterator:
-        """`columns` of the rows of `keys`, in batches (nothing without a file)."""
+    def _select(self, columns: str, keys: list[bytes], table: str = "vectors") -> Iterator:
+        """`columns` of the rows of `keys` in `table`, in batches (nothing without a file)."""
         if not keys:
             return
         with self._connection() as conn:
@@ -119,23 +150,26 @@ class TextVectors:
             for start in range(0, len(keys), _BATCH):
                 part = keys[start : start + _BATCH]
                 marks = ",".join("?" * len(part))
-                for row in conn.execute(f"SELECT {columns} FROM vectors WHERE key IN ({marks})", part):
+                for row in conn.execute(f"SELECT {columns} FROM {table} WHERE key IN ({marks})", part):
                     yield (bytes(row[0]), *row[1:]) if len(row) > 1 else bytes(row[0])
 
     def _store(self, keys: list[bytes], vectors: np.ndarray) -> None:
-        if self.path is None or not self._writable:
-            return
         rows = [(k, v.tobytes()) for k, v in zip(keys, vectors, strict=True)]
+        self._write("INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)", rows)
+
+    def _write(self, sql: str, rows: list[tuple]) -> None:
+        if self.path is None or not self._writable or not rows:
+            return
         try:
             with self._connection() as conn:
                 if conn is None:
                     return
                 conn.execute("BEGIN IMMEDIATE")
-                conn.executemany("INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)", rows)
+                conn.executemany(sql, rows)
                 conn.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             self._writable = False
-            log.warning("%s: vectors not kept (%s); the next process embeds these texts again", self.path, exc)
+            log.warning("%s: not written (%s); the next process makes these texts' vectors again", self.path, exc)
 
     @contextlib.contextmanager
     def _connection(self):  # noqa: ANN202 - a context manager of sqlite3.Connection | None

@@ -169,3 +169,17 @@ def test_many_texts_are_embedded_on_every_core_as_one_process_would(monkeypatch:
     single = USEEmbedder().embed(texts)
     cosines = np.sum(parallel * single, axis=1)
     assert parallel.shape == single.shape and cosines.min() > 1 - 1e-5
+
+
+def test_words_are_kept_beside_the_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text's words (what the lexical index reads) are made once: another process reads them from the file."""
+    from memwiki import text_vectors
+    from memwiki.tokens import fts_text
+
+    assert TextVectors(tmp_path, USEEmbedder()).ensure(TEXTS) == len(TEXTS)
+
+    def never(text: str) -> str:
+        raise AssertionError(f"made again: {text!r}")
+
+    monkeypatch.setattr(text_vectors, "fts_text", never)
+    assert TextVectors(tmp_path, USEEmbedder()).words(TEXTS) == [fts_text(t) for t in TEXTS]
