@@ -157,6 +157,15 @@ CONTEXT = [
     ("signingConfigs {\n  release {\n    storePassword 'falcon-tundra-prism31'\n", "falcon-tundra-prism31"),
     ("Signal PIN (alphanumeric, registration lock is on): xi94igxo", "xi94igxo"),
     ("Your confirmation code is 6YJ-TSY. Enter it in your browser window", "6YJ-TSY"),
+    ("echo 'db.corp.internal:5432:analytics:etl:Winter6518.' >> ~/.pgpass", "Winter6518."),
+    ("kubectl get secret grafana -o jsonpath={.data.admin-password} | base64 -d\nwoaini!641659", "woaini!641659"),
+    (
+        "2026-12-02T09:14:11Z ##[debug]Evaluating: secrets.REGISTRY_PASSWORD\n"
+        "2026-12-02T09:14:11Z ##[debug]=> 'Saffron7166!'",
+        "Saffron7166!",
+    ),
+    ("In [7]: os.environ[\"WANDB_API_KEY\"]\nOut[7]: '6b1282d95936a8c2b652098dfc88ded77f948b97'", "6b1282d95936a8c2"),
+    ("[elastic] user successfully reset. New value: CjG_D+rDZxpUc=NZl=ir", "CjG_D+rDZxpUc=NZl=ir"),
 ]
 SHAPES = [
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),

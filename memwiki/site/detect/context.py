@@ -323,6 +323,14 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         "phrase",
     ),
     (_rule("password", r"(?i)(?<![A-Za-z])(?:requirepass|masterauth)\s+", r"(?i)requirepass|masterauth"), "strong"),
+    (  # what a password reset printed: "[elastic] user successfully reset. New value: X"
+        _rule(
+            "password",
+            r"(?i)\breset\b[^\n]{0,80}?\bnew\s+(?:value|password|pass)\s*[:：=]\s*" + NOT_A_LABEL,
+            r"(?i)reset[^\n]{0,80}new\s",
+        ),
+        "strong",
+    ),
     (_rule("password", r"(?<![A-Za-z])AUTH\s+(?=\S)", r"AUTH\s"), "weak"),  # Redis: `AUTH X`
     (
         _rule(
@@ -487,7 +495,14 @@ CODE_FIRST = re.compile(
     r"|(?i:\buse\s+)(\d{4,8})\s+(?i:to\s+(?:verify|log\s*in|sign\s*in|confirm|reset))"
 )
 # pgpass: host:port:database:user:password
-PGPASS = re.compile(r"(?m)(?:^|(?<=\s))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:(\S+)(?=\s|$)")
+PGPASS = re.compile(r"(?m)(?:^|(?<=[\s'\"]))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:([^\s'\"]+)(?=[\s'\"]|$)")
+# a credential's name on one line, its value printed alone on the next: a notebook's `Out[7]: '…'`, a CI log's
+# `##[debug]=> '…'`, what `… | base64 -d` printed
+_NAMED_THEN_PRINTED = re.compile(
+    r"(?i)(?:password|passwd|secret|token|api[_-]?key|credential)[^\n]{0,120}\n"
+    r"[ \t]*(?:\d{4}-\d\d-\d\dT[\d:.]+Z?[ \t]+)?(?:##\[debug\])?(?:=>|->|Out\[\d+\]:|>)?[ \t]*"
+    r"(['\"]?)([^\s'\"]{6,128})\1[ \t]*(?=\n|$)"
+)
 _TABLE_HEAD = re.compile(
     r"(?i)password|passwd|pwd|\bpass\b|secret|token|api[ _-]?key|credential|pin|code|密码|口令|密钥|令牌|验证码"
 )
@@ -548,6 +563,11 @@ def _mixed(value: str) -> bool:
     upper, lower = any(c.isupper() for c in value), any(c.islower() for c in value)
     digit, symbol = any(c.isdigit() for c in value), any(not c.isalnum() for c in value)
     return (upper and lower and (digit or symbol)) or ((upper or lower) and digit and symbol)
+
+
+def _hex_key(value: str) -> bool:
+    """32 hex digits or more: a key, where the words before it name a credential."""
+    return len(value) >= 32 and all(c in "0123456789abcdefABCDEF" for c in value)
 
 
 def _has_digit(value: str) -> bool:
@@ -704,6 +724,11 @@ class ContextDetector:
             spans.append(Span(*m.span(group), "code", 260))
         if ":" in text and "\n" in text or text.count(":") >= 4:
             spans += [Span(*m.span(1), "password", 260) for m in PGPASS.finditer(text) if not m.group(1).isdigit()]
+        if "\n" in text:
+            for m in _NAMED_THEN_PRINTED.finditer(text):
+                value = m.group(2)
+                if made(value) or typed(value) or (_mixed(value) and _has_digit(value)) or _hex_key(value):
+                    spans.append(Span(*m.span(2), "password", 263))
         return spans
 
     def _find(self, text: str, urls: bool = True, near: Callable[[int, int], bool] | None = None) -> list[Span]:
