@@ -351,6 +351,7 @@ ORDINARY = [
     "The JWT header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 only says alg HS256",
     "镜像地址 https://mirrors.aliyun.com/pypi/simple/",
     "fingerprint 3AA5 C343 7141 7D30 2F7E 4F4D 9B1C 2E3F 0C12 ABCD",
+    "Secret 用 sops + age 加密，age 私钥在 1Password 条目「age-key-prod」。",
 ]
 
 

@@ -155,10 +155,18 @@ def test_session_digests_embed_with_the_store_s_ollama_and_fall_back_when_it_is_
         assert len(turns) == 2 and digests.method.startswith("embeddings")
         texts = [m.content for m in s.messages["s1"]]
         assert any(r["input"] == texts for r in OllamaProtocol.requests)  # the thread asked the server
+    # the server down: the turns embedded once are read from the store's vectors; new ones fall back to TF-IDF
     dead = OllamaEmbedder("qwen3-embedding:0.6b", "http://127.0.0.1:9", dim=DIM)
     with Store.open(tmp_path / "s", embedder=dead) as store:
         ctx = BuildContext(store.reader())
         s = site(ctx)
         digests = ctx.part(Digester)
-        assert len(digests.key_turns(s.messages["s1"])) == 2
+        assert len(digests.key_turns(s.messages["s1"])) == 2 and digests.method.startswith("embeddings")
+    with Store.open(tmp_path / "s", embedder=dead) as store:
+        for i in range(4):
+            store.sessions.add_message("s2", ("user", "assistant")[i % 2], f"新的一句 {i}：备份目录换到 /mnt/b{i}")
+        ctx = BuildContext(store.reader())
+        s = site(ctx)
+        digests = ctx.part(Digester)
+        assert len(digests.key_turns(s.messages["s2"])) == 2
         assert digests.method.startswith("TF-IDF (embedder failed")

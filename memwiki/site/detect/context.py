@@ -59,6 +59,7 @@ _ZH_VERB = (
     r"我设的是|设的是|我用的是|我改成了?|我设成了?|是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為"
     r"|设置为|设置成|设成了?|都用|设为了?|变成了?|变更为|更新为|用的是|新值|值"
 )
+_LIKE = r"(?:数字|位|字母|字符|符号|大小写|汉字|中文|英文)"  # what a value is like: "八位数字", "全是字母"
 _ZH_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB}|:|：|=|＝|填)\s*[:：]?\s*"
 _ZH_ONLY_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB})\s*[:：]?\s*"
 _ZH_GAP = r"(?:[，,]?\s*(?:新的?|新值|值)|\s*[（(][^）)\n]{0,12}[）)])?"  # "密钥，新值：X", "密码短语（带空格）：X"
@@ -169,14 +170,14 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (  # what the value is like, then the value: "密码就是八位数字 41605574", "资金密码（6 位数字）000319"
         _rule(
             "password",
-            rf"(?:{ZH})(?:{_ZH_VERB})?(?:[\u4e00-\u9fff]{{1,8}}\s+|\s*[（(][^）)\n]{{1,16}}[）)]\s*)"
+            rf"(?:{ZH})(?:{_ZH_VERB})?(?:[\u4e00-\u9fff]{{0,6}}{_LIKE}[\u4e00-\u9fff]{{0,4}}\s+|\s*[（(][^）)\n]{{1,16}}[）)]\s*)"
             r"(?=[A-Za-z0-9#*@%!$^&])" + NOT_A_LABEL,
             _ZH_TRIGGER,
         ),
         "zhtyped",
     ),
     (  # the value quoted a few words on: "密码居然支持中文，我设的是「好好学习天天向上6710」"
-        _rule("password", rf"(?:{ZH})[^。\n「」『』“”\"]{{0,16}}?(?=[「『“\"])", _ZH_TRIGGER),
+        _rule("password", rf"(?:{ZH})[^。\n「」『』“”\"]{{0,16}}?(?:{_ZH_VERB})\s*[:：]?\s*(?=[「『“\"])", _ZH_TRIGGER),
         "zhquoted",
     ),
     (  # a form's bracketed label: "【账号】admin【密码】X", "[password] X"
