@@ -393,7 +393,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         elif cmd == "kg":
             _kg(args, store.graph)
             if args.kg_command in ("add", "invalidate", "supersede"):
-                store.keep_vectors()
+                store.keep_page_vectors()
         elif cmd == "session":
             _session_search(args, store.sessions.search)
         elif cmd == "stats":

@@ -237,7 +237,7 @@ def _writing_tools(server: MCPServer, served: Served) -> None:
 
     def with_vectors(result: Any) -> Any:  # noqa: ANN401 - the write's own result
         """A graph write's result, once the vectors of the pages it changed are made (memwiki.text_vectors)."""
-        store.keep_vectors()
+        store.keep_page_vectors()
         return result
 
     @server.tool(

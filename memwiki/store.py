@@ -277,8 +277,11 @@ class Store:
         wiki and entity pages), after an import or a write; how many were made."""
         texts = [e.text for f in self.hot_files() for e in f.entries]
         texts += [turn_text(m.content) for s in self.sessions.sessions() for m in self.sessions.messages(s.id)]
-        texts += [page_text(p) for p in recall_pages(self.reader())]
-        return self.text_vectors.ensure(texts)
+        return self.text_vectors.ensure(texts) + self.keep_page_vectors()
+
+    def keep_page_vectors(self) -> int:
+        """`keep_vectors` for the wiki and entity pages only (after a graph write: no turn changed)."""
+        return self.text_vectors.ensure(page_text(p) for p in recall_pages(self.reader()))
 
     def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
         return self.recaller.recall(query, k=k, all_layers=all_layers)

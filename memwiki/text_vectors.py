@@ -79,7 +79,7 @@ class TextVectors:
             vectors = self._embed([by_key[k] for k in missing])
             self._store(missing, vectors)
             got.update(zip(missing, vectors, strict=True))
-        self._remember(got)
+        self._remember(self._known, got)
         return np.stack([got[k] for k in keys])
 
     def words(self, texts: Sequence[str]) -> list[str]:
@@ -98,10 +98,7 @@ class TextVectors:
                 [(k, TOKENIZER_VERSION, body) for k, body in made.items()],
             )
         got.update(made)
-        with self._lock:
-            if len(self._known_words) + len(got) > MEMORY_ROWS:
-                self._known_words.clear()
-            self._known_words.update(got)
+        self._remember(self._known_words, got)
         return [got[k] for k in keys]
 
     def ensure(self, texts: Iterable[str]) -> int:
@@ -123,11 +120,12 @@ class TextVectors:
 
         return np.asarray(embed_many(self.embedder, texts), dtype=np.float32)
 
-    def _remember(self, vectors: dict[bytes, np.ndarray]) -> None:
+    def _remember(self, memory: dict, items: dict) -> None:
+        """Keep `items` in this process (vectors or words), at most `MEMORY_ROWS` of them."""
         with self._lock:
-            if len(self._known) + len(vectors) > MEMORY_ROWS:
-                self._known.clear()
-            self._known.update(vectors)
+            if len(memory) + len(items) > MEMORY_ROWS:
+                memory.clear()
+            memory.update(items)
 
     # -- the file -------------------------------------------------------------------------------------
 

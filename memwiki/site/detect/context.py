@@ -535,8 +535,7 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
     if how == "zhquoted":  # quoted a few words after the credential word: a value with a digit or a symbol
         return is_value(value, 4) and any(not c.isalpha() for c in value) and "/" not in value
     if how == "made":  # "the new key 9XslMuj…": after a weak word and a space only a made token counts
-        hex_key = len(value) >= 32 and all(c in "0123456789abcdefABCDEF" for c in value)
-        return made(value) or typed(value) or hex_key
+        return made(value) or typed(value) or _hex_key(value)
     if how == "spaced":  # "password ywbM,Ckj2;M": after a credential word and a space, a value of mixed classes
         return is_value(value, 6) and (made(value) or typed(value) or (_mixed(value) and _has_digit(value)))
     if how == "seedwords":  # six words or more, none of them a little word of a sentence
