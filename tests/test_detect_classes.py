@@ -352,6 +352,9 @@ ORDINARY = [
     "镜像地址 https://mirrors.aliyun.com/pypi/simple/",
     "fingerprint 3AA5 C343 7141 7D30 2F7E 4F4D 9B1C 2E3F 0C12 ABCD",
     "Secret 用 sops + age 加密，age 私钥在 1Password 条目「age-key-prod」。",
+    # words of one length in a row are no key in groups (the 10k bench's generated text)
+    "Project server index agent concept 2716 wiki fact fact rule wiki preference",
+    "Agent embedding 4563 page wiki rule fact fact missing",
 ]
 
 

@@ -229,6 +229,8 @@ def _grouped_keys(text: str) -> list[Span]:
             continue  # a fingerprint, a hash in groups
         if not digits_only and m.group(1) == " " and len(groups) < 6:
             continue  # words of four or five letters and digits in a sentence
+        if sum(g.isalpha() and (g.islower() or g.istitle()) for g in groups) * 2 >= len(groups):
+            continue  # words of one length in a sentence (`2716 wiki fact fact rule wiki`), not drawn characters
         spans.append(Span(*m.span(), "token", 500))
     for pattern in (_YUBIKEY_OTP, _LOWER_KEY):
         spans += [Span(*m.span(), "token", 500) for m in pattern.finditer(text) if len(set(m.group())) > 6]
