@@ -5,7 +5,9 @@ Used by the privacy markers (memwiki.markers) and by the site's detectors (memwi
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 
 import re2
@@ -13,13 +15,32 @@ import re2
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+@functools.cache
+def _ascii_forms() -> tuple[re2._Regexp, dict[int, str]]:
+    """Unicode spaces as a space and Unicode digits as ASCII ones: RE2's `\\s` and `\\d` read ASCII only, Python's
+    read them all (a no-break space pasted from a web page, full-width or Arabic-Indic digits)."""
+    forms = {}
+    for code in range(128, 0x20000):
+        char = chr(code)
+        if char.isspace():
+            forms[code] = " "
+        elif (digit := unicodedata.decimal(char, None)) is not None:
+            forms[code] = str(digit)
+    return re2.compile("[" + "".join(map(chr, forms)) + "]"), forms
+
+
+@functools.lru_cache(maxsize=16)  # (a text is screened by several sets in a row: made ready once)
 def re2_safe(text: str) -> str:
-    """`text` as RE2 can take it: a lone surrogate becomes U+FFFD, one code point for one (offsets kept)."""
+    """`text` as RE2 can take it and as a screen must read it, one code point for one (offsets kept): a lone
+    surrogate as U+FFFD, Unicode spaces and digits in their ASCII forms."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
+        text = _SURROGATE.sub("\ufffd", text)
+    unusual, forms = _ascii_forms()
+    return text.translate(forms) if unusual.search(text) else text
 
 
 class Present:
@@ -37,14 +58,54 @@ class Present:
 
 class Screened:
     """A Python pattern run only on texts where RE2 finds `screen` (by default the pattern itself, when it has no
-    look-around): one linear pass decides most texts, and the Python engine reads only the rest."""
+    look-around). Every screen made is read in one RE2 pass per text, all together (`_screens_in`): a text with
+    nothing a detector looks for costs one linear pass, and the Python engine reads only the rest.
 
-    def __init__(self, pattern: str, screen: str | None = None, flags: int = 0) -> None:
+    `within`: every match of the pattern lies inside a match of the screen (the screen is the pattern without its
+    look-arounds and back-references, over runs of one alphabet): the Python engine then reads only those spans
+    and the character after each (what a look-ahead needs; a look-behind reads before a span by itself)."""
+
+    def __init__(self, pattern: str, screen: str | None = None, flags: int = 0, within: bool = False) -> None:
         self.pattern = re.compile(pattern, flags)
-        self._screen = re2.compile(screen or pattern)
+        self.screen = screen or pattern
+        self._screen = re2.compile(self.screen)
+        self.within = within
+        self._index = len(_SCREENS)
+        _SCREENS.append(self.screen)
+
+    def occurs(self, text: str) -> bool:
+        """Whether the screen occurs in `text`: the pattern may match."""
+        return self._index in _screens_in(text, len(_SCREENS))
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        return self.pattern.finditer(text) if self._screen.search(re2_safe(text)) else iter(())
+        if not self.occurs(text):
+            return iter(())
+        return self._within(text) if self.within else self.pattern.finditer(text)
+
+    def _within(self, text: str) -> Iterator[re.Match[str]]:
+        for span in self._screen.finditer(re2_safe(text)):
+            yield from self.pattern.finditer(text, span.start(), span.end() + 1)
 
     def search(self, text: str) -> re.Match[str] | None:
-        return self.pattern.search(text) if self._screen.search(re2_safe(text)) else None
+        return self.pattern.search(text) if self.occurs(text) else None
+
+
+_SCREENS: list[str] = []  # every Screened's screen, in the order made
+
+
+@functools.lru_cache(maxsize=32)  # (the detectors read one text in turn: its screens are read once)
+def _screens_in(text: str, count: int) -> frozenset[int]:
+    """Which of the first `count` screens occur in `text`, all read in one RE2 pass."""
+    return frozenset(_screen_set(count).Match(re2_safe(text)) or ())
+
+
+@functools.lru_cache(maxsize=1)
+def _screen_set(count: int) -> re2.Set:
+    """One RE2 set of the first `count` screens (made again when a new `Screened` is made)."""
+    options = re2.Options()
+    options.max_mem = 64 << 20  # (the set's automaton: some 40 screens, a few MB)
+    screens = re2.Set.SearchSet(options)
+    for screen in _SCREENS[:count]:
+        screens.Add(screen)
+    screens.Compile()
+    return screens

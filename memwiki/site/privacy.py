@@ -104,9 +104,11 @@ class PrivacyRules:
     contact: bool = True  # e-mail addresses, phone numbers, private addresses, internal host names
     redact: tuple[re.Pattern[str], ...] = ()  # the user's own secret patterns, on top of the detectors
     detectors: Detectors = field(init=False, compare=False, repr=False)  # made from `contact` and `redact`
+    _private_texts: dict[str, bool] = field(init=False, compare=False, repr=False)  # text -> verdict
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "detectors", Detectors(contact=self.contact, extra=self.redact))
+        object.__setattr__(self, "_private_texts", {})
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None, profile: str | None = None) -> PrivacyRules:
@@ -163,9 +165,15 @@ class PrivacyRules:
 
     def private_text(self, text: str) -> bool:
         """A string that makes its record private: a marker (`memwiki.markers`, or one of the user's), a private
-        word, or a private pattern."""
+        word, or a private pattern (remembered: a graph's names and a store's dates come back in every record)."""
         if not text:
             return False
+        verdict = self._private_texts.get(text)
+        if verdict is None:
+            verdict = self._private_texts[text] = self._marked(text)
+        return verdict
+
+    def _marked(self, text: str) -> bool:
         low = markers.normalise(text)
         if low.strip() in PRIVATE_WORDS or any(m in low for m in self._normalised_markers):
             return True

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from memwiki.screen import Screened
 from memwiki.site.detect.shapes import made, typed
 from memwiki.site.detect.spans import NOT_A_LABEL, Rule, RuleSet, Span, has_digit
 from memwiki.site.detect.values import is_token, is_value, value_span
@@ -489,21 +490,24 @@ URL_RULES = (
     ),
 )
 # "G-577376 is your Google verification code": the code comes first
-CODE_FIRST = re.compile(
+CODE_FIRST = Screened(
     r"(?i)(?<![\w-])((?:[A-Z]{1,3}-)?(?:\d{4,8}|\d{3}[ -]\d{3}))\s+is\s+your\s+(?:[\w-]+\s+){0,3}"
     r"(?:code|pin|otp|passcode)\b"
     r"|(?<![\w-])(\d{4,8})\s*(?:是|为)?(?:您|你)的[^。\n]{0,12}?(?:验证码|动态码|校验码)"
-    r"|(?i:\buse\s+)(\d{4,8})\s+(?i:to\s+(?:verify|log\s*in|sign\s*in|confirm|reset))"
+    r"|(?i:\buse\s+)(\d{4,8})\s+(?i:to\s+(?:verify|log\s*in|sign\s*in|confirm|reset))",
+    r"(?i)\d\s+is\s+your\s|\d\s*(?:是|为)?(?:您|你)的|use\s+\d{4}",
 )
 # pgpass: host:port:database:user:password
 PGPASS = re.compile(r"(?m)(?:^|(?<=[\s'\"]))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:([^\s'\"]+)(?=[\s'\"]|$)")
 # a credential's name on one line, its value printed alone on the next: a notebook's `Out[7]: '…'`, a CI log's
 # `##[debug]=> '…'`, what `… | base64 -d` printed
-_NAMED_THEN_PRINTED = re.compile(
+_NAMED_THEN_PRINTED = Screened(
     r"(?i)(?:password|passwd|secret|token|api[_-]?key|credential)[^\n]{0,120}\n"
     r"[ \t]*(?:\d{4}-\d\d-\d\dT[\d:.]+Z?[ \t]+)?(?:##\[debug\])?(?:=>|->|Out\[\d+\]:|>)?[ \t]*"
-    r"(['\"]?)([^\s'\"]{6,128})\1[ \t]*(?=\n|$)"
+    r"(['\"]?)([^\s'\"]{6,128})\1[ \t]*(?=\n|$)",
+    r"(?i)(?:password|passwd|secret|token|api[_-]?key|credential)[^\n]{0,120}\n",
 )
+
 _TABLE_HEAD = re.compile(
     r"(?i)password|passwd|pwd|\bpass\b|secret|token|api[ _-]?key|credential|pin|code|密码|口令|密钥|令牌|验证码"
 )
@@ -768,15 +772,18 @@ _QUOTED_ARG = re.compile(r"[\"']([^\"'\s]{6,128})[\"']")
 
 
 # a sentence about unlocking or logging in, a value in brackets or quotes: "unlocks with the same as my laptop (X)"
-_UNLOCK = re.compile(
-    r"(?i)\b(?:unlocks?|unlocked|log(?:s|ged)?\s*in|sign(?:s|ed)?\s*in|passcode|password|login)\b|解锁|登录|登陆"
+_UNLOCK = Screened(  # (screened by RE2: its `\W` is any space)
+    r"(?i)\b(?:unlocks?|unlocked|log(?:s|ged)?\s*in|sign(?:s|ed)?\s*in|passcode|password|login)\b|解锁|登录|登陆",
+    r"(?i)unlock|log(?:s|ged)?\W*in|sign(?:s|ed)?\W*in|passcode|password|解锁|登录|登陆",
 )
 _ENCLOSED = re.compile(r"[(（\[「\"'`]([^\s()（）\[\]「」\"'`]{10,64})[)）\]」\"'`]")
 
 
 def enclosed_in_login_sentences(text: str) -> list[Span]:
     """A value in brackets or quotes, typed like a password, in a sentence about unlocking or logging in."""
-    spans = []
+    spans: list[Span] = []
+    if not _UNLOCK.search(text):
+        return spans  # (no sentence says it: one search of the whole text, not one a sentence)
     for sentence in _SENTENCE.finditer(text):
         if not _UNLOCK.search(sentence.group()):
             continue
@@ -861,10 +868,11 @@ def slash_pairs(text: str) -> list[Span]:
 
 
 # a number said of a door, a gate, a safe or a lock: `#487427`, `259988#`, "right 91, left 64, right 88", 左转 35
-_ACCESS = re.compile(
+_ACCESS_ZH = "门|锁|保险箱|保险柜|保險箱|保險櫃|密码箱|车库|門禁|门禁|支付密码|取件码|验证码|動態碼|动态码|快递柜"
+_ACCESS = Screened(
     r"(?i)\b(?:door|gate|garage|locker|keypad|lockbox|key\s?box|key\s?safe|alarm|padlock|combo|combination|intercom"
-    r"|buzzer|lock|deadbolt)\b|(?<![\w-])safe\b(?!\s+to\b)|门|锁|保险箱|保险柜|保險箱|保險櫃|密码箱|车库|門禁|门禁|支付密码"
-    r"|取件码|验证码|動態碼|动态码|快递柜"
+    rf"|buzzer|lock|deadbolt)\b|(?<![\w-])safe\b(?!\s+to\b)|{_ACCESS_ZH}",
+    rf"(?i)door|gate|garage|lock|keypad|key\W?box|key\W?safe|alarm|combo|combination|intercom|buzzer|safe|{_ACCESS_ZH}",
 )
 _SENTENCE = re.compile(r"[^\n.!?。！？]+")
 _ACCESS_NUMBER = re.compile(
@@ -879,7 +887,9 @@ _DIALS = re.compile(
 
 def access_codes(text: str) -> list[Span]:
     """Numbers in a sentence about a door, a safe or a lock: codes and combinations."""
-    spans = []
+    spans: list[Span] = []
+    if not _ACCESS.search(text):
+        return spans
     for sentence in _SENTENCE.finditer(text):
         if not _ACCESS.search(sentence.group()):
             continue

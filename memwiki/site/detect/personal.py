@@ -28,8 +28,11 @@ from memwiki.site.detect.spans import NOT_A_LABEL, Span, digit_count, has_cjk, h
 from memwiki.site.detect.values import value_span
 
 REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG", "KR", "BR", "ES", "IT", "NL", "MX")
-_PHONE_CANDIDATE = re.compile(  # (a CJK character beside a number is no part of it: 电话18106803027)
-    r"(?<![A-Za-z0-9_.+/-])(?:\+|\(\d)?\d[\d \t().-]{6,18}\d(?![A-Za-z0-9_.]\d|[A-Za-z0-9_])"
+# The shapes of numbers that name a person, each screened by RE2 (`_D`: any digit, as Python's `\d` is).
+_D = r"\p{Nd}"
+_PHONE_CANDIDATE = Screened(  # (a CJK character beside a number is no part of it: 电话18106803027)
+    r"(?<![A-Za-z0-9_.+/-])(?:\+|\(\d)?\d[\d \t().-]{6,18}\d(?![A-Za-z0-9_.]\d|[A-Za-z0-9_])",
+    rf"{_D}[{_D} \t().-]{{6,18}}{_D}",
 )
 _DATE_OR_VERSION = re.compile(  # (and a compact time stamp, as hermes names its sessions: 20261130_030058)
     r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}"
@@ -39,33 +42,45 @@ _DOTTED_PHONE = re.compile(r"^\d{3}\.\d{3}\.\d{4}$")  # 408.313.6571
 _BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
 _CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]\d{4}){2}$")  # written 3-4-4 (bare: see _said_phone)
 _PHONE_WORDS = re.compile(r"(?i)电话|手机|手机号|联系|致电|打给|tel\b|phone|mobile|cell|call\b|whatsapp|微信")
-_PLATE = re.compile(  # a Chinese plate (province, letter, five or six): 苏B·FCM0Z; a UK one needs its word
-    r"(?i)(?<![\u4e00-\u9fff])[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{5,6}"
-    r"(?![A-Za-z0-9])"
+_PROVINCES = "京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领"
+_PLATE = Screened(  # a Chinese plate (province, letter, five or six): 苏B·FCM0Z; a UK one needs its word
+    rf"(?i)(?<![\u4e00-\u9fff])[{_PROVINCES}][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{{5,6}}(?![A-Za-z0-9])",
+    rf"(?i)[{_PROVINCES}][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{{5}}",
 )
-_PLATE_UK = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2} ?[A-Z]{3}(?![A-Za-z0-9])")  # the UK's since 2001: AL46 HTE
-_VEHICLE = re.compile(
+_PLATE_UK = Screened(  # the UK's since 2001: AL46 HTE
+    r"(?<![A-Za-z0-9])[A-Z]{2}\d{2} ?[A-Z]{3}(?![A-Za-z0-9])", r"[A-Z]{2}\p{Nd}{2} ?[A-Z]{3}"
+)
+_VEHICLE = Screened(
     r"(?i)\b(?:car|cars|auto|vehicle|plates?|reg|registered|registration|parking|parked|permit|mot|dvla|insurance"
     r"|garage|van|motorbike|congestion)\b|车"
 )
-_CAR = re.compile(r"(?i)\b(?:car|cars|auto|vehicle|plate|kennzeichen|nummernschild|wagen|motorbike|van)\b|车牌")
+_CAR = Screened(r"(?i)\b(?:car|cars|auto|vehicle|plate|kennzeichen|nummernschild|wagen|motorbike|van)\b|车牌")
 _PLATE_DE = re.compile(r"(?<![\w-])[A-ZÄÖÜ]{1,3}-[A-Z]{1,2}\s?\d{1,4}[EH]?(?![\w-])")  # K-KS 1314, said of a car
-_NINO = re.compile(r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])")
-_IBAN = re.compile(r"(?i)(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")  # (lower-cased too)
-_IBAN_WORD = re.compile(r"(?i)\biban\b")
-_CARD = re.compile(r"(?<![\d.])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d]|\.\d)")
-_RIC = re.compile(
-    r"(?<![\d])[1-9]\d{5}[ -]?(?:19|20)\d{2}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx](?![\dA-Za-z])"
-    r"|(?<!\d)\d{6}(?: \d{4}){3}(?: ?[\dXx]{2})(?![\dA-Za-z])"
+_NINO = Screened(
+    r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])",
+    rf"[A-CEGHJ-PR-TW-Z]{{2}} ?{_D}{{2}} ?{_D}{{2}} ?{_D}{{2}} ?[A-D]",
 )
-_SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_IBAN = Screened(  # (lower-cased too)
+    r"(?i)(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])",
+    rf"(?i)[A-Z]{{2}}{_D}{{2}}(?: ?[A-Z0-9]){{11}}",
+)
+_IBAN_WORD = re.compile(r"(?i)\biban\b")
+_CARD = Screened(r"(?<![\d.])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d]|\.\d)", rf"[2-6]{_D}{{3}}(?:[ -]?{_D}){{9}}")
+_RIC = Screened(
+    r"(?<![\d])[1-9]\d{5}[ -]?(?:19|20)\d{2}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx](?![\dA-Za-z])"
+    r"|(?<!\d)\d{6}(?: \d{4}){3}(?: ?[\dXx]{2})(?![\dA-Za-z])",
+    rf"[1-9]{_D}{{5}}[ -]?(?:19|20){_D}{{2}}[ -]?{_D}{{2}}[ -]?{_D}{{2}}[ -]?{_D}{{3}}[{_D}Xx]"
+    rf"|{_D}{{6}}(?: {_D}{{4}}){{3}} ?[{_D}Xx]{{2}}",
+)
+_SSN = Screened(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])", rf"{_D}{{3}}-{_D}{{2}}-{_D}{{4}}")
 _EMAIL = re.compile(r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+[@＠](?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
-_HASH_EMAIL = re.compile(
-    r"(?<![\w.+-])[A-Za-z0-9._%+-]{2,64}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)(?![\w-])"
+_HASH_EMAIL = Screened(
+    r"(?<![\w.+-])[A-Za-z0-9._%+-]{2,64}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)(?![\w-])",
+    r"[A-Za-z0-9._%+-]{2}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)",
 )
 _ODD_DOT = re.compile("[·。．]")  # `name@host·com`: a dot no address holds
 _MAC = re.compile(r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![\w:-])")
-_AT_WORD = re.compile(r"[\[({<（【]\s*(?:at|@|dot|\.)\s*[\])}>）】]|\sat\s|艾特")
+_AT_WORD = Screened(r"[\[({<（【]\s*(?:at|@|dot|\.)\s*[\])}>）】]|\sat\s|艾特")
 _AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特|@)\s*"
 _DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s|点|[·。．])\s*"
 _EMAIL_OBFUSCATED = re.compile(
@@ -399,7 +414,7 @@ def _is_phone(candidate: str) -> bool:
     return False
 
 
-_SEED_WORDS = re.compile(r"(?i)助记词|助記詞|种子|種子|seed|mnemonic|钱包|錢包|wallet|私钥|恢复短语")
+_SEED_WORDS = Screened(r"(?i)助记词|助記詞|种子|種子|seed|mnemonic|钱包|錢包|wallet|私钥|恢复短语")
 _ZH_RUN = re.compile(r"(?<![\u4e00-\u9fff])[\u4e00-\u9fff]{12,24}(?![\u4e00-\u9fff])")
 
 

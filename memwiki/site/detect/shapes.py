@@ -21,7 +21,11 @@ from collections import Counter
 from memwiki.screen import Screened
 from memwiki.site.detect.spans import Span
 
-_RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}")  # (`=` only as padding: `key=VALUE`)
+_RUN = Screened(  # (`=` only as padding: `key=VALUE`)
+    r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}",
+    r"[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}",
+    within=True,
+)
 _KEY_BLOCK = re.compile(  # (any case: a graph predicate or a slug is lower-cased by the tools that make it)
     r"(?i)-----BEGIN [A-Z0-9 ]*(?:PRIVATE KEY|PRIVATE KEY BLOCK|SECRET KEY|ENCRYPTED [A-Z ]*)-----[\s\S]*?"
     r"(?:-----END [A-Z0-9 ]*-----|\Z)"
@@ -207,7 +211,11 @@ class ShapeDetector:
 _PUBLIC_KEY_TYPE = re.compile(
     r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)\s+$"
 )
-_GROUPED = re.compile(r"(?<![\w-])[A-Za-z0-9]{4,6}([- ])[A-Za-z0-9]{4,6}(?:\1[A-Za-z0-9]{4,6}){3,}(?![\w-])")
+_GROUPED = Screened(
+    r"(?<![\w-])[A-Za-z0-9]{4,6}([- ])[A-Za-z0-9]{4,6}(?:\1[A-Za-z0-9]{4,6}){3,}(?![\w-])",
+    r"[A-Za-z0-9]{4,6}(?:[- ][A-Za-z0-9]{4,6}){4,}",
+    within=True,
+)
 _YUBIKEY_OTP = re.compile(r"(?<![a-z])cccc[cbdefghijklnrtuv]{40}(?![a-z])")  # a YubiKey's one-time password
 _LOWER_KEY = re.compile(r"(?<![\w-])sk-[a-z]{32,}(?![\w-])")  # an `sk-` key of one case (SiliconFlow and others)
 
@@ -232,8 +240,9 @@ def _grouped_keys(text: str) -> list[Span]:
         if sum(g.isalpha() and (g.islower() or g.istitle()) for g in groups) * 2 >= len(groups):
             continue  # words of one length in a sentence (`2716 wiki fact fact rule wiki`), not drawn characters
         spans.append(Span(*m.span(), "token", 500))
-    for pattern in (_YUBIKEY_OTP, _LOWER_KEY):
-        spans += [Span(*m.span(), "token", 500) for m in pattern.finditer(text) if len(set(m.group())) > 6]
+    for pattern, literal in ((_YUBIKEY_OTP, "cccc"), (_LOWER_KEY, "sk-")):
+        if literal in text:
+            spans += [Span(*m.span(), "token", 500) for m in pattern.finditer(text) if len(set(m.group())) > 6]
     return spans
 
 
@@ -260,7 +269,7 @@ def _key_bytes(array: str) -> bool:
     return len(values) in (32, 64) and max(values) <= 255 and len(set(values)) > 8
 
 
-_QUOTED = re.compile(r"""(?<![\w])(['"`‘“])([^\s'"`‘’“”]{8,64})(['"`’”])""")
+_QUOTED = Screened(r"""(?<![\w])(['"`‘“])([^\s'"`‘’“”]{8,64})(['"`’”])""", r"""['"`‘“][^\s'"`‘’“”]{8,64}['"`’”]""")
 _TOKEN_LINES = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*)+$")
 
 

@@ -1,0 +1,85 @@
+"""RE2 screens (memwiki.screen) are a necessary condition: every text a screened pattern matches, its screen finds.
+
+A screen too narrow would silently skip a detector: the texts are every canary of the tests and of the blind rounds
+(seeded), the detectors' own cases, and the same texts with Unicode spaces and digits, lower- and upper-cased.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import re
+
+import pytest
+import re2
+
+from memwiki.screen import Screened, re2_safe
+from tests import canaries
+from tests.blind.harness import load_set
+from tests.test_detect_classes import CONTEXT, HOSTS, ORDINARY, PERSONAL, PROVIDERS, SHAPES
+
+MODULES = [f"memwiki.site.detect.{m}" for m in ("context", "hosts", "personal", "providers", "shapes", "spans")]
+MODULES.append("memwiki.markers")
+
+
+def _screened() -> dict[str, Screened]:
+    found = {}
+    for name in MODULES:
+        for attr, value in vars(importlib.import_module(name)).items():
+            if isinstance(value, Screened):
+                found[f"{name}.{attr}"] = value
+    return found
+
+
+def _texts() -> list[str]:
+    texts = [t for t, _ in CONTEXT + SHAPES + PERSONAL + HOSTS + PROVIDERS] + list(ORDINARY)
+    rng = random.Random(7)
+    texts += [make(rng)[1] for make in canaries.KINDS.values()]
+    for n in range(1, 8):
+        blind = load_set(f"round{n}")
+        texts += [make(rng)[1] for make in blind.KINDS.values()] + list(blind.ORDINARY)
+    variants = []
+    for t in texts:  # Python's `\s`, `\d` and `\b` read Unicode; RE2's read ASCII
+        variants += [t.lower(), t.upper(), t.replace(" ", "\u3000"), t.replace(" ", "\xa0"), t.translate(_WIDE)]
+    return texts + variants
+
+
+_WIDE = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")  # Arabic-Indic digits: `\d` in Python
+
+
+SCREENED = _screened()
+TEXTS = _texts()
+
+
+def test_the_detectors_screen_their_costly_patterns() -> None:
+    assert len(SCREENED) >= 15
+
+
+@pytest.mark.parametrize("name", sorted(SCREENED))
+def test_a_screen_finds_every_text_its_pattern_matches(name: str) -> None:
+    screened = SCREENED[name]
+    screen = re2.compile(screened.screen)
+    missed = [t for t in TEXTS if screened.pattern.search(t) and not screen.search(re2_safe(t))]
+    assert not missed, f"{name}: the screen misses {missed[:3]}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in SCREENED.items() if s.within))
+def test_a_pattern_read_within_its_screens_spans_finds_what_it_finds_in_the_whole_text(name: str) -> None:
+    screened = SCREENED[name]
+    edges = [  # a run that starts inside a longer token, mixed separators, padding, a run cut by a longer token
+        "abcdefgh abcd abcd abcd abcd abcd",
+        "xabcd-abcd abcd abcd abcd abcd abcd-",
+        "Es6W-XMiy TWAE qDN1 6deo hfNf X881 MM49 jMTW",
+        "ab.cdefghijklmnopq1234== and_a_long-token_without=equals+/x",
+        "abcd abcd abcd abcd abcdefghi abcd abcd abcd abcd abcd",
+    ]
+    texts = [*TEXTS, *edges, "\n".join(TEXTS)]  # (the site scan reads a file's lines joined)
+    for text in texts:
+        assert [m.span() for m in screened.finditer(text)] == [m.span() for m in screened.pattern.finditer(text)]
+
+
+def test_a_screen_that_misses_is_caught() -> None:
+    """The check above can fail: an ASCII-only screen misses a digit Python's `\\d` reads."""
+    narrow = Screened(r"\d{4}", r"[0-9]{4}")
+    text = "pin ٤٥٦٧"
+    assert narrow.pattern.search(text) and not re.search(narrow.screen, text)
