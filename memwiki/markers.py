@@ -3,14 +3,16 @@
 One normaliser (`normalise`: case folded, full-width forms and CJK brackets made ASCII, spaces inside brackets
 dropped) and a few shapes over a list of private words (`private`, `私密`, `隐私`, `confidential`, ...):
 
-- a word in brackets of any kind: `[private]`, `(Private)`, `【私密】`, `「私密」`, `[ private ]`, `<private>`;
+- a word in brackets of any kind: `[private]`, `(Private)`, `【私密】`, `「私密」`, `[ private ]`, `<private>`, or
+  opening a bracketed remark: `(私密，别发到群里)`, `[confidential - HR]`;
 - a hashtag or a mention: `#private`, `#私密`, `@private`; a lock emoji (🔒, 🔐);
 - a leading label: `private: …`, `PRIVATE - …`, `Private note - …`, `私密：…`, `私密笔记：…`;
 - an HTML comment: `<!-- private -->`;
 - a phrase said of the note itself, at its start or end or in brackets: "do not publish", "不要公开", "勿外传";
 - a section heading that is only a private word (`## Private`, `## 私密`): its section is private;
 - frontmatter or metadata: `private: true / "yes" / 1 / on` (also `draft`, `sensitive`, `私密`),
-  `visibility: private` (also `可见性: 私密`), `public: false`, `publish: false`, `公开: false`;
+  `visibility: private` (also `可见性: 私密`), `public: false`, `publish: false`, `share: false`, `公开: false`,
+  a tag list holding a private word (`tags: [work, private]`);
 - a folder named with a private word (`wiki/private/…`).
 """
 
@@ -90,6 +92,15 @@ _PHRASES = (
     "僅自己可見",
     "仅限本人",
     "不对外",
+    "off the record",
+    "off-the-record",
+    "only me",
+    "别发到群里",
+    "不要发到群里",
+    "别发群里",
+    "别转发",
+    "不要转发",
+    "勿转发",
 )
 _SAYINGS = "|".join(re.escape(p) for p in _PHRASES)  # said of the note itself: at its start or end, or bracketed
 _BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》）］｝", "[[[[[<<([{]]]]]>>)]}")
@@ -100,6 +111,7 @@ _START = r"^(?:\d{1,3}[.)])?\W{0,6}"  # a line's start, past a list item's numbe
 _MARKED = Screened(
     rf"<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
     rf"|[\[(<{{]\s*(?:(?:{_WORDS}|{_SAYINGS})\s*[,，;；/、]?\s*){{1,3}}[\])>}}]"  # in brackets, one or a few
+    rf"|[\[(<{{]\s*(?:{_WORDS})\s*[,，;；:：、-][^\])>}}\n]{{0,40}}[\])>}}]"  # one opens it: `(私密，…)`
     rf"|(?:^|\s)(?://|--)\s*(?:{_WORDS})\W{{0,3}}$"  # a code comment's marker at the end: `… // private`
     rf"|(?:^|(?<=[\s,;]))[#@](?:{_WORDS})(?![\w-])"  # a hashtag, a mention: `#private`, `@private`
     rf"|{_START}(?:{_LABELS})\s*(?:{_NOUNS})?\s*\**\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
@@ -147,14 +159,35 @@ _PRIVATE_FLAGS = frozenset(
         "机密",
     }
 )
-_PUBLIC_FLAGS = frozenset({"public", "publish", "published", "shareable", "shared", "公开", "公開", "发布", "發布"})
+_PUBLIC_FLAGS = frozenset(
+    {
+        "public",
+        "publish",
+        "published",
+        "publishable",
+        "shareable",
+        "share",
+        "shared",
+        "visible",
+        "listed",
+        "公开",
+        "公開",
+    }
+    | {"发布", "發布", "分享", "共享", "可分享"}
+)
+_TAG_KEYS = frozenset({"tags", "tag", "labels", "label", "categories", "category", "keywords", "标签", "標籤", "分类"})
 _PRIVATE_VALUES = frozenset(PRIVATE_WORDS) | {"hidden", "draft", "internal", "restricted", "owner", "me", "仅本人"}
 
 
+_CJK_SPACED = re.compile(r"(?<=[\u4e00-\u9fff])[ \t\u3000]+(?=[\u4e00-\u9fff:：])")
+
+
 def normalise(text: str) -> str:
-    """`text` case-folded, with full-width forms and CJK brackets as their ASCII forms."""
+    """`text` case-folded, with full-width forms and CJK brackets as their ASCII forms, and no spaces between
+    Chinese characters (`私 密 ：` typed with a space after each character)."""
     if text.isascii():  # (NFKC leaves ASCII as it is, and case-folds it as `lower` does)
         return text.lower()
+    text = _CJK_SPACED.sub("", text) if " " in text or "\t" in text or "\u3000" in text else text
     return unicodedata.normalize("NFKC", text.translate(_BRACKETS)).casefold()
 
 
@@ -236,7 +269,18 @@ def flagged(meta: Mapping[object, object]) -> bool:
             return True
         if k in _VISIBILITY_KEYS and isinstance(value, str) and normalise(value).strip() in _PRIVATE_VALUES:
             return True
+        if k in _TAG_KEYS and any(normalise(t).strip(" #") in PRIVATE_WORDS for t in _tags(value)):
+            return True  # `tags: [work, private]`
     return False
+
+
+def _tags(value: object) -> list[str]:
+    """A tag list as written: a list, or one string of tags separated by commas or spaces."""
+    if isinstance(value, str):
+        return re.split(r"[,，;\s]+", value)
+    if isinstance(value, list | tuple | set):
+        return [str(v) for v in value]
+    return []
 
 
 def private_path(path: str) -> bool:

@@ -16,17 +16,17 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @functools.cache
-def _ascii_forms() -> tuple[re2._Regexp, dict[int, str]]:
+def _ascii_forms() -> tuple[re2._Regexp, dict[str, str]]:
     """Unicode spaces as a space and Unicode digits as ASCII ones: RE2's `\\s` and `\\d` read ASCII only, Python's
     read them all (a no-break space pasted from a web page, full-width or Arabic-Indic digits)."""
     forms = {}
     for code in range(128, 0x20000):
         char = chr(code)
         if char.isspace():
-            forms[code] = " "
+            forms[char] = " "
         elif (digit := unicodedata.decimal(char, None)) is not None:
-            forms[code] = str(digit)
-    return re2.compile("[" + "".join(map(chr, forms)) + "]"), forms
+            forms[char] = str(digit)
+    return re2.compile("[" + "".join(forms) + "]"), forms
 
 
 @functools.lru_cache(maxsize=16)  # (a text is screened by several sets in a row: made ready once)
@@ -40,7 +40,10 @@ def re2_safe(text: str) -> str:
     except UnicodeEncodeError:
         text = _SURROGATE.sub("\ufffd", text)
     unusual, forms = _ascii_forms()
-    return text.translate(forms) if unusual.search(text) else text
+    if unusual.search(text):
+        for char in set(text).intersection(forms):  # (a few kinds of character, each replaced in one C pass)
+            text = text.replace(char, forms[char])
+    return text
 
 
 class Present:
@@ -59,17 +62,12 @@ class Present:
 class Screened:
     """A Python pattern run only on texts where RE2 finds `screen` (by default the pattern itself, when it has no
     look-around). Every screen made is read in one RE2 pass per text, all together (`_screens_in`): a text with
-    nothing a detector looks for costs one linear pass, and the Python engine reads only the rest.
+    nothing a detector looks for costs one linear pass, and the Python engine reads only the rest."""
 
-    `within`: every match of the pattern lies inside a match of the screen (the screen is the pattern without its
-    look-arounds and back-references, over runs of one alphabet): the Python engine then reads only those spans
-    and the character after each (what a look-ahead needs; a look-behind reads before a span by itself)."""
-
-    def __init__(self, pattern: str, screen: str | None = None, flags: int = 0, within: bool = False) -> None:
+    def __init__(self, pattern: str, screen: str | None = None, flags: int = 0) -> None:
         self.pattern = re.compile(pattern, flags)
         self.screen = screen or pattern
-        self._screen = re2.compile(self.screen)
-        self.within = within
+        re2.compile(self.screen)  # (a screen RE2 cannot read fails here, not at the first text read)
         self._index = len(_SCREENS)
         _SCREENS.append(self.screen)
 
@@ -78,13 +76,7 @@ class Screened:
         return self._index in _screens_in(text, len(_SCREENS))
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        if not self.occurs(text):
-            return iter(())
-        return self._within(text) if self.within else self.pattern.finditer(text)
-
-    def _within(self, text: str) -> Iterator[re.Match[str]]:
-        for span in self._screen.finditer(re2_safe(text)):
-            yield from self.pattern.finditer(text, span.start(), span.end() + 1)
+        return self.pattern.finditer(text) if self.occurs(text) else iter(())
 
     def search(self, text: str) -> re.Match[str] | None:
         return self.pattern.search(text) if self.occurs(text) else None

@@ -35,6 +35,12 @@ MARKED = [
     "the garden gate #nopublish",
     "the garden gate (internal only, keep off the wiki)",
     "the garden gate // private",
+    # round 8 (blind): a bracketed remark that opens with a private word, sayings at the end, spaced characters
+    "the garden gate\n\n(私密，别发到群里)",
+    "the garden gate (off the record)",
+    "the garden gate 🙈 only me",
+    "私 密 ： the garden gate",
+    "the garden gate [confidential - HR only]",
 ]
 NOT_MARKED = [
     "private data pipeline is slow",
@@ -47,6 +53,8 @@ NOT_MARKED = [
     "see the private repo for details",
     "(see the private repo for details)",
     "x = 1 // privately owned",
+    "(personally I prefer tabs)",
+    "the record shows 3 runs",
 ]
 
 
@@ -75,6 +83,9 @@ def test_a_private_word_in_a_sentence_is_no_marker(text: str) -> None:
         {"可见性": "私密"},
         {"私密": "是"},
         {"sensitivity": "confidential"},
+        {"share": False},
+        {"tags": ["work", "private"]},
+        {"tags": "家庭, 私密"},
     ],
 )
 def test_frontmatter_flags_are_read_by_meaning(meta: dict) -> None:

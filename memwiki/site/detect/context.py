@@ -50,7 +50,8 @@ TOTP_EN = r"totp|2fa|mfa|otp|authenticator|manual[ -]?(?:entry[ -]?)?key|setup[ 
 ZH = (
     r"密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|私钥|私鑰|令牌|凭证|凭据|憑證|授权码|授權碼|验证码|驗證碼|校验码|动态码"
     r"|安全码|门禁码|门禁密码|门锁密码|开门密码|保险柜密码|恢复码|备用码|备份码|访问码|取件码|提取码|激活码|序列号"
-    r"|识别码|(?i:pin)码|口令码|门禁|密码锁|开锁码|入户码|暗号|暗語|接头暗号|密语|通关密语|卡密|明文"
+    r"|识别码|(?i:pin)码|口令码|门禁|密码锁|开锁码|入户码|暗号|暗語|接头暗号|密语|通关密语|卡密|明文|密匙|秘匙|账密|帐密"
+    r"|(?<![A-Za-z0-9])(?i:mm)(?=\s*[:：])"  # (`mm` for 密码, said with a colon: not a length)
 )
 ZH_LIST = r"恢复码|恢復碼|备用码|備用碼|备份码|救援码|紧急恢复码|备用验证码|備用驗證碼|恢复代码|备用代码"
 ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短语"
@@ -59,11 +60,12 @@ ZH_EN = r"(?i:password|passwd|pwd|pin|key|secret|token|api[ _-]?key|passphrase)"
 _ZH_VERB = (
     r"我设的是|设的是|我用的是|我改成了?|我设成了?|是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為"
     r"|设置为|设置成|设成了?|都用|设为了?|变成了?|变更为|更新为|用的是|新值|值"
+    r"|统一为|统一是|一律为|一律是|默认为|默认是|目前是|现在是|暂时是"
 )
 _LIKE = r"(?:数字|位|字母|字符|符号|大小写|汉字|中文|英文)"  # what a value is like: "八位数字", "全是字母"
 _ZH_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB}|:|：|=|＝|填)\s*[:：]?\s*"
 _ZH_ONLY_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB})\s*[:：]?\s*"
-_ZH_GAP = r"(?:[，,]?\s*(?:新的?|新值|值)|\s*[（(][^）)\n]{0,12}[）)])?"  # "密钥，新值：X", "密码短语（带空格）：X"
+_ZH_GAP = r"(?:[，,]?\s*(?:新的?|新值|值)|\s*[（(][^）)\n]{0,40}[）)])?"  # "密钥，新值：X", "密码短语（带空格）：X"
 _ZH_ANY = r"(?:我把|把|将|新的?|默认|默認)?"
 _FOR = (  # "password for the NAS", "secret (in case I lose my phone)"
     r"(?:\s+(?:for|of|on|to|at)\s+(?:the\s+|my\s+|our\s+|your\s+)?[^\s:：=]{1,40}?(?:\s+[^\s:：=]{1,20}?){0,2}?)?"
@@ -86,7 +88,9 @@ _STRONG = rf"(?i){STRONG_EN}"  # triggers: a rule looks only where its own words
 _WEAK = rf"(?i){WEAK_EN}"
 _PHRASE = rf"(?i){PHRASE_EN}"
 _LIST_TRIGGER = rf"(?i){LIST_EN}"
-_ZH_TRIGGER = r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁|暗号|暗語|密语|明文"
+_ZH_TRIGGER = (
+    r"密|秘|口令|私|令牌|凭|憑|码|碼|序列号|助记|助記|种子|恢复短语|门禁|锁|暗号|暗語|密语|明文|(?i:mm)\s*[:：]"
+)
 
 
 def _rule(kind: str, lead: str, trigger: str) -> Rule:
@@ -102,7 +106,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (
         _rule(
             "password",
-            rf"(?i){_A}(?:{LIST_EN}){_Z}(?:\s*[(（][^()（）\n]{{0,60}}[)）])?\s*[:：]?\s*(?=\n)",
+            rf"(?i){_A}(?:{LIST_EN}){_Z}[^\n:：]{{0,80}}?[:：]?\s*(?=\n)",
             _LIST_TRIGGER,
         ),
         "list",
@@ -134,6 +138,34 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         "strong",
     ),
     (_rule("password", rf"(?i){_A}(?:{STRONG_EN}){_Z}{_LATER}" + NOT_A_LABEL, _STRONG), "prose"),
+    (  # a network device's config: `password 7 <hex>`, `secret 5 <hash>`, `snmp-server community <string> RO`
+        _rule(
+            "password",
+            r"(?i)(?<![\w-])(?:password|secret|key-string|key)\s+\d\s+(?=\S{6})|(?<![\w-])community\s+(?=\S{6})",
+            r"(?i)(?:password|secret|key-string|key)\s+\d\s|community\s",
+        ),
+        "device",
+    ),
+    (  # a proxy's config: the user's UUID is its password (`"clients":[{"id":"…"}]` of vmess, vless, trojan)
+        _rule(
+            "password",
+            r"(?i)(?:vmess|vless|trojan|v2ray|xray|hysteria|tuic)[^\n]{0,300}?[\"']?(?:id|uuid|password)[\"']?\s*[:=]\s*",
+            r"(?i)vmess|vless|trojan|v2ray|xray|hysteria|tuic",
+        ),
+        "strong",
+    ),
+    (  # Windows: `net use Z: \\server\share <password> /user:…`
+        _rule("password", r"(?i)\bnet\s+use\s+(?:[a-z]:\s+)?\\\\\S+\s+(?=[^\s/])", r"(?i)net\s+use"),
+        "strong",
+    ),
+    (  # the answer to a security question: words to the end of the clause
+        _rule(
+            "password",
+            r"(?i)(?:security|secret)\s+question\b[^\n]{0,80}?\banswer\b[^\n:：]{0,40}[:：]\s*",
+            r"(?i)question",
+        ),
+        "phrase",
+    ),
     (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}{_KEY_END}(?:{_SEP}|{_IS})" + NOT_A_LABEL, _WEAK), "weak"),
     (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}\s+" + NOT_A_LABEL, _WEAK), "made"),
     (
@@ -541,7 +573,8 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
     if how == "made":  # "the new key 9XslMuj…": after a weak word and a space only a made token counts
         return made(value) or typed(value) or _hex_key(value)
     if how == "spaced":  # "password ywbM,Ckj2;M": after a credential word and a space, a value of mixed classes
-        return is_value(value, 6) and (made(value) or typed(value) or (_mixed(value) and _has_digit(value)))
+        shaped = made(value) or typed(value) or (_mixed(value) and _has_digit(value))
+        return is_value(value, 6) and (shaped or bool(_LETTER_CODE.fullmatch(value)))
     if how == "seedwords":  # six words or more, none of them a little word of a sentence
         words = value.lower().split()
         return len(words) >= 6 and all(w.isalpha() for w in words) and not _STOPWORDS & set(words)
@@ -559,6 +592,8 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         return digits >= 4 and digits >= compact - 2 and not _described(text, b)
     if how == "phrase":
         return is_value(value, 8)
+    if how == "device":  # after `password 7`, `community`: any value but a keyword of the config's own
+        return is_value(value, 6) and value.lower() not in ("ro", "rw", "view", "encrypted")
     return how in ("groups", "list")
 
 
@@ -718,6 +753,7 @@ class ContextDetector:
             spans += values_before_words(text)
         if "(" in text:
             spans += login_arguments(text)
+        spans += [Span(*m.span(1), "password", 262) for m in _SAME_AS_ACCOUNT.finditer(text)]
         if _ENCLOSED.search(text) or "-" in text:
             spans += enclosed_in_login_sentences(text)
         spans += values_in_place(text)
@@ -753,7 +789,15 @@ _PAIR = re.compile(
 )
 _ACCOUNT_WORDS = re.compile(
     r"(?i)\b(?:creds?|credentials?|login|log\s*in|sign\s*in|account|user(?:name)?|wi-?fi|wlan|ssid|router|hotspot"
-    r"|admin)\b|账号|帳號|账户|登录|登陆|用户名|热点|路由器|无线"
+    r"|admin)\b|账号|帳號|账户|登录|登陆|用户名|热点|路由器|无线|账密|帳密|堡垒机"
+)
+
+
+# a password said to be the account's name: the name is the password ("账号 qa_x，密码同账号名")
+_SAME_AS_ACCOUNT = Screened(
+    r"(?i)(?:账号|帳號|用户名|user(?:name)?|login|account)\s*[:：=]?\s*([A-Za-z0-9_.@-]{4,40})[^\n]{0,30}?"
+    r"(?:密码同|密码和|密码与|密码跟|password\s+(?:is\s+)?(?:the\s+)?same\s+as)",
+    r"(?i)密码同|密码和|密码与|密码跟|password\s+(?:is\s+)?(?:the\s+)?same\s+as",
 )
 
 
@@ -860,8 +904,8 @@ def slash_pairs(text: str) -> list[Span]:
     for m in _PAIR.finditer(text):
         account, value = m.group(1), m.group(2).rstrip(".,;:")
         before = text[max(0, m.start() - 60) : m.start()]
-        if not ("@" in account or _ACCOUNT_WORDS.search(before)):
-            continue
+        if not ("@" in account or _ACCOUNT_WORDS.search(before) or typed(value) or made(value)):
+            continue  # (a footnote's `ops / k%M9FAcVVqb16V`: typed as a password is, it needs no word before it)
         if is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value):
             spans.append(Span(m.start(2), m.start(2) + len(value), "password", 262))
     return spans

@@ -18,7 +18,7 @@ from memwiki.site.detect.shapes import ShapeDetector, wrapped_end
 from memwiki.site.detect.spans import Span, disjoint
 from memwiki.site.detect.values import is_value
 
-_FULL_WIDTH = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")  # full-width digits and letters
+_FULL_WIDTH = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uff20\uff0e]")  # full-width digits, letters, ＠．
 _TO_ASCII = {
     code: code - 0xFEE0
     for code in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B), 0xFF20, 0xFF0E, 0xFF0D, 0xFF3F]
@@ -27,6 +27,8 @@ _ZH_DIGITS = str.maketrans("〇零一幺二两三四五六七八九", "001122345
 _UPPER = re.compile("[A-Z]")
 _LOWER = re.compile("[a-z]")
 _SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{7,}")
+_SPACED_CJK = re.compile("[\u4e00-\u9fff] [\u4e00-\u9fff] [\u4e00-\u9fff]")
+_SPACED_RUN = re.compile("[\u4e00-\u9fff](?: [\u4e00-\u9fff])+")
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
 _ALWAYS = CONTACT_KINDS | {"private key"}  # never a placeholder (a key's bytes `[134, 207, …]` look like `[x]`)
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_+/=~$-]")
@@ -106,9 +108,9 @@ class Detectors:
 def _views(text: str) -> list[str]:
     """`text` read other ways, one character for one (so spans keep their offsets): an id or a predicate joins a
     sentence's words with `_` (and its store lower-cases them: read upper-cased too); a Chinese input method types
-    full-width digits and letters (`１８８５７７３９６６１`);
-    dictation writes digits as Chinese numerals; a tool's JSON output escapes its line breaks and quotes (`\\n`, `\\"`:
-    read as a space and the character, two for two)."""
+    full-width digits and letters (`１８８５７７３９６６１`, `name＠163．com`); dictation writes digits as Chinese
+    numerals; a chat typed with a space after each character (`密 码 是 X`); a tool's JSON output escapes its line
+    breaks and quotes (`\\n`, `\\"`: read as a space and the character, two for two)."""
     views = []
     if "\\n" in text or '\\"' in text:  # a JSON string as written (a tool's output): its lines and quotes
         views.append(text.replace("\\n", " \n").replace('\\"', ' "').replace("\\t", " \t"))
@@ -119,6 +121,8 @@ def _views(text: str) -> list[str]:
         views.append(text.translate(_TO_ASCII))
     if _SPOKEN_DIGITS.search(text):  # a number dictated in Chinese: 一八八八二八八四零四二
         views.append(text.translate(_ZH_DIGITS))
+    if _SPACED_CJK.search(text):  # "密 码 是 X": each run's spaces moved to its end (what follows keeps its place)
+        views.append(_SPACED_RUN.sub(lambda m: m.group().replace(" ", "") + " " * m.group().count(" "), text))
     return views
 
 

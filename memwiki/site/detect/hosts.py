@@ -65,6 +65,14 @@ def _psl() -> object:
 
 
 # the private ranges themselves, as documentation names them: no one's network is told by them
+# a home router's address as its manual prints it: every home has it, so it names none
+_ROUTER_DEFAULTS = frozenset("192.168.0.1 192.168.1.1 192.168.1.254 192.168.0.254 10.0.0.1 10.0.0.138".split())
+# dynamic DNS: a name that follows a home's changing address (`nas48.synology.me`): it leads to that home
+DYNAMIC_DNS = tuple(
+    """synology.me myds.me quickconnect.to ddns.net duckdns.org no-ip.org no-ip.biz noip.me hopto.org zapto.org
+    sytes.net dyndns.org dynu.net myfritz.net tplinkdns.com asuscomm.com freeddns.org ddnsfree.com dnsalias.com
+    3322.org f3322.net oicp.net oicp.io vicp.net vicp.io oray.net""".split()
+)
 _WELL_KNOWN_RANGES = frozenset(
     "10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 169.254.0.0/16 100.64.0.0/10 fc00::/7 fd00::/8 fe80::/10".split()
 )
@@ -80,7 +88,7 @@ class HostDetector:
 
     def find(self, text: str) -> list[Span]:
         spans = self._addresses.find(text) if has_digit(text) or ":" in text else []
-        spans = [s for s in spans if not _well_known_range(text, s)]
+        spans = [s for s in spans if not _well_known_range(text, s) and not _router_default(text, s)]
         if "." in text:
             hosts = (m for m in _HOST.finditer(text) if _internal(text, m))
             spans += [Span(*_with_path(text, m), "internal host", 410) for m in hosts]
@@ -98,6 +106,10 @@ def _with_path(text: str, m: re.Match[str]) -> tuple[int, int]:
 _URL_REST = re.compile(r"(?::\d{1,5})?[/?#][^\s<>\"'`)\]，。）】]*")
 
 
+def _router_default(text: str, span: Span) -> bool:
+    return text[span.start : span.end] in _ROUTER_DEFAULTS
+
+
 def _well_known_range(text: str, span: Span) -> bool:
     m = re.match(r"/\d{1,3}", text[span.end : span.end + 4])
     return m is not None and text[span.start : span.end] + m.group() in _WELL_KNOWN_RANGES
@@ -112,6 +124,8 @@ def _internal(text: str, m: re.Match[str]) -> bool:
         return False
     if any(host.endswith("." + s) for s in PRIVATE_SUFFIXES):
         return len(labels[0]) >= 2
+    if any(host.endswith("." + s) for s in DYNAMIC_DNS):
+        return len(labels[0]) >= 3
     psl = _psl()
     registrable = psl.privatesuffix(host, accept_unknown=False)  # type: ignore[attr-defined]
     if registrable is None:  # no public suffix: a private name, when it stands where a host stands (as written:

@@ -25,7 +25,7 @@ from stdnum.us import ssn
 
 from memwiki.screen import Present, Screened, re2_safe
 from memwiki.site.detect.spans import NOT_A_LABEL, Span, digit_count, has_cjk, has_digit
-from memwiki.site.detect.values import value_span
+from memwiki.site.detect.values import documented_example, value_span
 
 REGIONS = ("CN", "US", "GB", "DE", "FR", "JP", "IN", "AU", "CA", "HK", "TW", "SG", "KR", "BR", "ES", "IT", "NL", "MX")
 # The shapes of numbers that name a person, each screened by RE2 (`_D`: any digit, as Python's `\d` is).
@@ -102,9 +102,11 @@ _ID_WORDS = {
     r"|身分證(?:字號|號碼?)?|身份证字号|社保号|驾照号"
     r"|national\s+(?:id|insurance)(?:\s+number)?|ni\s+number|nino|aadhaar(?:\s+(?:number|no\.?))?"
     r"|pan(?:\s+no\.?)|证件号码?|證件號碼?|通行证(?:号码?)?"
-    r"|通行證(?:號碼?)?|回乡证|台胞证|居留证|tax\s+id|税号|driver'?s\s+licen[cs]e(?:\s+number)?|学号|工号|医保卡?号|健保卡?号"
+    r"|通行證(?:號碼?)?|回乡证|台胞证|居留证|tax\s+id|税号|driver'?s?\s+licen[cs]e(?:\s+number)?|学号|工号|医保卡?号|健保卡?号"
     r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?|bsn|burgerservicenummer|hkid|香港身份[证證](?:号码?|號碼?)?"
-    r"|nric|tfn|steuer-?id|steuernummer|personalausweis(?:nummer)?|codice\s+fiscale|dni|nie|curp|cpf|pesel"
+    r"|nric|tfn|steuer-?id|steuernummer|personalausweis(?:nummer)?|ausweisnummer|codice\s+fiscale|dni|nie|curp|cpf|pesel"
+    r"|(?:numéro\s+de\s+)?sécurité\s+sociale|nir|社保(?:个人)?编号|个人编号|居民登录号|居民登錄號|pnr|订座记录"
+    r"|booking\s+(?:ref(?:erence)?|code)"
     r"|personnummer|my\s*number|マイナンバー|个人番号|個人番号|sin(?:\s+number)?|resident\s+registration\s+number|rrn"
     r"|주민등록번호|身分证字号|身分证号?|mrn|medical\s+record(?:\s+number)?|patient\s+id|住院号|病历号|病案号|就诊卡号"
     r"|门诊号|车架号|车辆识别代?号|vin(?:\s+(?:number|no\.?))?"
@@ -113,16 +115,17 @@ _ID_WORDS = {
     r"|insurance\s+(?:no\.?|number|id)|licen[cs]e\s+(?:no\.?|number)|file\s+(?:no\.?|number)|permit\s+(?:no\.?|number)"
     r"|社保卡(?:卡号|号)?|保单号码?|保單號碼?|档案编号|檔案編號|驾驶证(?:号|编号)?|駕駛證(?:號|編號)?|会员号|會員號"
     r"|医保号|参保号|证书编号|证号",
+    "booking reference": r"pnr|订座记录|booking\s+(?:ref(?:erence)?|code)|confirmation\s+(?:code|number)|预订号",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
     r"|kennzeichen|nummernschild|车牌号?|車牌號?|ナンバー",
     "account number": r"(?:bank\s+)?account(?:\s*(?:no\.?|number|#|nr\.?))?|acct\.?|a/c"
     r"|routing(?:\s*(?:no\.?|number|#))?"
-    r"|aba|sort\s*code|bsb|konto(?:nummer)?|kontonr\.?|账号|帳號|账户|帳戶|卡号|卡號|银行卡号?|銀行卡號?|户号|收款账号",
+    r"|aba|sort\s*code|bsb|konto(?:nummer)?|kontonr\.?|账号|帳號|账户|帳戶|卡号|卡號|银行卡号?|銀行卡號?|户号|收款账号|户口|戶口",
 }
 _ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words
-    r"(?:\s*[(（][^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
-    r"[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
-    r"(?:[\"'“‘`「【\[]|t\.me/|-(?=\w))?"  # (or joined by a dash: `MRN-FP75669046`)
+    r"(?:\s*[(（](?![A-Z0-9]{5,}[)）])[^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on|pour|für|para|per)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
+    r"(?:号码?|號碼?|编号|編號)?[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
+    r"(?:[\"'“‘`「【\[(（]|t\.me/|-(?=\w))?"  # (or joined by a dash: `MRN-FP75669046`; in brackets: `PESEL (…)`)
 )
 _ID_LEAD = {
     kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?![A-Za-z]){_ID_SEP}" + NOT_A_LABEL)
@@ -138,6 +141,7 @@ _ID_VALUE = {
     ),
     "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 .-]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
     "account number": re.compile(r"\d[\d -]{4,30}\d(?![\d-])"),
+    "booking reference": re.compile(r"[A-Z0-9]{6}(?![A-Za-z0-9])"),
     "licence plate": re.compile(r"(?i)[A-Z0-9\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,8}(?![A-Za-z0-9])"),
 }
 _STREET = (
@@ -162,6 +166,9 @@ _ADDRESS_LOWER = Screened(  # lower-cased by a graph's predicate: a street, then
 )
 _ADDRESS_DE = Screened(
     r"\b[A-ZÄÖÜ][a-zäöüß]+(?:str\.|straße|strasse|weg|gasse|platz|allee|ring)\s+\d{1,4}[a-z]?(?:,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+)?"
+)
+_ADDRESS_ZH_STREET = re.compile(  # a street, its number and a flat, without the district (a form's own field)
+    r"[\u4e00-\u9fff]{1,8}(?:路|街|大道|巷|弄|胡同)[0-9]+号(?:[0-9A-Za-z-]{1,6}(?:栋|幢|号楼|单元|室|楼|层))+[0-9]{0,5}"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:[\u4e00-\u9fff]{2,6}(?:省|自治区|市)){0,2}[\u4e00-\u9fff]{1,8}(?:区|县|市|镇)[\u4e00-\u9fff0-9]{1,20}"
@@ -219,12 +226,14 @@ class PersonalDetector:
         "licence plate",
         "birth date",
         "mac address",
+        "booking reference",
     )
 
     def find(self, text: str) -> list[Span]:
         spans: list[Span] = []
         if "@" in text or "＠" in text:
-            spans += [Span(*m.span(), "email", 300) for m in _EMAIL.finditer(text) if not _scm_remote(text, m)]
+            found = (m for m in _EMAIL.finditer(text) if not _scm_remote(text, m) and not public_address(m.group()))
+            spans += [Span(*m.span(), "email", 300) for m in found]
         low = text.lower()
         if "#" in text:
             spans += [Span(*m.span(), "email", 300) for m in _HASH_EMAIL.finditer(text)]
@@ -246,6 +255,7 @@ class PersonalDetector:
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_LOWER.finditer(text)]
             if "号" in text:
                 spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_ZH.finditer(text)]
+                spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_ZH_STREET.finditer(text)]
         spans += seed_phrases(text)
         spans += _places_and_papers(text)
         if text.count(":") >= 5 or text.count("-") >= 5:  # a device's hardware address names the device's owner
@@ -257,12 +267,16 @@ class PersonalDetector:
     def _numbers(self, text: str) -> list[Span]:
         spans = []
         for m in _IBAN.finditer(text):
-            if _iban(m.group()):
-                spans.append(Span(*m.span(), "iban", 310))
+            if documented_example(m.group()):
+                continue
+            if (iban := _iban_prefix(m.group())) is not None:
+                spans.append(Span(m.start(), m.start() + len(iban), "iban", 310))
             elif _IBAN_WORD.search(text, max(0, m.start() - 12), m.start()):  # named, whatever its check digits
                 spans.append(Span(m.start(), m.start() + len(_named_iban(m.group())), "iban", 310))
         for m in _CARD.finditer(text):
             digits = re.sub(r"\D", "", m.group())
+            if documented_example(digits):
+                continue
             if 13 <= len(digits) <= 19 and len(set(digits)) > 2 and luhn.is_valid(digits):
                 spans.append(Span(*m.span(), "card number", 311))
         for m in _RIC.finditer(text):
@@ -297,7 +311,8 @@ class PersonalDetector:
                     continue
                 value = _ID_VALUE[kind].match(text, start)
                 handle = kind in ("wechat", "messenger")
-                if value is None or not (handle or any(c.isdigit() for c in value.group())):
+                named = kind == "booking reference"  # (six letters after `PNR`: no digit needed, no separator)
+                if value is None or not (handle or named or any(c.isdigit() for c in value.group())):
                     continue
                 if kind == "account number" and sum(c.isdigit() for c in value.group()) < 6:
                     continue
@@ -370,10 +385,38 @@ def _made_handle(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and len(value) >= 6
 
 
+def _iban_prefix(candidate: str) -> str | None:
+    """The IBAN `candidate` starts with: itself, or itself without the words a lower-cased match read on into
+    (`CH84 0011 7033 0766 6193 4 since` in any case)."""
+    while True:
+        if _iban(candidate):
+            return candidate
+        if " " not in candidate:
+            return None
+        candidate = candidate.rsplit(" ", 1)[0]
+
+
 def _iban(candidate: str) -> bool:
     """An IBAN's own check (ISO 7064 mod 97-10); a bank's national check digits are not asked for."""
     compact = candidate.replace(" ", "").upper()
     return 15 <= len(compact) <= 34 and mod_97_10.is_valid(compact[4:] + compact[:4])
+
+
+_RESERVED_DOMAINS = ("example.com", "example.org", "example.net", "example", "test", "invalid", "localhost")
+_ROLE_ACCOUNTS = frozenset(
+    """support security info help contact hello sales press media abuse postmaster webmaster hostmaster noreply
+    no-reply donotreply do-not-reply privacy legal billing jobs careers feedback team office""".split()
+)
+
+
+def public_address(address: str) -> bool:
+    """An address that names nobody: a documentation domain (RFC 2606: `user@example.com`) or an organisation's
+    role account (`support@python.org`, `security@github.com`)."""
+    local, _, domain = address.lower().rpartition("@")
+    domain = domain.rstrip(".")
+    if any(domain == d or domain.endswith("." + d) for d in _RESERVED_DOMAINS):
+        return True
+    return local in _ROLE_ACCOUNTS
 
 
 def _scm_remote(text: str, m: re.Match[str]) -> bool:
@@ -381,7 +424,12 @@ def _scm_remote(text: str, m: re.Match[str]) -> bool:
     return m.group().split("@")[0].lower() in ("git", "hg", "svn") and text[m.end() : m.end() + 1] == ":"
 
 
+_FICTIONAL_PHONE = re.compile(r"^(?:\+?1)?\(?\d{3}\)?555(01\d\d)$")  # NANP's 555-0100 to 555-0199: for films and docs
+
+
 def _is_phone(candidate: str) -> bool:
+    if _FICTIONAL_PHONE.match(re.sub(r"[\s.-]", "", candidate)):
+        return False
     digits = sum(c.isdigit() for c in candidate)
     if not 7 <= digits <= 15 or (_DATE_OR_VERSION.search(candidate) and not _DOTTED_PHONE.match(candidate)):
         return False
@@ -449,13 +497,16 @@ def _zh_words() -> frozenset[str]:
     return _wordlist("chinese_simplified") | _wordlist("chinese_traditional")
 
 
-def _english_runs(text: str) -> list[Span]:
+def _english_runs(text: str, seedy: bool) -> list[Span]:
     words = _wordlist("english")
     tokens = list(_LETTERS.finditer(text))
     listed = "".join("1" if m.group().lower() in words else "0" for m in tokens)
     spans = []
-    for block in re.finditer("1{12,}", listed):  # twelve list words in a row (their separators are read below)
-        spans += _english_seeds(text, tokens[block.start() : block.end()])
+    # twelve list words in a row (their separators are read below); said to be a seed, one word miscopied in them
+    run = "1+0?1*" if seedy else "1{12,}"
+    for block in re.finditer(run, listed):
+        if block.end() - block.start() >= 12:
+            spans += _english_seeds(text, tokens[block.start() : block.end()])
     return spans
 
 
@@ -480,8 +531,9 @@ def _english_seeds(text: str, tokens: list[re.Match[str]]) -> list[Span]:
 def seed_phrases(text: str) -> list[Span]:
     """Twelve or more BIP-39 words in a row (English), or twelve or more list characters written apart (Chinese)."""
     spans = []
-    if _english_screen().search(re2_safe(text)):
-        spans += _english_runs(text)
+    seedy = _SEED_WORDS.search(text) is not None or "recovery" in text.lower()  # (said to be one: one word miscopied)
+    if seedy or _english_screen().search(re2_safe(text)):
+        spans += _english_runs(text, seedy)
     if has_cjk(text):
         zh = _zh_words()
         if _SEED_WORDS.search(text):

@@ -23,8 +23,7 @@ from memwiki.site.detect.spans import Span
 
 _RUN = Screened(  # (`=` only as padding: `key=VALUE`)
     r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}",
-    r"[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}",
-    within=True,
+    r"[A-Za-z0-9][A-Za-z0-9+/_~.-]{15}",
 )
 _KEY_BLOCK = re.compile(  # (any case: a graph predicate or a slug is lower-cased by the tools that make it)
     r"(?i)-----BEGIN [A-Z0-9 ]*(?:PRIVATE KEY|PRIVATE KEY BLOCK|SECRET KEY|ENCRYPTED [A-Z ]*)-----[\s\S]*?"
@@ -38,7 +37,9 @@ _B64_LINES = Screened(  # a key's body, its header lost
     r"(?:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n|$)){3,}", r"[A-Za-z0-9+/]{40}(?:={0,2})[ \t]*\n", re.M
 )
 _HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sri)[-:]\s*[+/]?$")
-_KEY_WORDS = re.compile(r"(?i)wallet|priv(?:ate)?[ _-]?key|privkey|secret|私钥|钱包|seed")
+_KEY_WORDS = re.compile(  # (a key's own name: `master.key`, `aes key`, 加密密匙; not a hash's: see _HASH_WORDS)
+    r"(?i)wallet|priv(?:ate)?[ _-]?key|privkey|secret|私钥|钱包|seed|\bkey\b|密钥|密匙|秘钥|session|cookie"
+)
 _HASH_WORDS = re.compile(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|commit|sum\b|摘要|校验")
 _HASHED = re.compile(r"(?i)^(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?)[-:]")  # an integrity or digest string
 _UUID = re.compile(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -185,6 +186,7 @@ class ShapeDetector:
                 if made(joined) and not made(m.group().split()[0]):
                     spans.append(Span(m.start(), m.end(), "token", 500))
         spans += _grouped_keys(text)
+        spans += _spelled(text)
         for m in _QUOTED.finditer(text):  # '8ECa(#!LRGfHp': quoted, and typed like a password
             if typed(m.group(2)):
                 spans.append(Span(m.start(2), m.end(2), "password", 500))
@@ -200,7 +202,8 @@ class ShapeDetector:
             if _PUBLIC_KEY_TYPE.search(text, max(0, m.start() - 40), m.start()) or _jwt_header(token):
                 continue  # a public key (`ssh-ed25519 AAAA…`, a known_hosts line), a JWT's header alone
             if hexadecimal:
-                if _KEY_WORDS.search(text, max(0, m.start() - 40), m.start()):
+                near, before = max(0, m.start() - 40), max(0, m.start() - 80)
+                if _KEY_WORDS.search(text, before, m.start()) and not _HASH_WORDS.search(text, near, m.start()):
                     spans.append(Span(m.start(), m.end(), "private key", 500))  # a wallet's key, not a digest
             else:
                 a, b = m.start() + _written_head(token), wrapped_end(text, m.start(), m.end())
@@ -213,8 +216,7 @@ _PUBLIC_KEY_TYPE = re.compile(
 )
 _GROUPED = Screened(
     r"(?<![\w-])[A-Za-z0-9]{4,6}([- ])[A-Za-z0-9]{4,6}(?:\1[A-Za-z0-9]{4,6}){3,}(?![\w-])",
-    r"[A-Za-z0-9]{4,6}(?:[- ][A-Za-z0-9]{4,6}){4,}",
-    within=True,
+    r"[A-Za-z0-9]{4,6}(?:[- ][A-Za-z0-9]{4,6}){4}",
 )
 _YUBIKEY_OTP = re.compile(r"(?<![a-z])cccc[cbdefghijklnrtuv]{40}(?![a-z])")  # a YubiKey's one-time password
 _LOWER_KEY = re.compile(r"(?<![\w-])sk-[a-z]{32,}(?![\w-])")  # an `sk-` key of one case (SiliconFlow and others)
@@ -243,6 +245,34 @@ def _grouped_keys(text: str) -> list[Span]:
     for pattern, literal in ((_YUBIKEY_OTP, "cccc"), (_LOWER_KEY, "sk-")):
         if literal in text:
             spans += [Span(*m.span(), "token", 500) for m in pattern.finditer(text) if len(set(m.group())) > 6]
+    return spans
+
+
+_NATO = frozenset(
+    """alfa alpha bravo charlie delta echo foxtrot golf hotel india juliet juliett kilo lima mike november oscar
+    papa quebec romeo sierra tango uniform victor whiskey whisky xray x-ray yankee zulu""".split()
+)
+_SAID_DIGITS = frozenset("zero oh one two three four five six seven eight nine niner".split())
+_SPOKEN = "|".join(sorted(_NATO | _SAID_DIGITS, key=len, reverse=True)).replace("-", "\\-")
+_SPELLED = Screened(  # six or more words of the phonetic alphabet and spoken digits in a row
+    rf"(?i)(?<![\w-])(?:(?:{_SPOKEN})[ ,]+){{5,}}(?:{_SPOKEN})(?![\w-])",
+    rf"(?i)(?:(?:{_SPOKEN})[ ,]+){{5}}(?:{_SPOKEN})",
+)
+_APP_PASSWORD = re.compile(r"(?<![\w-])[a-z]{4}(?: [a-z]{4}){3}(?![\w-])")  # Google's, four groups of four
+
+
+def _spelled(text: str) -> list[Span]:
+    """A secret read out: six words or more of the phonetic alphabet and spoken digits, two of them phonetic
+    (`two india xray golf charlie india`); an app password in four groups of four letters, two or more of
+    them no syllable (three consonants in a row: `cava ggbp mwmn csug`)."""
+    spans = []
+    for m in _SPELLED.finditer(text):
+        if sum(w in _NATO for w in re.split(r"[ ,]+", m.group().lower())) >= 2:
+            spans.append(Span(*m.span(), "password", 500))
+    if " " in text:
+        for m in _APP_PASSWORD.finditer(text):
+            if sum(bool(re.search("[^aeiou]{3}", g)) for g in m.group().split()) >= 2:  # (no syllable: `hqja`)
+                spans.append(Span(*m.span(), "password", 500))
     return spans
 
 

@@ -30,12 +30,27 @@ _PLACEHOLDER = re.compile(
     r"^(?:\$\{.*|\$\(.*|\{\{.*|\$[A-Z_][A-Z0-9_]*|<[A-Za-z_ -]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
     r"\[[^\]]*\]|your[-_ ]?\w*|changeme|change[-_]me|redacted.*"
     r"|[\w.-]{0,12}?(?:x{6,}|\*{6,}|0{8,})"  # a format with its value blanked: `sk-xxxxxxxx`, `AKIA********`
+    r"|[\w/+=.-]*EXAMPLE(?:KEY)?"  # a provider's documented sample: `AKIAIOSFODNN7EXAMPLE`
     # code that fetches the value at run time: `os.environ['X']`, `getpass.getpass()`, `process.env.X`
     r"|(?:os\.(?:environ|getenv)|getpass|process\.env|system\.getenv|deno\.env|import\.meta\.env|env\(|env\[|input\()"
     r".*"
     r"|密码|口令|密钥|用户名|账号|帐号|你的密码|您的密码|新密码|旧密码)$",
     re.IGNORECASE,
 )
+
+
+# numbers and keys that documentation prints as examples (the IBAN registry's and Wikipedia's, card networks' test
+# cards): a reader needs them as they are, and they name nobody
+_DOCUMENTED = frozenset(
+    """DE89370400440532013000 GB82WEST12345698765432 GB29NWBK60161331926819 FR1420041010050500013M02606
+    NL91ABNA0417164300 CH9300762011623852957 4242424242424242 4111111111111111 5555555555554444 378282246310005
+    4000056655665556 5105105105105100 6011111111111117""".split()
+)
+
+
+def documented_example(value: str) -> bool:
+    """A documentation example, however it is grouped (`DE89 3704 0044 0532 0130 00`, `4242 4242 4242 4242`)."""
+    return re.sub(r"[\s-]", "", value).upper() in _DOCUMENTED
 
 
 def value_span(text: str, start: int, phrase: bool = False) -> tuple[int, int]:
