@@ -89,7 +89,7 @@ KINDS: Kinds = {
     "password (口令)": lambda r: (s := _word(r, 8) + "@1", f"VPN 口令：{s}"),
     "postgres url": lambda r: (s := f"{_word(r, 6)}:{_word(r, 12)}", f"postgres://{s}@db.example.com:5432/app"),
     "email": lambda r: (
-        s := f"{_word(r, 8, string.ascii_lowercase)}.{_word(r, 5, string.ascii_lowercase)}@example.org",
+        s := f"{_word(r, 8, string.ascii_lowercase)}.{_word(r, 5, string.ascii_lowercase)}@mailbox.org",
         f"mail {s} later",
     ),
     "phone (China)": lambda r: (s := "13" + _digits(r, 9), f"手机 {s}"),

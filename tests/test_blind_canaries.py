@@ -99,8 +99,8 @@ def test_blind_harness_classes_on_a_hand_made_site(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     canaries = [
-        Canary("email", "f", "alice.w@example.org", "c1"),  # HTML entity
-        Canary("email", "g", "bob@example.org", "c2"),  # JavaScript escape
+        Canary("email", "f", "alice.w@mailbox.org", "c1"),  # HTML entity
+        Canary("email", "g", "bob@mailbox.org", "c2"),  # JavaScript escape
         Canary("key", "f", "AbCdEfGhIjKlMnOp", "c3"),  # verbatim in data.js beats lower-cased in a.html
         Canary("key", "g", "ABCDEFGHIJKLMNOP", "c4"),  # shares its lower-cased copy: the one beside its tag
         Canary("key", "h", "abcdefghijklmnoP", "c12"),  # shares it too, and its tag is nowhere

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from memwiki.site import site_scan
 from memwiki.site.detect import Detectors
 from memwiki.site.site_scan import SiteScan
+from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.store import Store
 from tests.canaries import FIELDS, KINDS, found_in, plant
 from tests.test_site import build_site
@@ -76,7 +78,7 @@ def test_site_scan_finds_a_leak_the_gate_never_saw(public_site: Path, tmp_path: 
     leaked = tmp_path / "site"
     leaked.mkdir()
     (leaked / "index.html").write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
-    (leaked / "extra.js").write_text('var x = "mail \\u0061lice@example.org";\n', encoding="utf-8")
+    (leaked / "extra.js").write_text('var x = "mail \\u0061lice@mailbox.org";\n', encoding="utf-8")
     (leaked / "page.html").write_text("<p>root&#64;db.corp.internal and 密码是hunter2xyz</p>", encoding="utf-8")
     leaks = SiteScan(Detectors(library=False), []).scan(leaked)
     kinds = {(leak.path, leak.kind) for leak in leaks}
@@ -158,3 +160,25 @@ def test_a_redacted_quoted_password_passes_a_strict_build(tmp_path: Path) -> Non
     assert error is None, error
     text = "".join(p.read_text("utf-8", "replace") for p in (tmp_path / "site").rglob("*") if p.is_file())
     assert secret not in text and "[redacted: password" in text
+
+
+def test_a_large_site_is_scanned_in_two_processes_and_finds_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every other file read in a forked process (BuildSpeed.apart): the same findings, files and lines as one
+    process, and the clean lines of both remembered for the next build."""
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    for n in range(60):
+        secret = f"<p>key ghp_{n:02d}Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7C</p>" if n % 7 == 0 else ""
+        (site_dir / f"p{n:02d}.html").write_text(f"<p>note {n}</p>\n<p>shared line</p>\n{secret}", encoding="utf-8")
+    monkeypatch.setattr(site_scan, "PARALLEL_FILES", 10)
+    one = SiteScan(Detectors(library=False), [])
+    alone = one.scan(site_dir)
+    speed = BuildSpeed(may_fork=True)
+    two = SiteScan(Detectors(library=False), [], cache=tmp_path / "scan.cache")
+    both = two.scan(site_dir, speed.apart)
+    assert [p.exitcode for p in speed.forked] == [0]  # the other half was read in a forked process
+    assert sorted(leak.row for leak in both) == sorted(leak.row for leak in alone) and len(alone) == 9
+    assert two.read_files == one.read_files == 60
+    assert two._clean_now >= {site_scan._line_key(b"f", "<p>note 1</p>"), site_scan._line_key(b"f", "<p>note 2</p>")}

@@ -19,7 +19,7 @@ from memwiki.source_recall import recaller_for
 from memwiki.store import Store
 
 KEY = "sk-proj-Zx81kQ2mW9pLr4Tt7Yv3Bn6Hc5Jd0Fs1"
-MAIL = "lin.xiao@example.org"
+MAIL = "lin.xiao@mailbox.org"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_a_new_string_field_is_redacted_without_touching_the_filter() -> None:
 def test_labels_are_deterministic_and_keep_two_secrets_apart() -> None:
     gate = PrivacyFilter(None, PrivacyRules(), key=b"k" * 32)  # type: ignore[arg-type]
     again = PrivacyFilter(None, PrivacyRules(), key=b"k" * 32)  # type: ignore[arg-type]
-    one, two = gate.clean(f"a {MAIL}"), gate.clean("a bob@example.org")
+    one, two = gate.clean(f"a {MAIL}"), gate.clean("a bob@mailbox.org")
     assert one == again.clean(f"a {MAIL}") and one != two
     assert one.startswith("a [redacted: email · ")
 

@@ -200,7 +200,8 @@ class SiteBuild:
         known = self.gate.redacted if self.gate is not None else ()
         generated = generated_outputs(built) if built is not None else set()
         numbers = {a.dest_uri for a in built.assets if a.numbers} if built is not None else set()
-        SiteScan(detectors, static, cache, known, generated, net, numbers).check(site_dir)
+        apart = built.ctx.speed.apart if built is not None else None
+        SiteScan(detectors, static, cache, known, generated, net, numbers).check(site_dir, apart)
 
     def watched(self) -> list[str]:
         """The folders `mkdocs serve` watches: the store, hermes home or palace this site publishes."""

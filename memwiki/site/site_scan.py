@@ -36,9 +36,10 @@ import logging
 import os
 import re
 import time
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import re2
 
@@ -195,6 +196,30 @@ def is_static_copy(path: Path, rel: str, folders: Iterable[Path]) -> bool:
     return False
 
 
+PARALLEL_FILES = 2000  # a site with fewer files to read is scanned in this process alone
+Apart = Callable[[str, str, Callable[[], Any]], Any]  # BuildSpeed.apart: work in a forked process, a Pending back
+
+
+@dataclass
+class _Part:
+    """What scanning some of a site's files gave: findings, clean files and lines, and what was read."""
+
+    leaks: list[Leak] = field(default_factory=list)
+    clean: list[tuple[str, int, int, int]] = field(default_factory=list)
+    clean_lines: set[bytes] = field(default_factory=set)
+    counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # files, lines read; static, numbers skipped
+
+    def as_data(self) -> tuple:
+        """As plain data (what comes back from a forked process through a cache file)."""
+        return [leak.row for leak in self.leaks], self.clean, b"".join(self.clean_lines), self.counts
+
+    @classmethod
+    def from_data(cls, data: tuple) -> _Part:
+        leaks, clean, lines, counts = data
+        keys = {lines[i : i + _LINE_KEY] for i in range(0, len(lines), _LINE_KEY)}
+        return cls([Leak(*row) for row in leaks], [tuple(c) for c in clean], keys, list(counts))
+
+
 class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
@@ -230,10 +255,10 @@ class SiteScan:
         self._clean_before: set[bytes] = set()
         self._clean_now: set[bytes] = set()
 
-    def check(self, site_dir: Path) -> list[Leak]:
+    def check(self, site_dir: Path, apart: Apart | None = None) -> list[Leak]:
         """`scan`, with each finding logged as a warning (so `mkdocs build --strict` fails), value never shown."""
         t0 = time.perf_counter()
-        leaks = self.scan(site_dir)
+        leaks = self.scan(site_dir, apart)
         for leak in leaks[:REPORTED]:
             log.warning("memwiki privacy: a %s is in site/%s, line %d (the value is not shown)", *leak.row)
         if len(leaks) > REPORTED:
@@ -248,7 +273,9 @@ class SiteScan:
         )
         return leaks
 
-    def scan(self, site_dir: Path) -> list[Leak]:
+    def scan(self, site_dir: Path, apart: Apart | None = None) -> list[Leak]:
+        """The findings in `site_dir`; `apart`: hands work to a forked process (BuildSpeed.apart), which then reads
+        every other file of a large site."""
         site_dir = Path(site_dir)
         net = self.net.describe() if self.net is not None else []
         key = cache_file.version("sitescan", self.VERSION, repr((self.detectors.describe(), net)))
@@ -274,24 +301,53 @@ class SiteScan:
                     clean_now.append(stamp)
                 else:
                     todo.append((path, stamp))
-        seen_lines: set[str] = set()
-        leaks: list[Leak] = []
         static_names = _file_names(self.static_folders) if todo else set()
+        if apart is not None and len(todo) >= PARALLEL_FILES:  # every other file read in a forked process
+            other = apart("sitescan-part", key, lambda: self._scan_files(todo[1::2], static_names).as_data())
+            parts = [self._scan_files(todo[0::2], static_names), _Part.from_data(other.result())]
+        else:
+            parts = [self._scan_files(todo, static_names)]
+        leaks: list[Leak] = []
+        for part in parts:
+            self._take(part)
+            leaks += part.leaks
+            clean_now += part.clean
+        if self.cache is not None:
+            cache_file.dump(self.cache, key, (clean_now, b"".join(sorted(self._clean_now))))
+        return leaks
+
+    def _scan_files(self, todo: list[tuple[Path, tuple[str, int, int, int]]], static_names: set[str]) -> _Part:
+        """Scan these files: what was found, which files and lines were clean, and what was read."""
+        part = _Part()
+        read = (self.read_files, self.read_lines, self.skipped_static, self.skipped_numbers)
+        clean_lines = set(self._clean_now)
+        seen_lines: set[str] = set()
         for path, stamp in todo:
             if stamp[0] in self.numbers:
                 self.skipped_numbers += 1
                 continue
             if path.name in static_names and is_static_copy(path, stamp[0], self.static_folders):
                 self.skipped_static += 1
-                clean_now.append(stamp)
+                part.clean.append(stamp)
                 continue
             found = self._scan_file(path, stamp[0], seen_lines)
-            leaks += found
+            part.leaks += found
             if not found:
-                clean_now.append(stamp)
-        if self.cache is not None:
-            cache_file.dump(self.cache, key, (clean_now, b"".join(sorted(self._clean_now))))
-        return leaks
+                part.clean.append(stamp)
+        part.clean_lines = self._clean_now - clean_lines
+        now = (self.read_files, self.read_lines, self.skipped_static, self.skipped_numbers)
+        part.counts = [b - a for a, b in zip(read, now, strict=True)]
+        self.read_files, self.read_lines, self.skipped_static, self.skipped_numbers = read
+        self._clean_now = clean_lines
+        return part
+
+    def _take(self, part: _Part) -> None:
+        """Count what `part` read and remember the lines it found clean."""
+        self.read_files += part.counts[0]
+        self.read_lines += part.counts[1]
+        self.skipped_static += part.counts[2]
+        self.skipped_numbers += part.counts[3]
+        self._clean_now |= part.clean_lines
 
     def _scan_file(self, path: Path, rel: str, seen_lines: set[str]) -> list[Leak]:
         try:

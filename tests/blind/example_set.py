@@ -23,7 +23,7 @@ KINDS: dict[str, Callable[[random.Random], tuple[str, str]]] = {
     "deploy token": lambda r: (s := "dtk_" + _word(r, 28), f"deploy with token {s} on Fridays"),
     "router password zh": lambda r: (s := _word(r, 10) + "#4", f"家里路由器的密码是{s}，别外传"),
     "personal email": lambda r: (
-        s := f"{_word(r, 7, string.ascii_lowercase)}.{_word(r, 4, string.ascii_lowercase)}@example.net",
+        s := f"{_word(r, 7, string.ascii_lowercase)}.{_word(r, 4, string.ascii_lowercase)}@mailbox.org",
         f"write to {s} after the trip",
     ),
 }
