@@ -110,11 +110,12 @@ _NOUNS = r"note|notes|entry|memo|page|info|only|stuff|thought|笔记|筆記|备�
 _START = r"^(?:\d{1,3}[.)])?\W{0,6}"  # a line's start, past a list item's number or bullet and bold: "- **Private:**"
 _MARKED = Screened(
     rf"<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
-    rf"|[\[(<{{]\s*(?:(?:{_WORDS}|{_SAYINGS})\s*[,，;；/、]?\s*){{1,3}}[\])>}}]"  # in brackets, one or a few
+    rf"|[\[(<{{]\s*!?\s*(?:(?:{_WORDS}|{_SAYINGS})\s*[,，;；/、]?\s*){{1,3}}[\])>}}]"  # in brackets: `[!PRIVATE]` too
     rf"|[\[(<{{]\s*(?:{_WORDS})\s*[,，;；:：、-][^\])>}}\n]{{0,40}}[\])>}}]"  # one opens it: `(私密，…)`
     rf"|(?:^|\s)(?://|--)\s*(?:{_WORDS})\W{{0,3}}$"  # a code comment's marker at the end: `… // private`
     rf"|(?:^|(?<=[\s,;]))[#@](?:{_WORDS})(?![\w-])"  # a hashtag, a mention: `#private`, `@private`
-    rf"|{_START}(?:{_LABELS})\s*(?:{_NOUNS})?\s*\**\s*(?:[:\-–—|]|$)"  # a leading label, or the word alone
+    rf"|{_START}(?:[\w ]{{1,20}},\s*)?(?:{_LABELS})\s*(?:{_NOUNS})?\s*\**\s*(?:[:\-–—|]|$)"  # a leading label, or alone
+    rf"|{_START}(?:{_LABELS})\s*[^\w\s]{{1,4}}(?:\s|$)"  # the word between signs: `⚠️ 保密 ⚠️ …`
     r"|[\U0001f512\U0001f510\U0001f92b]"  # a lock or a hush: 🔒 🔐 🤫
     rf"|{_START}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
     f"{_WORDS}|{_LABELS}|{_SAYINGS}|[\U0001f512\U0001f510\U0001f92b]",  # (what each shape holds: RE2 looks first)
@@ -214,9 +215,10 @@ def private_heading(line: str) -> int:
         return 0
     title = normalise(m.group(2)).strip(" :：-—[]()<>#*_")
     words = [w.removesuffix("s") for w in title.split()]  # ("## Secrets" as "## Secret")
+    chinese = any(title.startswith(w) for w in PRIVATE_WORDS if not w.isascii())  # `不公开的部分`: no spaces
     return (
         len(m.group(1))
-        if title and (title in PRIVATE_WORDS or (words and words[0] in PRIVATE_WORDS) or marked(m.group(2)))
+        if title and (title in PRIVATE_WORDS or (words and words[0] in PRIVATE_WORDS) or chinese or marked(m.group(2)))
         else 0
     )
 
@@ -267,11 +269,16 @@ def flagged(meta: Mapping[object, object]) -> bool:
             return True
         if k in _PUBLIC_FLAGS and truthy(value) is False:
             return True
-        if k in _VISIBILITY_KEYS and isinstance(value, str) and normalise(value).strip() in _PRIVATE_VALUES:
+        if k in _VISIBILITY_KEYS and isinstance(value, str) and _words(value) in _PRIVATE_VALUES:
             return True
         if k in _TAG_KEYS and any(normalise(t).strip(" #") in PRIVATE_WORDS for t in _tags(value)):
             return True  # `tags: [work, private]`
     return False
+
+
+def _words(value: str) -> str:
+    """A value's words as a marker list holds them: `only-me`, `Only_Me` as `only me`."""
+    return " ".join(re.split(r"[\s_-]+", normalise(value).strip()))
 
 
 def _tags(value: object) -> list[str]:

@@ -183,6 +183,18 @@ CONTEXT = [
     ("Backup codes for diego.h@gmail.com (each can be used once):\n1. 8157 1249\n2. 1191 2396", "1191 2396"),
     ('vmess config: {"clients":[{"id":"244caf9c-4dab-4481-b253-edc618187993","alterId":0}]}', "244caf9c-4dab"),
     ("测试环境账号 qa_wangwei1339，密码同账号名（老习惯了）", "qa_wangwei1339"),
+    # round 9 (blind): a password typed as people make one, in a paragraph about a password or a login, before
+    # or after the word; command lines that take it in their own place
+    ("Roshai#5446KYT# 这个是公司 VPN 的新密码，上周五强制改的", "Roshai#5446KYT#"),
+    ("bello.Brihai.1990SS — that's the new root password for the Hetzner box", "bello.Brihai.1990SS"),
+    ("okay so um the wifi at mum's place is uh Rosfenqin7295=fal yeah that's it", "Rosfenqin7295=fal"),
+    ("obclient -h10.241.108.123 -P2881 -uroot@sys -p'Gukes!7697CTH#' -Doceanbase -A", "Gukes!7697CTH#"),
+    ("security add-generic-password -a \"$USER\" -s home-wifi -w 'tamfal.Haihai.1998OV'", "tamfal.Haihai.1998OV"),
+    ("x11vnc -storepasswd irC28EbW ~/.vnc/passwd", "irC28EbW"),
+    ("poetry config http-basic.lansol ci-bot 'Yorvaspei10-hai'", "Yorvaspei10-hai"),
+    ("达梦数据库：disql SYSDBA/nxpEomT~dzEmCFM442@10.246.173.148:5236", "nxpEomT~dzEmCFM442"),
+    ("local-user admin password irreversible-cipher IV6oBCbq.kf26", "IV6oBCbq.kf26"),
+    ('v2ray 的 config.json：\n"clients": [{"id": "989358a7-30d4-46da-a766-df4df18e6e29"}]', "989358a7-30d4"),
 ]
 SHAPES = [
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
@@ -292,6 +304,17 @@ PERSONAL = [
     ("东航订单 PNR SWQUBE，乘机人 马敏，改签要用", "SWQUBE"),
     ("Tomasz needs his PESEL (71081021806), put it in the template", "71081021806"),
     ("汇丰香港户口：679-290810-033，转数快", "679-290810-033"),
+    # round 9 (blind)
+    ("rijksregisternummer 72.08.23-364.29 — on the back of Lotte's eID", "72.08.23-364.29"),
+    ("Walgreens Rx #5451301: refill on the 14th", "5451301"),
+    ("体检报告编号 TJ202610257473，乙肝表面抗原阳性", "TJ202610257473"),
+    ("the rental in Munich was HH-JO 9037, keep it for the toll bill", "HH-JO 9037"),
+    ("Steam login (not the display name!): xianuxia854 — the kids share it", "xianuxia854"),
+    ("HSBC online banking: customer ID 6009354599, secure key app", "6009354599"),
+    ("学信网用户名 xianu3025，下学历认证报告要用", "xianu3025"),
+    ("henkilötunnus 050681-104A (Aino's, for the Kela form)", "050681-104A"),
+    ("codice fiscale di Marco: MPMSVD66P05D612N (for the rental contract)", "MPMSVD66P05D612N"),
+    ("落户材料：结婚证字号 J330106-2017-505995，登记日期写在内页", "J330106-2017-505995"),
     ("salary goes to the PostFinance account CH84 0011 7033 0766 6193 4 since November", "CH84 0011 7033 0766 6193 4"),
     ('{"receiver":"杨娜","district":"朝阳区","detail":"文三路752号7栋2单元1304"}', "文三路752号7栋2单元1304"),
     (
@@ -403,6 +426,9 @@ ORDINARY = [
     "192.168.1.1 是大多数路由器的默认管理地址",
     "the hotel golf course is one mile from the station",
     "gym myth four days",
+    "555-0100 to 555-0199 are reserved for fiction",
+    "log in with your username and the password from the welcome mail",
+    "Python-3.11.4 and node@20.1.0 both need a login shell",
     # words of one length in a row are no key in groups (the 10k bench's generated text)
     "Project server index agent concept 2716 wiki fact fact rule wiki preference",
     "Agent embedding 4563 page wiki rule fact fact missing",

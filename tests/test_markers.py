@@ -41,6 +41,10 @@ MARKED = [
     "the garden gate 🙈 only me",
     "私 密 ： the garden gate",
     "the garden gate [confidential - HR only]",
+    # round 9 (blind): the word between signs, after a lead-in, a callout, a private heading in one Chinese run
+    "⚠️ 保密 ⚠️ the garden gate",
+    "Note to self, private: the garden gate",
+    "> [!PRIVATE]\n> the garden gate",
 ]
 NOT_MARKED = [
     "private data pipeline is slow",
@@ -86,6 +90,7 @@ def test_a_private_word_in_a_sentence_is_no_marker(text: str) -> None:
         {"share": False},
         {"tags": ["work", "private"]},
         {"tags": "家庭, 私密"},
+        {"audience": "only-me"},
     ],
 )
 def test_frontmatter_flags_are_read_by_meaning(meta: dict) -> None:
@@ -124,6 +129,8 @@ def test_a_marker_alone_on_its_line_marks_the_paragraph_under_it() -> None:
     assert not only_marker("[private] the garden gate") and not only_marker("the garden gate")
 
 
-@pytest.mark.parametrize("heading", ["## Secrets", "### Private notes", "## 私密", "## Confidential"])
+@pytest.mark.parametrize(
+    "heading", ["## Secrets", "### Private notes", "## 私密", "## Confidential", "### 不公开的部分"]
+)
 def test_a_heading_that_says_private_opens_a_private_section(heading: str) -> None:
     assert private_heading(heading)

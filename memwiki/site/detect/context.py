@@ -149,7 +149,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (  # a proxy's config: the user's UUID is its password (`"clients":[{"id":"…"}]` of vmess, vless, trojan)
         _rule(
             "password",
-            r"(?i)(?:vmess|vless|trojan|v2ray|xray|hysteria|tuic)[^\n]{0,300}?[\"']?(?:id|uuid|password)[\"']?\s*[:=]\s*",
+            r"(?i)(?:vmess|vless|trojan|v2ray|xray|hysteria|tuic)[\s\S]{0,300}?[\"']?(?:id|uuid|password)[\"']?\s*[:=]\s*",
             r"(?i)vmess|vless|trojan|v2ray|xray|hysteria|tuic",
         ),
         "strong",
@@ -757,6 +757,7 @@ class ContextDetector:
         if _ENCLOSED.search(text) or "-" in text:
             spans += enclosed_in_login_sentences(text)
         spans += values_in_place(text)
+        spans += typed_near_words(text)
         if has_digit(text):
             spans += access_codes(text)
         for m in CODE_FIRST.finditer(text):
@@ -857,6 +858,22 @@ _IN_PLACE = (
         1,
     ),
     ("凭", re.compile(r"凭\s*([A-Za-z0-9][A-Za-z0-9-]{3,11})\s*(?:到|去|至|在)?[^，。\n]{0,20}?取(?:件|货|餐)"), 1),
+    # command lines that take a password in their own place: `-p'X'` glued, macOS `security … -w X`, x11vnc,
+    # poetry's `http-basic.NAME user X`, `user/X@host` of Oracle-style clients, a switch's `password cipher X`
+    ("-p", re.compile(r"(?<![\w-])-p(['\"])([^'\"\n]{4,128})\1"), 2),
+    (
+        "-password",
+        re.compile(r"(?i)\bsecurity\s+add-(?:generic|internet)-password\b[^\n]*?\s-w\s+(['\"]?)([^\s'\"]{4,128})\1"),
+        2,
+    ),
+    ("storepasswd", re.compile(r"(?i)-storepasswd\s+(['\"]?)([^\s'\"]{4,128})\1"), 2),
+    ("http-basic", re.compile(r"(?i)\bhttp-basic\.\S+\s+\S+\s+(['\"]?)([^\s'\"]{4,128})\1"), 2),
+    (
+        "@",
+        re.compile(r"(?i)\b(?:sqlplus|disql|isql|obclient|rman|expdp|impdp|exp|imp)\s+\S*?\w/([^\s@/'\"]{4,128})@"),
+        1,
+    ),
+    ("cipher", re.compile(r"(?i)\bpassword\s+(?:irreversible-cipher|cipher|simple|encrypted)\s+(\S{6,128})"), 1),
 )
 _APP_PASSWORD = re.compile(r"(?<![\w-])[a-z]{4}-[a-z]{4}-[a-z]{4}-[a-z]{4}(?![\w-])")  # Apple's app-specific ones
 
@@ -869,6 +886,51 @@ def values_in_place(text: str) -> list[Span]:
         if screen in text:
             spans += [Span(*m.span(group), "password", 263) for m in pattern.finditer(text)]
     return spans
+
+
+_CREDENTIAL_WORD = Screened(
+    r"(?i)\b(?:pass(?:word|wd|code|phrase)s?|pwd|log\s*in|sign\s*in|wi-?fi|wlan|unlock|credentials?)\b"
+    r"|密码|密碼|口令|登录|登陆|管理员|后台|解锁"
+)
+_TYPED_TOKEN = re.compile(r"(?<![\w@/.:=-])[^\s'\"`“”‘’「」『』，。；：、（）()\[\]<>|]{8,64}")
+_PARAGRAPH = re.compile(r"(?:[^\n]|\n(?![ \t]*\n))+")
+NEAR = 250  # how far from a credential word a typed value is taken for its value (a note's own paragraph)
+
+
+def typed_near_words(text: str) -> list[Span]:
+    """A value typed as passwords are (both cases, digits, a symbol inside) in a paragraph that speaks of a
+    password or a login, before or after the word: "Roshai#5446KYT# 这个是公司 VPN 的新密码", "…remember:
+    Xiatudex88-tam. It's for the web UI", a voice memo's "the wifi is uh Rosfenqin7295=fal yeah"."""
+    if not _CREDENTIAL_WORD.occurs(text):
+        return []
+    spans = []
+    for paragraph in _PARAGRAPH.finditer(text):
+        words = [m.start() + paragraph.start() for m in _CREDENTIAL_WORD.pattern.finditer(paragraph.group())]
+        if not words:
+            continue
+        for m in _TYPED_TOKEN.finditer(paragraph.group()):
+            value = m.group().rstrip(".,;:?")
+            a = paragraph.start() + m.start()
+            if _typed_by_hand(value) and any(abs(w - a) <= NEAR for w in words):
+                spans.append(Span(a, a + len(value), "password", 264))
+    return spans
+
+
+_NAME_VERSION = re.compile(r"[A-Za-z][\w.-]*?[-_@ ]v?\d+(?:\.\d+)+[\w.+-]*")  # `Python-3.11.4`, `node@20.1.0`
+_EMAILISH = re.compile(r"\w@[\w-]+\.[A-Za-z]{2,}$")
+
+
+def _typed_by_hand(value: str) -> bool:
+    """Typed as people make a password: `typed`, or all four kinds of character (`Roshai#5446KYT#`, words and
+    digits that `typed` reads as an identifier), not a name with its version, an address or a link."""
+    if typed(value):
+        return True
+    four = all(any(test(c) for c in value) for test in (str.isupper, str.islower, str.isdigit, _symbol))
+    return four and "://" not in value and not _NAME_VERSION.fullmatch(value) and not _EMAILISH.search(value)
+
+
+def _symbol(c: str) -> bool:
+    return not c.isalnum()
 
 
 def values_before_words(text: str) -> list[Span]:

@@ -54,7 +54,9 @@ _VEHICLE = Screened(
     r"(?i)\b(?:car|cars|auto|vehicle|plates?|reg|registered|registration|parking|parked|permit|mot|dvla|insurance"
     r"|garage|van|motorbike|congestion)\b|车"
 )
-_CAR = Screened(r"(?i)\b(?:car|cars|auto|vehicle|plate|kennzeichen|nummernschild|wagen|motorbike|van)\b|车牌")
+_CAR = Screened(
+    r"(?i)\b(?:car|cars|auto|vehicle|plate|kennzeichen|nummernschild|wagen|motorbike|van|rental|toll|maut)\b|车牌"
+)
 _PLATE_DE = re.compile(r"(?<![\w-])[A-ZÄÖÜ]{1,3}-[A-Z]{1,2}\s?\d{1,4}[EH]?(?![\w-])")  # K-KS 1314, said of a car
 _NINO = Screened(
     r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])",
@@ -105,8 +107,9 @@ _ID_WORDS = {
     r"|通行證(?:號碼?)?|回乡证|台胞证|居留证|tax\s+id|税号|driver'?s?\s+licen[cs]e(?:\s+number)?|学号|工号|医保卡?号|健保卡?号"
     r"|personal\s+id(?:\s+number)?|id\s+card(?:\s+number)?|bsn|burgerservicenummer|hkid|香港身份[证證](?:号码?|號碼?)?"
     r"|nric|tfn|steuer-?id|steuernummer|personalausweis(?:nummer)?|ausweisnummer|codice\s+fiscale|dni|nie|curp|cpf|pesel"
-    r"|(?:numéro\s+de\s+)?sécurité\s+sociale|nir|社保(?:个人)?编号|个人编号|居民登录号|居民登錄號|pnr|订座记录"
-    r"|booking\s+(?:ref(?:erence)?|code)"
+    r"|(?:numéro\s+de\s+)?sécurité\s+sociale|nir|社保(?:个人)?编号|个人编号|居民登录号|居民登錄號|numéro\s+de\s+sécu"
+    r"|rijksregister(?:nummer)?|numéro\s+national|henkilötunnus|hetu|rx\s*(?:#|no\.?|number)"
+    r"|prescription\s+(?:#|no\.?|number)|体检报告编号|报告编号|结婚证(?:字号)?|customer\s+(?:id|number|no\.?)|客户号|客户编号"
     r"|personnummer|my\s*number|マイナンバー|个人番号|個人番号|sin(?:\s+number)?|resident\s+registration\s+number|rrn"
     r"|주민등록번호|身分证字号|身分证号?|mrn|medical\s+record(?:\s+number)?|patient\s+id|住院号|病历号|病案号|就诊卡号"
     r"|门诊号|车架号|车辆识别代?号|vin(?:\s+(?:number|no\.?))?"
@@ -115,6 +118,7 @@ _ID_WORDS = {
     r"|insurance\s+(?:no\.?|number|id)|licen[cs]e\s+(?:no\.?|number)|file\s+(?:no\.?|number)|permit\s+(?:no\.?|number)"
     r"|社保卡(?:卡号|号)?|保单号码?|保單號碼?|档案编号|檔案編號|驾驶证(?:号|编号)?|駕駛證(?:號|編號)?|会员号|會員號"
     r"|医保号|参保号|证书编号|证号",
+    "account name": r"(?:steam\s+)?login(?:\s+name)?|user\s*name|用户名|登录名|账户名",
     "booking reference": r"pnr|订座记录|booking\s+(?:ref(?:erence)?|code)|confirmation\s+(?:code|number)|预订号",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
     r"|kennzeichen|nummernschild|车牌号?|車牌號?|ナンバー",
@@ -123,7 +127,7 @@ _ID_WORDS = {
     r"|aba|sort\s*code|bsb|konto(?:nummer)?|kontonr\.?|账号|帳號|账户|帳戶|卡号|卡號|银行卡号?|銀行卡號?|户号|收款账号|户口|戶口",
 }
 _ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words
-    r"(?:\s*[(（](?![A-Z0-9]{5,}[)）])[^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on|pour|für|para|per)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
+    r"(?:\s*[(（](?![A-Z0-9]{5,}[)）])[^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on|pour|für|para|per|di|de|du)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
     r"(?:号码?|號碼?|编号|編號)?[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
     r"(?:[\"'“‘`「【\[(（]|t\.me/|-(?=\w))?"  # (or joined by a dash: `MRN-FP75669046`; in brackets: `PESEL (…)`)
 )
@@ -142,6 +146,7 @@ _ID_VALUE = {
     "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 .-]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
     "account number": re.compile(r"\d[\d -]{4,30}\d(?![\d-])"),
     "booking reference": re.compile(r"[A-Z0-9]{6}(?![A-Za-z0-9])"),
+    "account name": re.compile(r"[A-Za-z][A-Za-z0-9_.-]{3,31}(?![\w@.-])"),
     "licence plate": re.compile(r"(?i)[A-Z0-9\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,8}(?![A-Za-z0-9])"),
 }
 _STREET = (
@@ -227,6 +232,7 @@ class PersonalDetector:
         "birth date",
         "mac address",
         "booking reference",
+        "account name",
     )
 
     def find(self, text: str) -> list[Span]:
@@ -424,7 +430,8 @@ def _scm_remote(text: str, m: re.Match[str]) -> bool:
     return m.group().split("@")[0].lower() in ("git", "hg", "svn") and text[m.end() : m.end() + 1] == ":"
 
 
-_FICTIONAL_PHONE = re.compile(r"^(?:\+?1)?\(?\d{3}\)?555(01\d\d)$")  # NANP's 555-0100 to 555-0199: for films and docs
+# NANP reserves 555-0100 to 555-0199 for films and documentation
+_FICTIONAL_PHONE = re.compile(r"^(?:\+?1)?(?:\(?\d{3}\)?)?555(01\d\d)$")
 
 
 def _is_phone(candidate: str) -> bool:
