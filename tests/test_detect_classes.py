@@ -194,6 +194,7 @@ CONTEXT = [
     ("poetry config http-basic.lansol ci-bot 'Yorvaspei10-hai'", "Yorvaspei10-hai"),
     ("达梦数据库：disql SYSDBA/nxpEomT~dzEmCFM442@10.246.173.148:5236", "nxpEomT~dzEmCFM442"),
     ("local-user admin password irreversible-cipher IV6oBCbq.kf26", "IV6oBCbq.kf26"),
+    ("roshai#5446kyt#_这个是公司_vpn_的新密码", "roshai#5446kyt#"),  # a graph's predicate, lower-cased and joined
     ('v2ray 的 config.json：\n"clients": [{"id": "989358a7-30d4-46da-a766-df4df18e6e29"}]', "989358a7-30d4"),
 ]
 SHAPES = [
@@ -429,6 +430,7 @@ ORDINARY = [
     "555-0100 to 555-0199 are reserved for fiction",
     "log in with your username and the password from the welcome mail",
     "Python-3.11.4 and node@20.1.0 both need a login shell",
+    "the login page moved to v2.0-beta, see docs",
     # words of one length in a row are no key in groups (the 10k bench's generated text)
     "Project server index agent concept 2716 wiki fact fact rule wiki preference",
     "Agent embedding 4563 page wiki rule fact fact missing",

@@ -904,6 +904,7 @@ def typed_near_words(text: str) -> list[Span]:
     if not _CREDENTIAL_WORD.occurs(text):
         return []
     spans = []
+    lowered = "_" in text and " " not in text and not any(c.isupper() for c in text)  # a predicate as stored
     for paragraph in _PARAGRAPH.finditer(text):
         words = [m.start() + paragraph.start() for m in _CREDENTIAL_WORD.pattern.finditer(paragraph.group())]
         if not words:
@@ -911,7 +912,7 @@ def typed_near_words(text: str) -> list[Span]:
         for m in _TYPED_TOKEN.finditer(paragraph.group()):
             value = m.group().rstrip(".,;:?")
             a = paragraph.start() + m.start()
-            if _typed_by_hand(value) and any(abs(w - a) <= NEAR for w in words):
+            if _typed_by_hand(value, lowered) and any(abs(w - a) <= NEAR for w in words):
                 spans.append(Span(a, a + len(value), "password", 264))
     return spans
 
@@ -920,13 +921,15 @@ _NAME_VERSION = re.compile(r"[A-Za-z][\w.-]*?[-_@ ]v?\d+(?:\.\d+)+[\w.+-]*")  # 
 _EMAILISH = re.compile(r"\w@[\w-]+\.[A-Za-z]{2,}$")
 
 
-def _typed_by_hand(value: str) -> bool:
+def _typed_by_hand(value: str, lowered: bool = False) -> bool:
     """Typed as people make a password: `typed`, or all four kinds of character (`Roshai#5446KYT#`, words and
-    digits that `typed` reads as an identifier), not a name with its version, an address or a link."""
+    digits that `typed` reads as an identifier), not a name with its version, an address or a link. `lowered`:
+    the text was lower-cased by its store (a graph's predicate): letters, digits and a symbol inside will do."""
     if typed(value):
         return True
-    four = all(any(test(c) for c in value) for test in (str.isupper, str.islower, str.isdigit, _symbol))
-    return four and "://" not in value and not _NAME_VERSION.fullmatch(value) and not _EMAILISH.search(value)
+    tests = (str.isalpha, str.isdigit, _symbol) if lowered else (str.isupper, str.islower, str.isdigit, _symbol)
+    kinds = all(any(test(c) for c in value) for test in tests) and (not lowered or _symbol(value[1:-1] or "a"))
+    return kinds and "://" not in value and not _NAME_VERSION.fullmatch(value) and not _EMAILISH.search(value)
 
 
 def _symbol(c: str) -> bool:
