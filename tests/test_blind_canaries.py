@@ -90,12 +90,12 @@ def test_blind_harness_classes_on_a_hand_made_site(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "assets").mkdir(parents=True)
     (site / "a.html").write_text(
-        "<p>mail alice.w&#64;example.org and abcdefghijklmnop c4, door 683061 (c9)</p>\n"
+        "<p>mail alice.w&#64;mailbox.org and abcdefghijklmnop c4, door 683061 (c9)</p>\n"
         '<a href="tok-en-value-42-zz.html">x</a> e3r4t5y6u7i8 0.1122334 c10 ' + "x" * 400 + " 112233\n",
         encoding="utf-8",
     )
     (site / "assets" / "data.js").write_text(
-        'var d = ["bob\\u0040example.org", "AbCdEfGhIjKlMnOp", "rocket%)castle1994"]; // the lazy dog jumps over',
+        'var d = ["bob\\u0040mailbox.org", "AbCdEfGhIjKlMnOp", "rocket%)castle1994"]; // the lazy dog jumps over',
         encoding="utf-8",
     )
     canaries = [

@@ -431,6 +431,7 @@ ORDINARY = [
     "log in with your username and the password from the welcome mail",
     "Python-3.11.4 and node@20.1.0 both need a login shell",
     "the login page moved to v2.0-beta, see docs",
+    "see concepts/object-c308-vpn-%E5%8F%A3%E4%BB%A4-x.html#backlinks and m-c296-VPN about the VPN password",
     # words of one length in a row are no key in groups (the 10k bench's generated text)
     "Project server index agent concept 2716 wiki fact fact rule wiki preference",
     "Agent embedding 4563 page wiki rule fact fact missing",

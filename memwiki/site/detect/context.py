@@ -919,6 +919,7 @@ def typed_near_words(text: str) -> list[Span]:
 
 _NAME_VERSION = re.compile(r"[A-Za-z][\w.-]*?[-_@ ]v?\d+(?:\.\d+)+[\w.+-]*")  # `Python-3.11.4`, `node@20.1.0`
 _EMAILISH = re.compile(r"\w@[\w-]+\.[A-Za-z]{2,}$")
+_PATH_LIKE = re.compile(r"[/\\]|%[0-9A-Fa-f]{2}|\.html?\b")  # a path, a link, a URL's encoded name
 
 
 def _typed_by_hand(value: str, lowered: bool = False) -> bool:
@@ -929,7 +930,15 @@ def _typed_by_hand(value: str, lowered: bool = False) -> bool:
         return True
     tests = (str.isalpha, str.isdigit, _symbol) if lowered else (str.isupper, str.islower, str.isdigit, _symbol)
     kinds = all(any(test(c) for c in value) for test in tests) and (not lowered or _symbol(value[1:-1] or "a"))
-    return kinds and "://" not in value and not _NAME_VERSION.fullmatch(value) and not _EMAILISH.search(value)
+    if not kinds or _NAME_VERSION.fullmatch(value) or _EMAILISH.search(value) or _PATH_LIKE.search(value):
+        return False
+    if all(c.isalnum() or c in "-_." for c in value):  # only a slug's or an id's joins (`m-c296-VPN`): a long
+        return any(_letters_and_digits(part) for part in re.split(r"[-_.]+", value))  # mixed part makes it typed
+    return True
+
+
+def _letters_and_digits(part: str) -> bool:
+    return len(part) >= 6 and any(c.isdigit() for c in part) and any(c.isalpha() for c in part)
 
 
 def _symbol(c: str) -> bool:
