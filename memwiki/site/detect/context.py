@@ -12,6 +12,7 @@ so `MYSQL_ROOT_PASSWORD` and a graph predicate `wifi_password_is` are read as th
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 
@@ -912,7 +913,7 @@ def typed_near_words(text: str) -> list[Span]:
         for m in _TYPED_TOKEN.finditer(paragraph.group()):
             value = m.group().rstrip(".,;:?")
             a = paragraph.start() + m.start()
-            if _typed_by_hand(value, lowered) and any(abs(w - a) <= NEAR for w in words):
+            if _near(words, a) and _typed_by_hand(value, lowered):
                 spans.append(Span(a, a + len(value), "password", 264))
     return spans
 
@@ -920,6 +921,12 @@ def typed_near_words(text: str) -> list[Span]:
 _NAME_VERSION = re.compile(r"[A-Za-z][\w.-]*?[-_@ ]v?\d+(?:\.\d+)+[\w.+-]*")  # `Python-3.11.4`, `node@20.1.0`
 _EMAILISH = re.compile(r"\w@[\w-]+\.[A-Za-z]{2,}$")
 _PATH_LIKE = re.compile(r"[/\\]|%[0-9A-Fa-f]{2}|\.html?\b")  # a path, a link, a URL's encoded name
+
+
+def _near(words: list[int], at: int) -> bool:
+    """Whether a credential word (`words`: their places, in order) is within NEAR characters of `at`."""
+    i = bisect.bisect_left(words, at - NEAR)
+    return i < len(words) and words[i] <= at + NEAR
 
 
 def _typed_by_hand(value: str, lowered: bool = False) -> bool:
