@@ -37,7 +37,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -204,10 +204,10 @@ Apart = Callable[[str, str, Callable[[], Any]], Any]  # BuildSpeed.apart: work i
 class _Part:
     """What scanning some of a site's files gave: findings, clean files and lines, and what was read."""
 
-    leaks: list[Leak] = field(default_factory=list)
-    clean: list[tuple[str, int, int, int]] = field(default_factory=list)
-    clean_lines: set[bytes] = field(default_factory=set)
-    counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # files, lines read; static, numbers skipped
+    leaks: list[Leak]
+    clean: list[tuple[str, int, int, int]]
+    clean_lines: set[bytes]
+    counts: list[int]  # files and lines read; static copies and number files skipped
 
     def as_data(self) -> tuple:
         """As plain data (what comes back from a forked process through a cache file)."""
@@ -303,24 +303,24 @@ class SiteScan:
                     todo.append((path, stamp))
         static_names = _file_names(self.static_folders) if todo else set()
         if apart is not None and len(todo) >= PARALLEL_FILES:  # every other file read in a forked process
-            other = apart("sitescan-part", key, lambda: self._scan_files(todo[1::2], static_names).as_data())
-            parts = [self._scan_files(todo[0::2], static_names), _Part.from_data(other.result())]
-        else:
-            parts = [self._scan_files(todo, static_names)]
-        leaks: list[Leak] = []
-        for part in parts:
+            other = apart("sitescan-part", key, lambda: self._part(todo[1::2], static_names).as_data())
+            leaks, clean = self._scan_files(todo[0::2], static_names)
+            part = _Part.from_data(other.result())
             self._take(part)
-            leaks += part.leaks
-            clean_now += part.clean
+            leaks, clean = leaks + part.leaks, clean + part.clean
+        else:
+            leaks, clean = self._scan_files(todo, static_names)
+        clean_now += clean
         if self.cache is not None:
             cache_file.dump(self.cache, key, (clean_now, b"".join(sorted(self._clean_now))))
         return leaks
 
-    def _scan_files(self, todo: list[tuple[Path, tuple[str, int, int, int]]], static_names: set[str]) -> _Part:
-        """Scan these files: what was found, which files and lines were clean, and what was read."""
-        part = _Part()
-        read = (self.read_files, self.read_lines, self.skipped_static, self.skipped_numbers)
-        clean_lines = set(self._clean_now)
+    def _scan_files(
+        self, todo: list[tuple[Path, tuple[str, int, int, int]]], static_names: set[str]
+    ) -> tuple[list[Leak], list[tuple[str, int, int, int]]]:
+        """Scan these files (counted on this scan): what was found, and which files were clean."""
+        leaks: list[Leak] = []
+        clean: list[tuple[str, int, int, int]] = []
         seen_lines: set[str] = set()
         for path, stamp in todo:
             if stamp[0] in self.numbers:
@@ -328,21 +328,27 @@ class SiteScan:
                 continue
             if path.name in static_names and is_static_copy(path, stamp[0], self.static_folders):
                 self.skipped_static += 1
-                part.clean.append(stamp)
+                clean.append(stamp)
                 continue
             found = self._scan_file(path, stamp[0], seen_lines)
-            part.leaks += found
+            leaks += found
             if not found:
-                part.clean.append(stamp)
-        part.clean_lines = self._clean_now - clean_lines
-        now = (self.read_files, self.read_lines, self.skipped_static, self.skipped_numbers)
-        part.counts = [b - a for a, b in zip(read, now, strict=True)]
-        self.read_files, self.read_lines, self.skipped_static, self.skipped_numbers = read
-        self._clean_now = clean_lines
-        return part
+                clean.append(stamp)
+        return leaks, clean
+
+    def _part(self, todo: list[tuple[Path, tuple[str, int, int, int]]], static_names: set[str]) -> _Part:
+        """`_scan_files` in a forked process: its findings and what it read, to send back (`_take`)."""
+        read = self._counts()
+        clean_lines = set(self._clean_now)
+        leaks, clean = self._scan_files(todo, static_names)
+        counts = [b - a for a, b in zip(read, self._counts(), strict=True)]
+        return _Part(leaks, clean, self._clean_now - clean_lines, counts)
+
+    def _counts(self) -> tuple[int, int, int, int]:
+        return self.read_files, self.read_lines, self.skipped_static, self.skipped_numbers
 
     def _take(self, part: _Part) -> None:
-        """Count what `part` read and remember the lines it found clean."""
+        """Count what a forked `part` read and remember the lines it found clean."""
         self.read_files += part.counts[0]
         self.read_lines += part.counts[1]
         self.skipped_static += part.counts[2]

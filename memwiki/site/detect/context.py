@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 
 from memwiki.screen import Screened
-from memwiki.site.detect.shapes import made, typed
+from memwiki.site.detect.shapes import GOOGLE_APP_PASSWORD, made, typed
 from memwiki.site.detect.spans import NOT_A_LABEL, Rule, RuleSet, Span, has_digit
 from memwiki.site.detect.values import is_token, is_value, value_span
 
@@ -145,7 +145,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
             r"(?i)(?<![\w-])(?:password|secret|key-string|key)\s+\d\s+(?=\S{6})|(?<![\w-])community\s+(?=\S{6})",
             r"(?i)(?:password|secret|key-string|key)\s+\d\s|community\s",
         ),
-        "device",
+        "strong",
     ),
     (  # a proxy's config: the user's UUID is its password (`"clients":[{"id":"…"}]` of vmess, vless, trojan)
         _rule(
@@ -153,10 +153,6 @@ LEADS: tuple[tuple[Rule, str], ...] = (
             r"(?i)(?:vmess|vless|trojan|v2ray|xray|hysteria|tuic)[\s\S]{0,300}?[\"']?(?:id|uuid|password)[\"']?\s*[:=]\s*",
             r"(?i)vmess|vless|trojan|v2ray|xray|hysteria|tuic",
         ),
-        "strong",
-    ),
-    (  # Windows: `net use Z: \\server\share <password> /user:…`
-        _rule("password", r"(?i)\bnet\s+use\s+(?:[a-z]:\s+)?\\\\\S+\s+(?=[^\s/])", r"(?i)net\s+use"),
         "strong",
     ),
     (  # the answer to a security question: words to the end of the clause
@@ -562,7 +558,7 @@ _GROUPS = re.compile(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
 def _judge(how: str, text: str, a: int, b: int) -> bool:
     value = text[a:b]
     if how == "quoted" and " " in value.strip():  # words in quotes: a passphrase, or a sentence quoted
-        return bool(_SPACED_KEY.fullmatch(value)) or not _STOPWORDS & set(value.lower().split())
+        return bool(GOOGLE_APP_PASSWORD.fullmatch(value)) or not _STOPWORDS & set(value.lower().split())
     if how in ("strong", "zh", "wifi", "zhphrase", "codes", "quoted"):
         return is_value(value, 4) and not _described(text, b)
     if how == "weak":
@@ -593,8 +589,6 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         return digits >= 4 and digits >= compact - 2 and not _described(text, b)
     if how == "phrase":
         return is_value(value, 8)
-    if how == "device":  # after `password 7`, `community`: any value but a keyword of the config's own
-        return is_value(value, 6) and value.lower() not in ("ro", "rw", "view", "encrypted")
     return how in ("groups", "list")
 
 
@@ -669,7 +663,6 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
 _LETTER_CODE = re.compile(  # (a digit among letters, none of them a word's: `xi94igxo`, `6YJ-TSY`, `K7P-2QX`)
     r"(?=[A-Za-z-]*\d)(?=\d*[A-Za-z])(?:[a-z0-9]{6,16}|[A-Z0-9]{6,16}|[A-Z0-9]{3,4}-[A-Z0-9]{3,4})"
 )
-_SPACED_KEY = re.compile(r"(?:[a-z]{4} ){3}[a-z]{4}")  # Google's app passwords
 _STOPWORDS = frozenset(
     "a an the is are be been must should can will to of and or for in on at by with your you my it this that not "
     "no at least chars characters long letters digits rule rules see use here there than".split()
@@ -852,6 +845,7 @@ _IN_PLACE = (
     ),
     ("@", re.compile(r"(?<![\w/:@])[\w.-]{1,64}:([^@\s\"'/:()]{4,128})@(?:tcp|udp|unix)\("), 1),  # Go's DSN
     ("/user:", re.compile(r"(?i)\bnet\s+use\b[^\n]{0,200}?/user:\S+\s+(?![/*])(\S+)"), 1),
+    ("/user:", re.compile(r"(?i)\bnet\s+use\s+(?:[a-z]:\s+)?\\\\\S+\s+(?![/*])(\S+)\s+/user:"), 1),  # (or before it)
     ("SecureString", re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(['\"])([^'\"\n]{4,128})\1"), 2),
     (
         "码",
@@ -880,7 +874,7 @@ _APP_PASSWORD = re.compile(r"(?<![\w-])[a-z]{4}-[a-z]{4}-[a-z]{4}-[a-z]{4}(?![\w
 
 
 def values_in_place(text: str) -> list[Span]:
-    """`echo 'X' | docker login --password-stdin`, `user:X@tcp(host)`, `net use … /user:NAME X`,
+    """`echo 'X' | docker login --password-stdin`, `user:X@tcp(host)`, `net use … /user:NAME X` (or `X /user:NAME`),
     `ConvertTo-SecureString "X"`, “X 是您的验证码”, 凭 X 取件: the value where the command or message puts it."""
     spans = []
     for screen, pattern, group in _IN_PLACE:
@@ -936,7 +930,8 @@ def _typed_by_hand(value: str, lowered: bool = False) -> bool:
     if typed(value):
         return True
     tests = (str.isalpha, str.isdigit, _symbol) if lowered else (str.isupper, str.islower, str.isdigit, _symbol)
-    kinds = all(any(test(c) for c in value) for test in tests) and (not lowered or _symbol(value[1:-1] or "a"))
+    inside = any(_symbol(c) for c in value[1:-1])  # (lower-cased: its symbol must be inside, as `typed` asks)
+    kinds = all(any(test(c) for c in value) for test in tests) and (inside or not lowered)
     if not kinds or _NAME_VERSION.fullmatch(value) or _EMAILISH.search(value) or _PATH_LIKE.search(value):
         return False
     if all(c.isalnum() or c in "-_." for c in value):  # only a slug's or an id's joins (`m-c296-VPN`): a long

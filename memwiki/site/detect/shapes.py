@@ -258,7 +258,7 @@ _SPELLED = Screened(  # six or more words of the phonetic alphabet and spoken di
     rf"(?i)(?<![\w-])(?:(?:{_SPOKEN})[ ,]+){{5,}}(?:{_SPOKEN})(?![\w-])",
     rf"(?i)(?:(?:{_SPOKEN})[ ,]+){{5}}(?:{_SPOKEN})",
 )
-_APP_PASSWORD = re.compile(r"(?<![\w-])[a-z]{4}(?: [a-z]{4}){3}(?![\w-])")  # Google's, four groups of four
+GOOGLE_APP_PASSWORD = re.compile(r"(?<![\w-])[a-z]{4}(?: [a-z]{4}){3}(?![\w-])")  # four groups of four letters
 
 
 def _spelled(text: str) -> list[Span]:
@@ -270,7 +270,7 @@ def _spelled(text: str) -> list[Span]:
         if sum(w in _NATO for w in re.split(r"[ ,]+", m.group().lower())) >= 2:
             spans.append(Span(*m.span(), "password", 500))
     if " " in text:
-        for m in _APP_PASSWORD.finditer(text):
+        for m in GOOGLE_APP_PASSWORD.finditer(text):
             if sum(bool(re.search("[^aeiou]{3}", g)) for g in m.group().split()) >= 2:  # (no syllable: `hqja`)
                 spans.append(Span(*m.span(), "password", 500))
     return spans
