@@ -9,23 +9,15 @@ few texts are embedded in the calling process: a worker's start (interpreter, im
 from __future__ import annotations
 
 import multiprocessing
-import os
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
 from memwiki.embedders import Embedder, USEEmbedder
+from memwiki.workers import cores
 
 PARALLEL_MIN = 256  # texts below which one process embeds them all
 CHUNK = 32  # texts per task: small enough to share out evenly, large enough to batch the forward pass
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def embed_many(embedder: Embedder, texts: list[str]) -> np.ndarray:

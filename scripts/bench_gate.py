@@ -1,7 +1,8 @@
 """Benchmark: the privacy gate and the site's final scan, this checkout beside a baseline checkout.
 
 The gate is timed as a build uses it: every layer of a store read through `PrivacyFilter` (persona, hot memory,
-sinks, memories, graph, sessions with their messages, wiki pages), each string cleaned once. The scan is
+sinks, memories, graph, sessions with their messages, wiki pages), each string cleaned once, with a worker process
+per core but one beside it when this checkout has them (memwiki.site.gate_workers). The scan is
 `SiteScan` over a built site (no scan cache: every file read). Each side runs in its own process, importing
 memwiki from its own checkout, `--runs` times alternately; the median, the process's peak RSS and the ratio
 to the baseline are printed with the load average.
@@ -43,7 +44,11 @@ if what == "gate":
     with Store.open(store) as opened:
         reader = opened.reader()
         t0 = time.perf_counter()
-        gate = PrivacyFilter(reader, PrivacyRules(), key=key)
+        try:  # this checkout: a large layer's strings judged on every core, as a build does
+            from memwiki.workers import cores
+            gate = PrivacyFilter(reader, PrivacyRules(), key=key, workers=cores() - 1)
+        except ImportError:
+            gate = PrivacyFilter(reader, PrivacyRules(), key=key)
         n = 0
         gate.persona()
         n += sum(len(h.entries) for h in gate.hot_files())
@@ -53,6 +58,8 @@ if what == "gate":
         for s in gate.sessions():
             n += len(gate.messages(s.id))
         n += len(gate.wiki_pages())
+        if hasattr(gate, "stop_workers"):
+            gate.stop_workers()
         out["seconds"] = time.perf_counter() - t0
         out["records"] = n
 else:

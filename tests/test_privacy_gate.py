@@ -197,3 +197,47 @@ def test_a_marker_alone_on_a_persona_line_hides_the_paragraph_under_it(tmp_path:
         gate = PrivacyFilter(store.reader(), PrivacyRules())
         text = gate.persona().text
     assert "pveuduyipfpd" not in text and "I help Lin." in text and "I answer briefly." in text
+
+
+def test_strings_judged_in_worker_processes_are_gated_as_in_one(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large layer's strings are judged in spawned workers beside the build's process (gate_workers): every
+    layer comes out as the gate alone makes it, with the same counts and the same secrets known to the scan."""
+    from memwiki.site import gate_workers
+
+    def gated(workers: int) -> tuple[list[object], dict[str, dict[str, int]], set[str], bool]:
+        with Store.open(store_dir) as store:
+            gate = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32, workers=workers)
+            shown: list[object] = [gate.persona(), list(gate.memories()), list(gate.entities())]
+            shown += [list(gate.triples()), list(gate.wiki_pages())]
+            shown += [list(gate.messages(s.id)) for s in gate.sessions()]
+            started = gate._judges._pool is not None  # noqa: SLF001 - that the workers really judged
+            gate.stop_workers()
+            return shown, gate.withheld(), gate.redacted, started
+
+    monkeypatch.setattr(gate_workers, "PARALLEL_MIN", 0)  # (this store is small: share every layer out)
+    alone, beside = gated(0), gated(1)
+    assert not alone[3] and beside[3]
+    assert beside[:3] == alone[:3]
+    assert KEY in beside[2] and MAIL in beside[2]
+
+
+def test_work_is_shared_between_this_process_and_a_pool_in_order() -> None:
+    """memwiki.workers.share_out: the results in the chunks' order, some made here and some in the pool."""
+    import time
+
+    from memwiki.workers import share_out, spawned_pool
+
+    here: list[str] = []
+
+    def slow_upper(chunk: str) -> str:
+        here.append(chunk)
+        time.sleep(0.25)
+        return chunk.upper()
+
+    chunks = [f"chunk {i}" for i in range(24)]
+    with spawned_pool(1, int) as pool:  # (int: an initializer that does nothing)
+        done = share_out(chunks, slow_upper, pool, str.upper, in_flight=2)
+    assert done == [c.upper() for c in chunks]
+    assert 0 < len(here) < len(chunks)

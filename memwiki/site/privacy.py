@@ -46,6 +46,8 @@ from memwiki.readers.locate import default_cache_dir
 from memwiki.semantic import index_text
 from memwiki.site.concept_index import norm, slugify
 from memwiki.site.detect import Detectors
+from memwiki.site.detect.spans import Span
+from memwiki.site.gate_workers import Judges
 from memwiki.site.speed import cache_file
 from memwiki.source import (
     Entity,
@@ -110,6 +112,10 @@ class PrivacyRules:
         object.__setattr__(self, "detectors", Detectors(contact=self.contact, extra=self.redact))
         object.__setattr__(self, "_private_texts", {})
 
+    def __reduce__(self) -> tuple[type[PrivacyRules], tuple[object, ...]]:
+        """Sent to a worker process as its options (its detectors and memo are made again there)."""
+        return type(self), tuple(getattr(self, f.name) for f in fields(self) if f.init)
+
     @classmethod
     def from_options(cls, options: dict[str, Any] | None, profile: str | None = None) -> PrivacyRules:
         """`options`: the plugin's `privacy:` mapping; `profile`: the plugin's option ($MEMWIKI_PROFILE wins)."""
@@ -168,12 +174,16 @@ class PrivacyRules:
         word, or a private pattern (remembered: a graph's names and a store's dates come back in every record)."""
         if not text:
             return False
-        if len(text) > 256:  # (a body: seen once)
-            return self._marked(text)
         verdict = self._private_texts.get(text)
         if verdict is None:
-            verdict = self._private_texts[text] = self._marked(text)
+            verdict = self._marked(text)
+            if len(text) <= 256:  # (a body is seen once, unless judged beforehand: see `learn`)
+                self._private_texts[text] = verdict
         return verdict
+
+    def learn(self, text: str, verdict: bool) -> None:
+        """`private_text(text)` as judged elsewhere (memwiki.site.gate_workers)."""
+        self._private_texts[text] = verdict
 
     def _marked(self, text: str) -> bool:
         low = markers.normalise(text)
@@ -327,9 +337,13 @@ class PrivacyFilter:
         base_dir: Path | None = None,
         key: bytes | None = None,
         cache_dir: Path | None = None,
+        workers: int = 0,
     ) -> None:
+        """`workers`: processes that judge a large layer's strings beside this one (0: all in this one)."""
         self.source = source
         self.rules = rules or PrivacyRules()
+        self._judges = Judges(self.rules, workers)
+        self._spans: dict[str, list[Span]] = {}  # shown string -> its spans, judged beforehand (see `_judge`)
         self._key = key if key is not None else secrets.token_bytes(32)
         self._cache_dir = cache_dir  # where the digest of what is withheld by name is kept (layer_fingerprints)
         self._base_dir = base_dir
@@ -390,7 +404,10 @@ class PrivacyFilter:
             made: Counter[str] = Counter()
             out = self.local(text)
             if self.rules.public:
-                out = self.rules.detectors.redact(out, lambda kind, secret: self._label(kind, secret, made))[0]
+                spans = self._spans.pop(out, None)
+                if spans is None:
+                    spans = self.rules.detectors.find(out)
+                out = Detectors.apply(out, spans, lambda kind, secret: self._label(kind, secret, made))[0]
                 if "[[" in out:
                     out = self._unlink_private(out)
             done = self._cleaned[text] = (out, made)
@@ -399,6 +416,30 @@ class PrivacyFilter:
 
     def _record(self, record: T) -> T:
         return scrub(record, self.clean)
+
+    def _judge(self, records: Sequence[object]) -> None:
+        """Have the strings of many records judged at once, on every core (memwiki.site.gate_workers), when they
+        are many: `clean` and `private` then find each one's verdict ready."""
+        if not self.rules.public or not self._judges.workers:
+            return
+        todo = {}
+        for record in records:
+            for text in strings(record):
+                if text and text not in todo and text not in self._cleaned:
+                    shown = self.local(text)
+                    if shown not in self._spans:
+                        todo[text] = shown
+        if not self._judges.wanted(list(todo.values())):
+            return
+        pairs = list(todo.items())
+        for (raw, shown), (spans, private) in zip(pairs, self._judges.judge(pairs), strict=True):
+            self._spans[shown] = spans
+            self.rules.learn(raw, private)
+
+    def stop_workers(self) -> None:
+        """The layers are read: what comes later is judged in this process."""
+        self._judges.stop()
+        self._spans.clear()
 
     def _count(
         self, part: str, records: Iterable[T], keep: Callable[[T], bool | str], show: Callable[[T], T] | None = None
@@ -409,6 +450,8 @@ class PrivacyFilter:
         out = []
         self._kinds = Counter()
         show = show or self._record
+        records = list(records)
+        self._judge(records)
         for record in records:
             verdict = keep(record)
             if verdict is True:
@@ -452,7 +495,9 @@ class PrivacyFilter:
             self._private_names, self._private_sessions = set(saved[0]), set(saved[1])
             return
         names: set[str] = set()
-        for page in self.source.wiki_pages():
+        pages = list(self.source.wiki_pages())
+        self._judge(pages)
+        for page in pages:
             if self.rules.private(page):
                 stem = page.path.rsplit("/", 1)[-1].removesuffix(".md")
                 names.update(_name_keys(page.title, stem, page.path, *page.aliases))
@@ -600,6 +645,7 @@ class PrivacyFilter:
                 self._hidden_entities = set()
                 return self._hidden_entities
             triples, entities = self._graph()
+            self._judge([*triples, *entities])
             hidden = {e.id for e in entities if self.rules.private(e)}
             named_by_kept: set[str] = set()
             named_by_withheld: set[str] = set()
@@ -738,6 +784,7 @@ class PrivacyFilter:
         return hashlib.sha1(f"{self.source.fingerprint()}:{self._rules_key()}".encode()).hexdigest()
 
     def close(self) -> None:
+        self.stop_workers()
         self.source.close()
 
     def _rules_key(self) -> str:

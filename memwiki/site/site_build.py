@@ -40,6 +40,7 @@ from memwiki.site.speed.builder_speed import EXPORTS, BuildSpeed
 from memwiki.site.speed.layer_cache import CachedSource
 from memwiki.site.speed.memo import key_of
 from memwiki.source import MemorySource
+from memwiki.workers import cores
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -167,7 +168,8 @@ class SiteBuild:
                 )
             kept = self.cache_dir if self.page_cache else None
             opened = make_source(self.options, self.base_dir, self.cache_dir)
-            source = self.gate = PrivacyFilter(opened, rules, self.base_dir, load_key(), kept)
+            workers = cores() - 1 if self.may_fork else 0  # (this process judges too)
+            source = self.gate = PrivacyFilter(opened, rules, self.base_dir, load_key(), kept, workers)
             if kept is not None:
                 source = CachedSource(source, kept / LAYERS)
             speed = BuildSpeed(cache_dir=kept, exports=self.cache_dir / EXPORTS, may_fork=self.may_fork)
@@ -176,6 +178,9 @@ class SiteBuild:
             site(ctx)  # reads the layers: a store that cannot be read (a Chroma server down) is one line
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
+        finally:
+            if self.gate is not None:
+                self.gate.stop_workers()  # (the layers are read)
         return ctx
 
     def report_audit(self, ctx: BuildContext) -> None:

@@ -558,7 +558,7 @@ _GROUPS = re.compile(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
 def _judge(how: str, text: str, a: int, b: int) -> bool:
     value = text[a:b]
     if how == "quoted" and " " in value.strip():  # words in quotes: a passphrase, or a sentence quoted
-        return bool(GOOGLE_APP_PASSWORD.fullmatch(value)) or not _STOPWORDS & set(value.lower().split())
+        return bool(GOOGLE_APP_PASSWORD.pattern.fullmatch(value)) or not _STOPWORDS & set(value.lower().split())
     if how in ("strong", "zh", "wifi", "zhphrase", "codes", "quoted"):
         return is_value(value, 4) and not _described(text, b)
     if how == "weak":

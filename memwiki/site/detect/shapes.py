@@ -185,8 +185,7 @@ class ShapeDetector:
                 joined = "".join(m.group().split())
                 if made(joined) and not made(m.group().split()[0]):
                     spans.append(Span(m.start(), m.end(), "token", 500))
-        spans += _grouped_keys(text)
-        spans += _spelled(text)
+        spans += _grouped_keys(text) + _typed_keys(text) + _spelled(text)
         for m in _QUOTED.finditer(text):  # '8ECa(#!LRGfHp': quoted, and typed like a password
             if typed(m.group(2)):
                 spans.append(Span(m.start(2), m.end(2), "password", 500))
@@ -218,6 +217,12 @@ _GROUPED = Screened(
     r"(?<![\w-])[A-Za-z0-9]{4,6}([- ])[A-Za-z0-9]{4,6}(?:\1[A-Za-z0-9]{4,6}){3,}(?![\w-])",
     r"[A-Za-z0-9]{4,6}(?:[- ][A-Za-z0-9]{4,6}){4}",
 )
+# a group with a digit and two more groups on one side of it: five groups with a digit among them have that (words
+# of a sentence seldom do: the groups are looked for only then)
+_DIGIT_GROUPS = Screened(
+    r"[A-Za-z0-9]*[0-9][A-Za-z0-9]*[- ][A-Za-z0-9]{4,6}[- ][A-Za-z0-9]{4,6}"
+    r"|[A-Za-z0-9]{4,6}[- ][A-Za-z0-9]{4,6}[- ][A-Za-z0-9]*[0-9]"
+)
 _YUBIKEY_OTP = re.compile(r"(?<![a-z])cccc[cbdefghijklnrtuv]{40}(?![a-z])")  # a YubiKey's one-time password
 _LOWER_KEY = re.compile(r"(?<![\w-])sk-[a-z]{32,}(?![\w-])")  # an `sk-` key of one case (SiliconFlow and others)
 
@@ -226,7 +231,7 @@ def _grouped_keys(text: str) -> list[Span]:
     """Keys written in equal groups: a product key (`QTFV6-QBV99-…`, five of five), a BitLocker recovery key
     (eight of six digits), a Matrix security key (twelve of four). Not a fingerprint (hex), a date or a phone."""
     spans = []
-    if "-" not in text and " " not in text:
+    if ("-" not in text and " " not in text) or not _DIGIT_GROUPS.occurs(text):
         return spans
     for m in _GROUPED.finditer(text):
         groups = m.group().split(m.group(1))
@@ -242,6 +247,12 @@ def _grouped_keys(text: str) -> list[Span]:
         if sum(g.isalpha() and (g.islower() or g.istitle()) for g in groups) * 2 >= len(groups):
             continue  # words of one length in a sentence (`2716 wiki fact fact rule wiki`), not drawn characters
         spans.append(Span(*m.span(), "token", 500))
+    return spans
+
+
+def _typed_keys(text: str) -> list[Span]:
+    """A YubiKey's one-time password, an `sk-` key of one case."""
+    spans = []
     for pattern, literal in ((_YUBIKEY_OTP, "cccc"), (_LOWER_KEY, "sk-")):
         if literal in text:
             spans += [Span(*m.span(), "token", 500) for m in pattern.finditer(text) if len(set(m.group())) > 6]
@@ -258,7 +269,9 @@ _SPELLED = Screened(  # six or more words of the phonetic alphabet and spoken di
     rf"(?i)(?<![\w-])(?:(?:{_SPOKEN})[ ,]+){{5,}}(?:{_SPOKEN})(?![\w-])",
     rf"(?i)(?:(?:{_SPOKEN})[ ,]+){{5}}(?:{_SPOKEN})",
 )
-GOOGLE_APP_PASSWORD = re.compile(r"(?<![\w-])[a-z]{4}(?: [a-z]{4}){3}(?![\w-])")  # four groups of four letters
+GOOGLE_APP_PASSWORD = Screened(  # four groups of four letters
+    r"(?<![\w-])[a-z]{4}(?: [a-z]{4}){3}(?![\w-])", r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}"
+)
 
 
 def _spelled(text: str) -> list[Span]:

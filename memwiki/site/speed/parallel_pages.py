@@ -15,7 +15,6 @@ client's runtime) are not copied into a forked child, and nothing a worker calls
 from __future__ import annotations
 
 import multiprocessing
-import os
 import posixpath
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -29,6 +28,7 @@ from memwiki.site.speed.cache_file import replace_file
 from memwiki.site.speed.html_cache import output_path
 from memwiki.site.speed.search_entries import EntryMaker, strip_search_attrs
 from memwiki.site.speed.theme_frame import FastPages, ThemeFrame, frame_folder
+from memwiki.workers import cores
 
 MIN_PAGES_PER_WORKER = 300  # below this, forking costs more than it saves
 SLICE = 200
@@ -82,21 +82,13 @@ def _write_slice(bounds: tuple[int, int]) -> tuple[list[list[dict[str, Any]]], d
     return out, (job.entries.segmented() if job.entries is not None else {})
 
 
-def _cpus() -> int:
-    """CPUs this process may run on (its affinity, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def write_pages(job: WriteJob, workers: int = 0) -> list[list[dict[str, Any]]]:
     """Write every page of `job`; returns each page's search entries, in order. `workers`: 0 = as many as
     there are CPUs (when the pages are many), 1 = in this process."""
     global _JOB
     n = len(job.pages)
     if workers <= 0:
-        workers = min(_cpus(), max(1, n // MIN_PAGES_PER_WORKER))
+        workers = min(cores(), max(1, n // MIN_PAGES_PER_WORKER))
     if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
         workers = 1  # forking a build is only safe (and possible) on Linux; elsewhere, in this process
     slices = [(i, min(i + SLICE, n)) for i in range(0, n, SLICE)]
