@@ -692,7 +692,7 @@ def _answer(text: str, start: int, reach: int = 80) -> list[tuple[int, int]]:
 
 _CJK_PASSPHRASE = re.compile(r"[\u4e00-\u9fff]{2,}(?:[ \t]+[\u4e00-\u9fff]{2,})+(?:[ \t]+\d{2,})?")
 _CLAUSE_END = re.compile(r"\n|[.;!?。；！？]\s|\s(?:and|then|but)\s|，然后|然后")  # where an answer's line ends
-_VERSION = re.compile(r"(?i)v?\d+(?:\.\d+)+(?:[-+.]?[a-z]+\d*)*$")
+_VERSION = re.compile(r"(?i)v?\d+(?:\.\d+)+(?:[-+.]?[a-z]++\d*+)*+$")  # (possessive: see test_redos)
 _WORD_RUN = re.compile(r"[A-Za-z]+(?:[ \t]+[A-Za-z]+){5,}")
 _ANSWER_WORD = re.compile(r"(?<![^\s:：,，;；(（\[“\"'`])\S")  # where a word starts
 

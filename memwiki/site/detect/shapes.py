@@ -44,7 +44,7 @@ _HASH_WORDS = re.compile(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|
 _HASHED = re.compile(r"(?i)^(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?)[-:]")  # an integrity or digest string
 _UUID = re.compile(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _HEX = re.compile(r"^[0-9a-f]+$|^[0-9A-F]+$")
-_VERSIONISH = re.compile(r"^[vV]?\d+(?:[._-]\d+)+(?:[._+-]?[A-Za-z]+\d*)*$")
+_VERSIONISH = re.compile(r"^[vV]?\d+(?:[._-]\d+)+(?:[._+-]?[A-Za-z]++\d*+)*+$")  # (possessive: see test_redos)
 _SPLIT = re.compile(r"[_.~/+=-]+")
 _CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _WORD = re.compile(
