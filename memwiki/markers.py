@@ -101,11 +101,25 @@ _PHRASES = (
     "别转发",
     "不要转发",
     "勿转发",
+    "just between us",
+    "just between you and me",
 )
-_SAYINGS = "|".join(re.escape(p) for p in _PHRASES)  # said of the note itself: at its start or end, or bracketed
+# who may read it, said as a restriction: 仅家人可见, 只给自己看, family only, owner-only, only my wife
+_AUDIENCE = (
+    r"(?:仅|僅|只)(?:限|给|給|有|对|對)?(?:自己|本人|我|我们|我們|家人|家里人|家裡人|自家人|夫妻|两人|兩人|爸妈|老婆|老公)"
+    r"(?:可见|可見|可看|看|知道|知晓|使用)"
+    r"|(?:family|owner|me|us|household)[ -]only|only (?:my )?(?:family|wife|husband|partner|household)"
+)
+# what must not happen to this note, said of it: （以上内容不要同步到 wiki）, "the above is not to be published"
+_NOT_OUT = (
+    r"(?:以上|上面|上述|这条|這條|此条|此條|本条|本條|这段|這段|本段|这篇|這篇|本页|本頁|这些|這些)(?:内容|內容|信息|笔记|筆記|记录|記錄)?"
+    r"(?:请|請)?(?:不要|别|別|勿|不许|不准|禁止|不能|不可)\s*(?:同步|发布|發布|公开|公開|外传|外傳|上传|上傳|分享|转发|轉發|发出|發出|放到|放进|放進)"
+    r"|(?:this|the above)(?: (?:note|entry|page|section|part))?(?: is)? not (?:to be )?(?:published|synced|shared)"
+)
+_SAYINGS = "|".join(re.escape(p) for p in _PHRASES) + f"|{_AUDIENCE}|{_NOT_OUT}"  # said of the note itself
 _BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》）］｝", "[[[[[<<([{]]]]]>>)]}")
 _WORDS = "|".join(re.escape(w) for w in sorted(PRIVATE_WORDS, key=len, reverse=True))
-_LABELS = "private|私密|私人|隐私|隱私|保密|机密|機密|confidential"  # a leading `secret:` is a key, not a marker
+_LABELS = "private|私密|私人|隐私|隱私|保密|机密|機密|私事|confidential"  # a leading `secret:` is a key, not a marker
 _NOUNS = r"note|notes|entry|memo|page|info|only|stuff|thought|笔记|筆記|备注|備註|信息|资料|内容"
 _START = r"^(?:\d{1,3}[.)])?\W{0,6}"  # a line's start, past a list item's number or bullet and bold: "- **Private:**"
 _MARKED = Screened(
@@ -117,7 +131,9 @@ _MARKED = Screened(
     rf"|{_START}(?:[\w ]{{1,20}},\s*)?(?:{_LABELS})\s*(?:{_NOUNS})?\s*\**\s*(?:[:\-–—|]|$)"  # a leading label, or alone
     rf"|{_START}(?:{_LABELS})\s*[^\w\s]{{1,4}}(?:\s|$)"  # the word between signs: `⚠️ 保密 ⚠️ …`
     r"|[\U0001f512\U0001f510\U0001f92b]"  # a lock or a hush: 🔒 🔐 🤫
-    rf"|{_START}(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$|[\[(<{{]\s*(?:{_SAYINGS})\s*[\])>}}]",  # said of the note
+    # said of the note: at its start (maybe after a word: `私事，勿外传：…`), at its end, or in brackets
+    rf"|{_START}(?:[^\W\d_]{{1,8}}[,，、]\s*)?(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$"
+    rf"|[\[(<{{][^\])>}}\n]{{0,12}}(?:{_SAYINGS})[^\])>}}\n]{{0,16}}[\])>}}]",
     f"{_WORDS}|{_LABELS}|{_SAYINGS}|[\U0001f512\U0001f510\U0001f92b]",  # (what each shape holds: RE2 looks first)
     re.MULTILINE,
 )
@@ -178,6 +194,7 @@ _PUBLIC_FLAGS = frozenset(
 )
 _TAG_KEYS = frozenset({"tags", "tag", "labels", "label", "categories", "category", "keywords", "标签", "標籤", "分类"})
 _PRIVATE_VALUES = frozenset(PRIVATE_WORDS) | {"hidden", "draft", "internal", "restricted", "owner", "me", "仅本人"}
+_PRIVATE_VALUES |= {f"{v} only" for v in ("owner", "me", "family", "household", "self", "author")}
 
 
 _CJK_SPACED = re.compile(r"(?<=[\u4e00-\u9fff])[ \t\u3000]+(?=[\u4e00-\u9fff:：])")

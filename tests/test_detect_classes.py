@@ -196,6 +196,31 @@ CONTEXT = [
     ("local-user admin password irreversible-cipher IV6oBCbq.kf26", "IV6oBCbq.kf26"),
     ("roshai#5446kyt#_这个是公司_vpn_的新密码", "roshai#5446kyt#"),  # a graph's predicate, lower-cased and joined
     ('v2ray 的 config.json：\n"clients": [{"id": "989358a7-30d4-46da-a766-df4df18e6e29"}]', "989358a7-30d4"),
+    # short codes said right after their name, or a lock's combination after a separator
+    ("Visa ending 4019, exp 02/30, CVV 538", "538"),
+    ("卡背后三位数是 787", "787"),
+    ("security code on the back: 470", "470"),
+    ("the luggage lock is 792", "792"),
+    ("parental controls code 8096", "8096"),
+    ("SIM PIN is now 9075", "9075"),
+    # Chinese verbs of a change, English credential words in a Chinese sentence
+    ("喵星球宠物:运营9 的密码重置成 xiaomao1986@ 了", "xiaomao1986@"),
+    ("Proxmox 的 root pw 是 Chuntian-Feiji68，backup 用同一个", "Chuntian-Feiji68"),
+    # a key named by a compound word, in a Markdown table; a webhook's id
+    (
+        "| 聚水潭 | 值 |\n|---|---|\n| partnerkey | 022238daceee2092f073ff80b9465aef |",
+        "022238daceee2092f073ff80b9465aef",
+    ),
+    ("飞书 webhook 的 hook id：102f29a4-22eb-44ab-af2d-0f0cc022238d（发货提醒群）", "102f29a4-22eb-44ab"),
+    # where a command or a file puts it: `-u NAME -P X`, `NAME@HOST:X`, any Authorization scheme
+    ("mosquitto_pub -h 10.0.0.2 -u iot -P 'chuntian1979&' -t home/door -m open", "chuntian1979&"),
+    ("[smtpdm.aliyun.com]:465 shop@mail.example.cn:Orbittva9AW", "Orbittva9AW"),
+    ('curl -H "Authorization: GenieKey d28a7902-3c39-4200-861f-ccd268a29a0d" https://api.example', "d28a7902-3c39"),
+    # the answer in the next turn of a chat, after a time stamp
+    (
+        "[19:28] Sam: what's the NAS admin pass again? the photo app logged me out\n[12:39] me: 75$yx$8xm5Msl??\n",
+        "75$yx$8xm5Msl",
+    ),
 ]
 SHAPES = [
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
@@ -432,6 +457,14 @@ ORDINARY = [
     "Python-3.11.4 and node@20.1.0 both need a login shell",
     "the login page moved to v2.0-beta, see docs",
     "see concepts/object-c308-vpn-%E5%8F%A3%E4%BB%A4-x.html#backlinks and m-c296-VPN about the VPN password",
+    # counting read out is no code; a public advisory's id, an option's value, a documentation IP range
+    "password policy: one, two, three, four steps",
+    "密码 一共 三 个 部分, 1 2 3 4 步",
+    "GHSA-jfh8-c2jp-5v3q and CVE-2024-3094 are fixed in 5.6.2",
+    "OPNsense API key and secret are sent as HTTP basic auth",
+    "文档示例地址用 192.0.2.0/24，不要用真实 IP",
+    "mysql -u root -P 3306 -h db.example",
+    "the CVV is 3 digits, the PIN 4-6 digits",
     # words of one length in a row are no key in groups (the 10k bench's generated text)
     "Project server index agent concept 2716 wiki fact fact rule wiki preference",
     "Agent embedding 4563 page wiki rule fact fact missing",
@@ -441,6 +474,13 @@ ORDINARY = [
 # read through the detectors' other views of a text (memwiki.site.detect.detectors._views)
 VIEWED = [
     ("密 码 是 stfc67pg9g 哈 别 弄 错 了", "stfc67pg9g"),  # a space after each character
+    # a value read out: digits, Chinese numerals, signs and letters said by name (all of it withheld)
+    ("妈妈说取款密码：五 七 九 三 八 三", "九 三 八"),
+    ("语音备忘：菜鸟打单的密码，六 井号 九 0 六 点 大写D 二 四 九，对，就这个", "大写D 二 四"),
+    ("语音备忘：菜鸟打单的密码，小写o 小写n 井号 小写k 小写q 一 大写D，对", "井号 小写k"),
+    ("银行卡一位一位念：6 2 2 2 0 2 9 1 6 1 4 6 1 0 0 3 3 0 4", "1 4 6 1"),
+    ("(voice note) the wifi password is dot, zero, six, dot, lowercase d, two, four, nine, four got it?", "two, four"),
+    ("密码是 三三九零七五 ，我用中文写的防偷看", "三三九零七五"),
     ("新邮箱：linyong_1003＠163．com（手机上打的全角）", "linyong_1003"),  # typed full-width
 ]
 

@@ -45,6 +45,13 @@ MARKED = [
     "⚠️ 保密 ⚠️ the garden gate",
     "Note to self, private: the garden gate",
     "> [!PRIVATE]\n> the garden gate",
+    # round 10 (blind): who may read it, what must not happen to it, a label and a saying
+    "[仅家人可见] the garden gate",
+    "只给自己看：the garden gate",
+    "family only: the garden gate",
+    "the garden gate\n\n（以上内容不要同步到 wiki）",
+    "私事，勿外传：the garden gate",
+    "the garden gate. The above is not to be published.",
 ]
 NOT_MARKED = [
     "private data pipeline is slow",
@@ -59,6 +66,9 @@ NOT_MARKED = [
     "x = 1 // privately owned",
     "(personally I prefer tabs)",
     "the record shows 3 runs",
+    "this is not for the faint of heart",
+    "the above steps are not for beginners",
+    "密码至少 12 位，不要告诉任何人",
 ]
 
 
@@ -91,6 +101,7 @@ def test_a_private_word_in_a_sentence_is_no_marker(text: str) -> None:
         {"tags": ["work", "private"]},
         {"tags": "家庭, 私密"},
         {"audience": "only-me"},
+        {"access": "owner-only"},
     ],
 )
 def test_frontmatter_flags_are_read_by_meaning(meta: dict) -> None:
@@ -130,7 +141,8 @@ def test_a_marker_alone_on_its_line_marks_the_paragraph_under_it() -> None:
 
 
 @pytest.mark.parametrize(
-    "heading", ["## Secrets", "### Private notes", "## 私密", "## Confidential", "### 不公开的部分"]
+    "heading",
+    ["## Secrets", "### Private notes", "## 私密", "## Confidential", "### 不公开的部分", "### Just between us"],
 )
 def test_a_heading_that_says_private_opens_a_private_section(heading: str) -> None:
     assert private_heading(heading)

@@ -31,9 +31,10 @@ STRONG_EN = (
     r"|signing[ -]?key|secret|otp[ -]?secret|totp(?:[ -]?(?:seed|secret|key))?|2fa[ -]?(?:seed|secret|key)"
     r"|webhook[ -]?secret|license[ -]?key|product[ -]?key|requirepass|masterauth|auth"
     r"|app[ -]?(?:key|secret)|appkey|appsecret|sdk[ -]?(?:key|secret)|access[ -]?key[ -]?(?:id|secret)"
+    r"|(?:admin|root|wi-?fi|login|nas|router|account|vpn)[ -]pass"  # (a pass said after what it opens)
 )
 # weak words: what follows must look made (digits and letters, or mixed case), not a word
-WEAK_EN = r"token|key|code|cookie|session[ -]?id|sid|salt|nonce|license|serial"
+WEAK_EN = r"token|key|code|cookie|session[ -]?id|sid|salt|nonce|license|serial|web[ -]?hook(?:[ -]?id)?|hook[ -]?id"
 # codes: digits, maybe with # or *
 CODE_EN = (
     r"pin(?:[ -]?code)?|door[ -]?code|gate[ -]?code|alarm[ -]?code|safe[ -]?code|locker[ -]?code|lock[ -]?code"
@@ -42,6 +43,16 @@ CODE_EN = (
     r"|puk[ -]?(?:code)?|(?:u-?|bike[ -]?|cable[ -]?|gun[ -]?)?lock"
     r"|(?:hotel[ -]?(?:room[ -]?)?|room[ -]?|gun[ -]?|wall[ -]?|home[ -]?)safe"
 )
+# short codes, three digits or more: said right after their name ("CVV 538", "安全码 033")
+SHORT_CODE_EN = (
+    r"cvv2?|cvc2?|cvn2?|csc|(?:card[ -]?)?security[ -]?code"
+    r"|(?:parental[ -]?controls?|screen[ -]?time|restrictions?)[ -]?(?:pass)?(?:code|pin)"
+)
+SHORT_CODE_ZH = r"安全码|安全碼|(?:卡背面?|背面)的?(?:后)?三位(?:数字?|码)?|(?i:cvv)码?"
+# or with a separator ("the luggage lock is 792", "combination: 0451")
+LOCK_EN = r"(?:luggage|suitcase|bike|cable|u-?|pad|combination)[ -]?lock|lock|combination|combo|lockbox|key[ -]?safe"
+LOCK_ZH = r"密码锁|行李箱密码|箱子密码|挂锁密码|锁的密码"
+_SHORT = r"(?=\d{3,8}(?![\d/.%:-]|,\d|\s*(?:位|digits?|characters?|chars?)))"
 PHRASE_EN = (
     r"seed[ -]?phrase|recovery[ -]?phrase|mnemonic(?:[ -]?phrase)?|wallet[ -]?seed|pass[ -]?phrase"
     r"|(?:seed|recovery|backup|mnemonic|wallet)[ -]?words"
@@ -57,11 +68,11 @@ ZH = (
 ZH_LIST = r"恢复码|恢復碼|备用码|備用碼|备份码|救援码|紧急恢复码|备用验证码|備用驗證碼|恢复代码|备用代码"
 ZH_PHRASE = r"助记词|助記詞|种子短语|种子词|恢复短语|密码短语"
 # English credential words inside a Chinese sentence: "AWS 的 secret 是 X", "wifi password 改成 X"
-ZH_EN = r"(?i:password|passwd|pwd|pin|key|secret|token|api[ _-]?key|passphrase)"
+ZH_EN = r"(?i:password|passwd|pwd|pw|pin|key|secret|token|api[ _-]?key|passphrase)"
 _ZH_VERB = (
     r"我设的是|设的是|我用的是|我改成了?|我设成了?|是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為"
     r"|设置为|设置成|设成了?|都用|设为了?|变成了?|变更为|更新为|用的是|新值|值"
-    r"|统一为|统一是|一律为|一律是|默认为|默认是|目前是|现在是|暂时是"
+    r"|统一为|统一是|一律为|一律是|默认为|默认是|目前是|现在是|暂时是|重置成了?|重置为|重设为|重设成了?|改回了?|设置了"
 )
 _LIKE = r"(?:数字|位|字母|字符|符号|大小写|汉字|中文|英文)"  # what a value is like: "八位数字", "全是字母"
 _ZH_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB}|:|：|=|＝|填)\s*[:：]?\s*"
@@ -74,7 +85,10 @@ _FOR = (  # "password for the NAS", "secret (in case I lose my phone)"
 )
 _KEY_END = r"(?:\\?[\"'])?\]?"  # a quoted key's closing quote (maybe escaped), a subscript's bracket
 _SEP = r"\s*(?::=|=>|->|[:=：])\s*"
-_IS = r"\s*(?:\bis\b\s*:?|\bwas\b|\bare\b|\bis\s+now\b|\bbecame\b|\bset\s+(?:it\s+)?to\b|\bchanged\s+to\b|\bnow\b)\s*"
+_IS = (  # ("are" before a value with a digit or a sign only: "the key and secret are sent as …" says how)
+    r"\s*(?:\bis\s+now\b|\bis\b\s*:?|\bwas\b|\bare\b(?=\s*\S*[\d!@#$%^&*])|\bbecame\b|\bset\s+(?:it\s+)?to\b"
+    r"|\bchanged\s+to\b|\bnow\b)\s*"
+)
 _TO = r"(?:set|change|changed|reset|update|updated|rotate|rotated)\s+(?:the\s+|my\s+|our\s+)?(?:\w+\s+){0,3}?"
 _LATER = r"\b[^.\n。;]{0,40}?\b(?:is\s+now|it'?s\s+now|now\s+is|now|became|changed\s+to|set\s+to|to)\b\s*:?\s*"
 _SENSITIVE_XML = r"password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|credentials?"
@@ -167,6 +181,14 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}\s+" + NOT_A_LABEL, _WEAK), "made"),
     (
         _rule(
+            "secret",
+            rf"(?i){_A}[a-z]{{2,16}}(?:key|secret|token){_Z}{_KEY_END}(?:{_SEP}|{_IS}|[ \t]*\|[ \t]*)" + NOT_A_LABEL,
+            r"(?i)[a-z](?:key|secret|token)",
+        ),
+        "made",
+    ),
+    (
+        _rule(
             "code",
             rf"(?i){_A}(?:{CODE_EN}){_Z}(?:\s*[(（][^()（）\n]{{0,60}}[)）])?[^.\n]{{0,30}}?"
             rf"(?:{_SEP}|{_IS}|\bwith\b|\bsays\b|\s+#?(?=[\d*#]))\s*",
@@ -178,6 +200,20 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule("code", r"(?i)(?<![A-Za-z<>/])code(?![A-Za-z>])\s*(?:[:=：]|\bis\b)\s*", r"(?i)code\s*(?:[:=：]|is)"),
         "code",
     ),
+    (
+        _rule(
+            "code",
+            rf"(?i){_A}(?:{SHORT_CODE_EN}){_Z}(?:[^.\n:：]{{0,20}}?(?:{_SEP}|{_IS})|\s*){_SHORT}",
+            rf"(?i){SHORT_CODE_EN}",
+        ),
+        "short",
+    ),
+    (_rule("code", rf"(?:{SHORT_CODE_ZH})\s*(?:是|为|[:：])?\s*{_SHORT}", SHORT_CODE_ZH), "short"),
+    (
+        _rule("code", rf"(?i){_A}(?:{LOCK_EN}){_Z}[^.\n]{{0,20}}?(?:{_SEP}|{_IS}){_SHORT}", rf"(?i)(?:{LOCK_EN})"),
+        "short",
+    ),
+    (_rule("code", rf"(?:{LOCK_ZH})\s*(?:是|为|[:：])\s*{_SHORT}", LOCK_ZH), "short"),
     (
         _rule(
             "code",
@@ -214,7 +250,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule("password", rf"(?i)[【\[]\s*(?:{ZH}|password|passwd|pwd|pw)\s*[】\]][ \t:：]*(?=\S)", r"(?i)【|\[\s*p"),
         "strong",
     ),
-    (_rule("password", rf"{_ZH_ANY}{ZH_EN}{_ZH_ONLY_SEP}" + NOT_A_LABEL, r"(?i)pass|pwd|pin|key|secret|token"), "zh"),
+    (_rule("password", rf"{_ZH_ANY}{ZH_EN}{_ZH_ONLY_SEP}" + NOT_A_LABEL, r"(?i)pass|pw|pin|key|secret|token"), "zh"),
     # env names and config keys whose last word is a credential word: DB_PASSWORD=, "apiKey":, client-key-data:
     (
         _rule(
@@ -431,9 +467,10 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (  # a question for a credential, and its answer: "老妈：家里 wifi 密码是多少？\n我：X", "what's the wifi pw? X"
         _rule(
             "password",
-            rf"(?i)(?:{ZH}|{_A}(?:{STRONG_EN}|{CODE_EN}){_Z})[^\n?？]{{0,30}}(?:[?？]|(?={_SPEAKER}))"
-            r"[ \t]*\n?[ \t]*"
-            r"(?:[^\s:：?？]{1,10}[:：][ \t]*)?(?:[-—–>→=]+[ \t]*)?" + NOT_A_LABEL,
+            rf"(?i)(?:{ZH}|{_A}(?:{STRONG_EN}|{CODE_EN}){_Z})[^\n?？]{{0,30}}"
+            rf"(?:[?？](?:[^\n]{{0,60}}(?=\n))?|(?={_SPEAKER}))"
+            r"[ \t]*\n?[ \t]*"  # (the answer's speaker, maybe after a time stamp: `[12:39] me: X`)
+            r"(?:\[[^\]\n]{1,24}\][ \t]*)?(?:[^\s:：?？]{1,10}[:：][ \t]*)?(?:[-—–>→=]+[ \t]*)?" + NOT_A_LABEL,
             rf"(?i)(?:{_ZH_TRIGGER}|pass|pw|pin|code|key|secret|token)[^?？\n]{{0,40}}(?:[?？]|{_SPEAKER})",
         ),
         "answer",
@@ -579,14 +616,17 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         return "/" not in value
     if how == "clause":  # a value after a colon that ends a few words about a credential: not a link or a path
         return "/" not in value and _judge("prose", text, a, b)
-    if how == "prose":
-        return is_value(value, 6) and any(not c.isalpha() for c in value) and any(c.isalpha() for c in value)
+    if how == "prose":  # (a sentence's own mark after a word is no symbol in a value: "the pass again?")
+        core = value.rstrip("?!.,;:…。？！，；：")
+        return is_value(value, 6) and any(not c.isalpha() for c in core) and any(c.isalpha() for c in value)
     if how == "code":
         digits = sum(c.isdigit() for c in value)
         compact = len(value) - sum(value.count(c) for c in " ,-")  # (digit by digit: "2 7 1 0 7 1", "9-4-4-7")
         if _LETTER_CODE.fullmatch(value) and not _described(text, b):
             return True  # letters and digits: an alphanumeric PIN `xi94igxo`, a sign-in code `6YJ-TSY`
         return digits >= 4 and digits >= compact - 2 and not _described(text, b)
+    if how == "short":  # a card's security code, a lock's combination: three digits or more, only digits
+        return value.isdigit() and 3 <= len(value) <= 8
     if how == "phrase":
         return is_value(value, 8)
     return how in ("groups", "list")
@@ -856,6 +896,23 @@ _IN_PLACE = (
     # command lines that take a password in their own place: `-p'X'` glued, macOS `security … -w X`, x11vnc,
     # poetry's `http-basic.NAME user X`, `user/X@host` of Oracle-style clients, a switch's `password cipher X`
     ("-p", re.compile(r"(?<![\w-])-p(['\"])([^'\"\n]{4,128})\1"), 2),
+    # `-u NAME -P X` (mosquitto, redis-cli's -a aside): a password flag beside a user flag on one command line
+    ("-P", re.compile(r"(?<![\w-])-u\s+\S+[^\n]{0,80}?\s-P\s+(['\"]?)(?!\d+\1(?:\s|$))([^\s'\"]{4,128})\1(?=\s|$)"), 2),
+    ("-u", re.compile(r"(?<![\w-])-P\s+(['\"]?)([^\s'\"-][^\s'\"]{3,127})\1\s[^\n]{0,80}?\s-u\s+\S"), 2),
+    # an address and its password, as sasl_passwd, a credentials list or a combo line has them: `NAME@HOST:X`
+    (
+        "@",
+        re.compile(
+            r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}:(?!\d+(?:[\s'\"]|$))([^\s/:@'\"]{4,128})(?=[\s'\"]|$)"
+        ),
+        1,
+    ),
+    # an Authorization header, whatever its scheme: `Authorization: GenieKey X`, `"authorization": "Basic X"`
+    (
+        "uthorization",
+        re.compile(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?(?:[A-Za-z][\w-]{1,20}\s+)?([^\s'\",;]{8,512})"),
+        1,
+    ),
     (
         "-password",
         re.compile(r"(?i)\bsecurity\s+add-(?:generic|internet)-password\b[^\n]*?\s-w\s+(['\"]?)([^\s'\"]{4,128})\1"),
@@ -883,7 +940,7 @@ def values_in_place(text: str) -> list[Span]:
     return spans
 
 
-_CREDENTIAL_WORD = Screened(
+CREDENTIAL_WORD = Screened(
     r"(?i)\b(?:pass(?:word|wd|code|phrase)s?|pwd|log\s*in|sign\s*in|wi-?fi|wlan|unlock|credentials?)\b"
     r"|密码|密碼|口令|登录|登陆|管理员|后台|解锁"
 )
@@ -896,12 +953,12 @@ def typed_near_words(text: str) -> list[Span]:
     """A value typed as passwords are (both cases, digits, a symbol inside) in a paragraph that speaks of a
     password or a login, before or after the word: "Roshai#5446KYT# 这个是公司 VPN 的新密码", "…remember:
     Xiatudex88-tam. It's for the web UI", a voice memo's "the wifi is uh Rosfenqin7295=fal yeah"."""
-    if not _CREDENTIAL_WORD.occurs(text):
+    if not CREDENTIAL_WORD.occurs(text):
         return []
     spans = []
     lowered = "_" in text and " " not in text and not any(c.isupper() for c in text)  # a predicate as stored
     for paragraph in _PARAGRAPH.finditer(text):
-        words = [m.start() + paragraph.start() for m in _CREDENTIAL_WORD.pattern.finditer(paragraph.group())]
+        words = [m.start() + paragraph.start() for m in CREDENTIAL_WORD.pattern.finditer(paragraph.group())]
         if not words:
             continue
         for m in _TYPED_TOKEN.finditer(paragraph.group()):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from memwiki.site.detect.context import ContextDetector
+from memwiki.site.detect.context import CREDENTIAL_WORD, ContextDetector
 from memwiki.site.detect.hosts import HostDetector
 from memwiki.site.detect.personal import PersonalDetector
 from memwiki.site.detect.providers import ProviderDetector
@@ -26,7 +26,7 @@ _TO_ASCII = {
 _ZH_DIGITS = str.maketrans("〇零一幺二两三四五六七八九", "0011223456789")  # (幺 and 两: 1 and 2 read out)
 _UPPER = re.compile("[A-Z]")
 _LOWER = re.compile("[a-z]")
-_SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{7,}")
+_SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{4,}")
 _SPACED_CJK = re.compile("[\u4e00-\u9fff] [\u4e00-\u9fff] [\u4e00-\u9fff]")
 _SPACED_RUN = re.compile("[\u4e00-\u9fff](?: [\u4e00-\u9fff])+")
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
@@ -83,6 +83,12 @@ class Detectors:
         for view in _views(text):  # (not the providers': their keys hold `_` and are typed in ASCII)
             for detector in self.classes[1:]:
                 spans += detector.find(view)  # type: ignore[attr-defined]
+        if (dictated := _dictated(text)) is not None:  # what is found in a value read out covers all of it
+            view, runs = dictated
+            for detector in self.classes[1:]:
+                spans += [_over_runs(s, runs) for s in detector.find(view)]  # type: ignore[attr-defined]
+            if CREDENTIAL_WORD.occurs(text):  # a value read out where a password is spoken of: that password
+                spans += [Span(a, b, "password", 500) for a, b in runs]
         if ":--" in text:  # a URL in a file or page name, its slashes made dashes: `https:--user:pw@host-path`
             urls = text.replace(":--", "://")  # (its credentials only: `host.com-path` is no host name)
             if self.context is not None:
@@ -128,6 +134,77 @@ def _views(text: str) -> list[str]:
     if _SPACED_CJK.search(text):  # "密 码 是 X": each run's spaces moved to its end (what follows keeps its place)
         views.append(_SPACED_RUN.sub(lambda m: m.group().replace(" ", "") + " " * m.group().count(" "), text))
     return views
+
+
+# a value read out one character at a time: digits and Chinese numerals, signs and letters said by name
+_SAID_SIGNS = {
+    "井号": "#", "井字号": "#", "星号": "*", "点": ".", "横杠": "-", "杠": "-", "减号": "-", "下划线": "_",
+    "艾特": "@", "感叹号": "!", "叹号": "!", "加号": "+", "百分号": "%", "美元符号": "$", "美元符": "$",
+    "dot": ".", "dash": "-", "hyphen": "-", "underscore": "_", "hash": "#", "star": "*", "asterisk": "*",
+    "exclamation mark": "!", "at sign": "@", "dollar sign": "$", "plus": "+",
+}  # fmt: skip
+_ZH_NUMERALS = frozenset("〇零一幺二两三四五六七八九")
+_SAID_DIGITS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine".split())}
+_SAID_CASE = r"(?:大写|小写|uppercase|lowercase|capital|small)(?:的|\s+)?[A-Za-z](?![A-Za-z])"
+_SAID_TOKEN = (
+    rf"[〇零一幺二两三四五六七八九]{{1,4}}|[0-9](?![0-9])|{_SAID_CASE}"
+    rf"|(?i:{'|'.join(sorted(_SAID_DIGITS, key=len, reverse=True))})(?![A-Za-z])"
+    rf"|(?i:{'|'.join(sorted(_SAID_SIGNS, key=len, reverse=True))})(?![A-Za-z])"
+)
+_SAID_RUN = re.compile(rf"(?<![0-9A-Za-z])(?:{_SAID_TOKEN})(?:[ \t、，,]+(?:{_SAID_TOKEN})){{3,}}")
+_SAID_PART = re.compile(rf"{_SAID_TOKEN}")
+_SAID_SCREEN = re.compile(  # (a digit read out, then another part: where a run may be)
+    r"[〇零一幺二两三四五六七八九0-9][ \t、，,]+[^ \t]|(?i:zero|one|two|three|four|five|six|seven|eight|nine)[ ,]+[^ ,]"
+)
+
+
+def _dictated(text: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """`text` with each value read out (`五 七 九 三 八 三`, `六 井号 九 0 六 点 大写D`, `dot, zero, six`) written as
+    typed, spaces after it to its run's end; and where the runs are. None when nothing was read out."""
+    if not _SAID_SCREEN.search(text):
+        return None
+    out, runs, at = [], [], 0
+    for m in _SAID_RUN.finditer(text):
+        parts = _SAID_PART.findall(m.group())
+        if not _read_out(parts):
+            continue
+        value = "".join(_typed(p) for p in parts)
+        out += [text[at : m.start()], value.ljust(m.end() - m.start())]
+        runs.append(m.span())
+        at = m.end()
+    if not runs:
+        return None
+    out.append(text[at:])
+    return "".join(out), runs
+
+
+def _read_out(parts: list[str]) -> bool:
+    """Parts that read out a value: four or more with a sign or a letter said by its case among them, or with three
+    digits in Chinese numerals; six or more where all are digits in ASCII or English words ("one, two, three,
+    four" counts steps more often than it spells a code)."""
+    said = sum(not (p.isdigit() or p.lower() in _SAID_DIGITS or p[0] in _ZH_NUMERALS) for p in parts)
+    chinese = sum(p[0] in _ZH_NUMERALS for p in parts)
+    return said > 0 or chinese >= 3 or len(parts) >= 6
+
+
+def _typed(part: str) -> str:
+    """One part of a value read out, as typed."""
+    low = part.lower()
+    if low in _SAID_DIGITS:
+        return _SAID_DIGITS[low]
+    if low in _SAID_SIGNS:
+        return _SAID_SIGNS[low]
+    if len(part) > 1 and part[-1].isascii() and part[-1].isalpha():  # 大写D, lowercase d
+        return part[-1].upper() if low.startswith(("大写", "uppercase", "capital")) else part[-1].lower()
+    return part.translate(_ZH_DIGITS)
+
+
+def _over_runs(span: Span, runs: list[tuple[int, int]]) -> Span:
+    """`span`, found in a value read out, over the whole of what was read."""
+    for a, b in runs:
+        if span.start < b and span.end > a:
+            span = Span(min(span.start, a), max(span.end, b), span.kind, span.rank)
+    return span
 
 
 def _whole(text: str, span: Span) -> Span:

@@ -126,8 +126,8 @@ _ID_WORDS = {
     r"|routing(?:\s*(?:no\.?|number|#))?"
     r"|aba|sort\s*code|bsb|konto(?:nummer)?|kontonr\.?|账号|帳號|账户|帳戶|卡号|卡號|银行卡号?|銀行卡號?|户号|收款账号|户口|戶口",
 }
-_ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words
-    r"(?:\s*[(（](?![A-Z0-9]{5,}[)）])[^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on|pour|für|para|per|di|de|du)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
+_ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words; `"passport": "X"`
+    r"(?:[\"'](?=\s*[:=]))?(?:\s*[(（](?![A-Z0-9]{5,}[)）])[^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on|pour|für|para|per|di|de|du)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
     r"(?:号码?|號碼?|编号|編號)?[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
     r"(?:[\"'“‘`「【\[(（]|t\.me/|-(?=\w))?"  # (or joined by a dash: `MRN-FP75669046`; in brackets: `PESEL (…)`)
 )
@@ -136,6 +136,8 @@ _ID_LEAD = {
     for kind, words in _ID_WORDS.items()
 }
 _ID_PRESENT = Present(rf"(?i)(?:^|[^A-Za-z])(?:{words})(?:[^A-Za-z]|$)" for words in _ID_WORDS.values())
+# what an address holds: a Chinese place word, or a number beside a word (`12 Oak Street`); not an IP range
+_PLACE = re.compile(r"[省市区區县縣镇鎮乡鄉村路街巷号號楼樓栋棟室弄道苑园園座]|\d+\s*[A-Za-z]{3,}|[A-Za-z]{3,}\s*\d+")
 _ID_VALUE = {
     "passport": re.compile(r"[A-Za-z]{0,2}\d{6,9}|[A-Za-z0-9]{6,9}"),
     "wechat": re.compile(r"@?[A-Za-z][-_A-Za-z0-9]{5,19}|1[3-9]\d{9}"),
@@ -312,7 +314,7 @@ class PersonalDetector:
                     a, b = value_span(text, start, phrase=True)
                     while a < b and text[a] in " \t:：,，":
                         a += 1
-                    if b - a >= 6 and text[a] != "[" and "://" not in text[a:b]:  # (a label, a link: no address)
+                    if b - a >= 6 and text[a] != "[" and _PLACE.search(text[a:b]) and "://" not in text[a:b]:
                         spans.append(Span(a, b, kind, 321))
                     continue
                 value = _ID_VALUE[kind].match(text, start)

@@ -43,6 +43,9 @@ _KEY_WORDS = re.compile(  # (a key's own name: `master.key`, `aes key`, 加密�
 _HASH_WORDS = re.compile(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|commit|sum\b|摘要|校验")
 _HASHED = re.compile(r"(?i)^(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?)[-:]")  # an integrity or digest string
 _UUID = re.compile(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_ADVISORY = re.compile(
+    r"^(?:GHSA(?:-[2-9cfghjmpqrvwx]{4}){3}|CVE-\d{4}-\d{4,}|(?:PYSEC|RUSTSEC|GO)-\d{4}-\d+)$"
+)  # public ids
 _HEX = re.compile(r"^[0-9a-f]+$|^[0-9A-F]+$")
 _VERSIONISH = re.compile(r"^[vV]?\d+(?:[._-]\d+)+(?:[._+-]?[A-Za-z]++\d*+)*+$")  # (possessive: see test_redos)
 _SPLIT = re.compile(r"[_.~/+=-]+")
@@ -94,7 +97,7 @@ def made(token: str) -> bool:
         return False
     if (core.islower() or core.isupper()) and not any(map(str.isdigit, core)):
         return False  # one case and no digit: words, or a key too plain to tell (see `_one_case_made`)
-    if _UUID.match(core) or _VERSIONISH.match(core):
+    if _UUID.match(core) or _VERSIONISH.match(core) or _ADVISORY.match(core):
         return False
     if _HEX.match(core):
         return False  # digests and ids (git, MemPalace, Mongo): a hex key is known by the words around it
