@@ -127,10 +127,12 @@ _MARKED = Screened(
     rf"|[\[(<{{]\s*!?\s*(?:(?:{_WORDS}|{_SAYINGS})\s*[,，;；/、]?\s*){{1,3}}[\])>}}]"  # in brackets: `[!PRIVATE]` too
     rf"|[\[(<{{]\s*(?:{_WORDS})\s*[,，;；:：、-][^\])>}}\n]{{0,40}}[\])>}}]"  # one opens it: `(私密，…)`
     rf"|(?:^|\s)(?://|--)\s*(?:{_WORDS})\W{{0,3}}$"  # a code comment's marker at the end: `… // private`
-    rf"|(?:^|(?<=[\s,;]))[#@](?:{_WORDS})(?![\w-])"  # a hashtag, a mention: `#private`, `@private`
+    rf"|(?:^|(?<=[\s,;]))[#@](?:{_WORDS})(?![A-Za-z0-9_-])"  # a hashtag, a mention: `#private`, `#私密` (its spaces
+    # after Chinese dropped: `#私密 体检` reads `#私密体检`)
     rf"|{_START}(?:[\w ]{{1,20}},\s*)?(?:{_LABELS})\s*(?:{_NOUNS})?\s*\**\s*(?:[:\-–—|]|$)"  # a leading label, or alone
     rf"|{_START}(?:{_LABELS})\s*[^\w\s]{{1,4}}(?:\s|$)"  # the word between signs: `⚠️ 保密 ⚠️ …`
     r"|[\U0001f512\U0001f510\U0001f92b]"  # a lock or a hush: 🔒 🔐 🤫
+    rf"|(?:^|\s):{{3,}}\s*\{{?\s*\.?(?:{_WORDS})(?![\w-])"  # a fenced block of that class: `::: private`
     # said of the note: at its start (maybe after a word: `私事，勿外传：…`), at its end, or in brackets
     rf"|{_START}(?:[^\W\d_]{{1,8}}[,，、]\s*)?(?:{_SAYINGS})|(?:{_SAYINGS})\W{{0,3}}$"
     rf"|[\[(<{{][^\])>}}\n]{{0,12}}(?:{_SAYINGS})[^\])>}}\n]{{0,16}}[\])>}}]",

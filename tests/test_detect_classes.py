@@ -216,6 +216,8 @@ CONTEXT = [
     ("mosquitto_pub -h 10.0.0.2 -u iot -P 'chuntian1979&' -t home/door -m open", "chuntian1979&"),
     ("[smtpdm.aliyun.com]:465 shop@mail.example.cn:Orbittva9AW", "Orbittva9AW"),
     ('curl -H "Authorization: GenieKey d28a7902-3c39-4200-861f-ccd268a29a0d" https://api.example', "d28a7902-3c39"),
+    # a share link with its extraction code: the link's id opens it too
+    ("阿里云盘 分享 https://www.alipan.com/s/tbxAk7jqevt 提取码 avet", "tbxAk7jqevt"),
     # the answer in the next turn of a chat, after a time stamp
     (
         "[19:28] Sam: what's the NAS admin pass again? the photo app logged me out\n[12:39] me: 75$yx$8xm5Msl??\n",
@@ -259,6 +261,11 @@ SHAPES = [
 ]
 PERSONAL = [
     ("call me at 1-415-555-2671 tomorrow", "1-415-555-2671"),
+    # round 10: a policy's number, an access card's id, a Singapore identity card, an id word as a JSON key
+    ("郭欣怡的医疗险保单：857195406135895254，受益人是我", "857195406135895254"),
+    ("门禁卡卡号 F7C3706D（复制到手环用的）", "F7C3706D"),
+    ("Singapore IC: S6426212B", "S6426212B"),
+    ('{"name": "Muyang Huang", "passport": "EJ0110843", "dob": "1987-05-14"}', "EJ0110843"),
     ("UK mobile 07911 123456", "07911 123456"),
     ("手机 138 1234 5678", "138 1234 5678"),
     ("IBAN DE62 3704 0044 0532 0130 01", "DE62 3704 0044 0532 0130 01"),
@@ -465,6 +472,8 @@ ORDINARY = [
     "文档示例地址用 192.0.2.0/24，不要用真实 IP",
     "mysql -u root -P 3306 -h db.example",
     "the CVV is 3 digits, the PIN 4-6 digits",
+    "docs https://example.com/docs/getting-started password reset guide",
+    "保单条款第 12 条",
     # words of one length in a row are no key in groups (the 10k bench's generated text)
     "Project server index agent concept 2716 wiki fact fact rule wiki preference",
     "Agent embedding 4563 page wiki rule fact fact missing",

@@ -52,6 +52,8 @@ MARKED = [
     "the garden gate\n\n（以上内容不要同步到 wiki）",
     "私事，勿外传：the garden gate",
     "the garden gate. The above is not to be published.",
+    "::: private the garden gate :::",  # a fenced block of that class, its lines made one
+    "#私密 体检报告在抽屉里",  # a hashtag before Chinese (the normaliser drops spaces between Chinese)
 ]
 NOT_MARKED = [
     "private data pipeline is slow",
@@ -69,6 +71,7 @@ NOT_MARKED = [
     "this is not for the faint of heart",
     "the above steps are not for beginners",
     "密码至少 12 位，不要告诉任何人",
+    "::: note\nthe garden gate\n:::",
 ]
 
 

@@ -907,6 +907,15 @@ _IN_PLACE = (
         ),
         1,
     ),
+    # a share link with its extraction code: the link's id opens it too (`…/s/tbxAk7jqevt 提取码 avet`)
+    (
+        "://",
+        re.compile(
+            r"https?://[^\s/]+/(?:[^\s?#]*/)?(?=[\w-]*[0-9A-Z])([A-Za-z0-9_-]{6,64})[ \t]*[,，;；]?[ \t]*"
+            r"(?:提取码|提取碼|访问码|訪問碼|密码|密碼|pwd|password|access code)[ \t]*[:：]?[ \t]*[A-Za-z0-9]{4}"
+        ),
+        1,
+    ),
     # an Authorization header, whatever its scheme: `Authorization: GenieKey X`, `"authorization": "Basic X"`
     (
         "uthorization",

@@ -117,7 +117,9 @@ _ID_WORDS = {
     r"|member\s+(?:id|no\.?|number)|subscriber\s+id|policy\s+(?:no\.?|number|id)|mbi|medicare(?:\s+(?:number|id))?"
     r"|insurance\s+(?:no\.?|number|id)|licen[cs]e\s+(?:no\.?|number)|file\s+(?:no\.?|number)|permit\s+(?:no\.?|number)"
     r"|社保卡(?:卡号|号)?|保单号码?|保單號碼?|档案编号|檔案編號|驾驶证(?:号|编号)?|駕駛證(?:號|編號)?|会员号|會員號"
-    r"|医保号|参保号|证书编号|证号",
+    r"|医保号|参保号|证书编号|证号|保单|保單"
+    # an access card's or a tag's id (`门禁卡卡号 F7C3706D`), a Singapore or Malaysian identity card
+    r"|门禁卡(?:卡?号)?|門禁卡(?:卡?號)?|门卡号?|(?:access\s+card|card|tag|nfc|rfid)\s+uid|(?:singapore|malaysian?)\s+ic|mykad",
     "account name": r"(?:steam\s+)?login(?:\s+name)?|user\s*name|用户名|登录名|账户名",
     "booking reference": r"pnr|订座记录|booking\s+(?:ref(?:erence)?|code)|confirmation\s+(?:code|number)|预订号",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
