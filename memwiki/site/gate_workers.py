@@ -12,13 +12,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from memwiki.site.detect import Detectors
 from memwiki.site.detect.spans import Span
 from memwiki.workers import share_out, spawned_pool
-
-if TYPE_CHECKING:
-    from memwiki.site.privacy import PrivacyRules
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 PER_STRING = 300  # what judging a string costs beyond its characters, in characters (a name costs what 300 do)
@@ -28,15 +26,24 @@ CHUNK = 100_000  # work per task: small enough to share out evenly, large enough
 Verdict = tuple[list[Span], bool]  # the shown string's spans; whether the source's string marks its record private
 Pair = tuple[str, str]  # the source's string, and the string shown (its local paths shortened)
 
-_RULES: PrivacyRules | None = None  # a worker's rules (sent once, when it starts)
+
+class Rules(Protocol):
+    """What a worker needs of memwiki.site.privacy.PrivacyRules (sent to it pickled, once)."""
+
+    detectors: Detectors
+
+    def private_text(self, text: str) -> bool: ...
 
 
-def judge(rules: PrivacyRules, pairs: Sequence[Pair]) -> list[Verdict]:
+_RULES: Rules | None = None  # a worker's rules (sent once, when it starts)
+
+
+def judge(rules: Rules, pairs: Sequence[Pair]) -> list[Verdict]:
     """Each pair's verdict."""
     return [(rules.detectors.find(shown), rules.private_text(raw)) for raw, shown in pairs]
 
 
-def _start(rules: PrivacyRules) -> None:
+def _start(rules: Rules) -> None:
     global _RULES
     _RULES = rules
 
@@ -50,7 +57,7 @@ class Judges:
     """A build's judging: in this process, or with `workers` spawned processes beside it (started for the first
     layer large enough, kept until `stop`)."""
 
-    def __init__(self, rules: PrivacyRules, workers: int) -> None:
+    def __init__(self, rules: Rules, workers: int) -> None:
         self.rules = rules
         self.workers = workers
         self.min_work = PARALLEL_MIN
