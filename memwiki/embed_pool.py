@@ -8,13 +8,10 @@ few texts are embedded in the calling process: a worker's start (interpreter, im
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
-
 import numpy as np
 
 from memwiki.embedders import Embedder, USEEmbedder
-from memwiki.workers import cores
+from memwiki.workers import cores, spawned_pool
 
 PARALLEL_MIN = 256  # texts below which one process embeds them all
 CHUNK = 32  # texts per task: small enough to share out evenly, large enough to batch the forward pass
@@ -26,8 +23,7 @@ def embed_many(embedder: Embedder, texts: list[str]) -> np.ndarray:
     if workers < 2 or len(texts) < PARALLEL_MIN or not isinstance(embedder, USEEmbedder):
         return embedder.embed(texts)
     chunks = [texts[start : start + CHUNK] for start in range(0, len(texts), CHUNK)]
-    # spawn: a fork of a process with Chroma's or the build's threads may inherit a held lock
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with spawned_pool(workers) as pool:
         return np.concatenate(list(pool.map(_embed_chunk, chunks)))
 
 

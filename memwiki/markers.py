@@ -195,8 +195,11 @@ _PUBLIC_FLAGS = frozenset(
     | {"发布", "發布", "分享", "共享", "可分享"}
 )
 _TAG_KEYS = frozenset({"tags", "tag", "labels", "label", "categories", "category", "keywords", "标签", "標籤", "分类"})
-_PRIVATE_VALUES = frozenset(PRIVATE_WORDS) | {"hidden", "draft", "internal", "restricted", "owner", "me", "仅本人"}
-_PRIVATE_VALUES |= {f"{v} only" for v in ("owner", "me", "family", "household", "self", "author")}
+_PRIVATE_VALUES = (
+    frozenset(PRIVATE_WORDS)
+    | {"hidden", "draft", "internal", "restricted", "owner", "me", "仅本人"}
+    | {f"{who} only" for who in ("owner", "me", "family", "household", "self", "author")}  # `access: owner-only`
+)
 
 
 _CJK_SPACED = re.compile(r"(?<=[\u4e00-\u9fff])[ \t\u3000]+(?=[\u4e00-\u9fff:：])")

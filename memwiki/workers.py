@@ -26,7 +26,7 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def spawned_pool(workers: int, initializer: Callable[..., None], *initargs: Any) -> ProcessPoolExecutor:  # noqa: ANN401
+def spawned_pool(workers: int, initializer: Callable[..., None] | None = None, *initargs: Any) -> ProcessPoolExecutor:  # noqa: ANN401
     """A pool of `workers` spawned processes (spawn, not fork: a fork of a build copies Chroma's and the build's
     threads' locks, and a Go library's runtime without its threads; both have hung a forked child)."""
     context = multiprocessing.get_context("spawn")

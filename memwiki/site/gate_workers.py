@@ -10,7 +10,7 @@ verdict is a string's spans and whether the string marks its record private; the
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 from typing import Protocol
 
@@ -60,12 +60,11 @@ class Judges:
     def __init__(self, rules: Rules, workers: int) -> None:
         self.rules = rules
         self.workers = workers
-        self.min_work = PARALLEL_MIN
         self._pool: ProcessPoolExecutor | None = None
 
-    def wanted(self, shown: Sequence[str]) -> bool:
+    def wanted(self, texts: Collection[str]) -> bool:
         """Whether these strings are worth judging at once (workers there are, and work enough to share)."""
-        return self.workers > 0 and sum(map(len, shown)) + PER_STRING * len(shown) >= self.min_work
+        return self.workers > 0 and sum(map(len, texts)) + PER_STRING * len(texts) >= PARALLEL_MIN
 
     def judge(self, pairs: Sequence[Pair]) -> list[Verdict]:
         if self._pool is None:

@@ -422,16 +422,10 @@ class PrivacyFilter:
         are many: `clean` and `private` then find each one's verdict ready."""
         if not self.rules.public or not self._judges.workers:
             return
-        todo = {}
-        for record in records:
-            for text in strings(record):
-                if text and text not in todo and text not in self._cleaned:
-                    shown = self.local(text)
-                    if shown not in self._spans:
-                        todo[text] = shown
-        if not self._judges.wanted(list(todo.values())):
+        todo = {text for record in records for text in strings(record) if text and text not in self._cleaned}
+        if not self._judges.wanted(todo):  # (a session's few messages: nothing more is done for them here)
             return
-        pairs = list(todo.items())
+        pairs = [(text, shown) for text in todo if (shown := self.local(text)) not in self._spans]
         for (raw, shown), (spans, private) in zip(pairs, self._judges.judge(pairs), strict=True):
             self._spans[shown] = spans
             self.rules.learn(raw, private)

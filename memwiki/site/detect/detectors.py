@@ -83,7 +83,8 @@ class Detectors:
         for view in _views(text):  # (not the providers': their keys hold `_` and are typed in ASCII)
             for detector in self.classes[1:]:
                 spans += detector.find(view)  # type: ignore[attr-defined]
-        if (dictated := _dictated(text)) is not None:  # what is found in a value read out covers all of it
+        # a value read out: what is found in it covers all of it (not in the scan's net: no class of its own)
+        if self.context is not None and (dictated := _dictated(text)) is not None:
             view, runs = dictated
             for detector in self.classes[1:]:
                 spans += [_over_runs(s, runs) for s in detector.find(view)]  # type: ignore[attr-defined]
