@@ -117,7 +117,8 @@ _NOT_OUT = (
     r"|(?:this|the above)(?: (?:note|entry|page|section|part))?(?: is)? not (?:to be )?(?:published|synced|shared)"
 )
 _SAYINGS = "|".join(re.escape(p) for p in _PHRASES) + f"|{_AUDIENCE}|{_NOT_OUT}"  # said of the note itself
-_BRACKETS = str.maketrans("【〔〖「『〈《（［｛】〕〗」』〉》）］｝", "[[[[[<<([{]]]]]>>)]}")
+_BRACKETS = dict(zip("【〔〖「『〈《（［｛】〕〗」』〉》）］｝", "[[[[[<<([{]]]]]>>)]}", strict=True))
+_BRACKET = re.compile(f"[{''.join(_BRACKETS)}]")
 _WORDS = "|".join(re.escape(w) for w in sorted(PRIVATE_WORDS, key=len, reverse=True))
 _LABELS = "private|私密|私人|隐私|隱私|保密|机密|機密|私事|confidential"  # a leading `secret:` is a key, not a marker
 _NOUNS = r"note|notes|entry|memo|page|info|only|stuff|thought|笔记|筆記|备注|備註|信息|资料|内容"
@@ -138,6 +139,7 @@ _MARKED = Screened(
     rf"|[\[(<{{][^\])>}}\n]{{0,12}}(?:{_SAYINGS})[^\])>}}\n]{{0,16}}[\])>}}]",
     f"{_WORDS}|{_LABELS}|{_SAYINGS}|[\U0001f512\U0001f510\U0001f92b]",  # (what each shape holds: RE2 looks first)
     re.MULTILINE,
+    group="markers",  # (it reads texts through `normalise`, which no detector reads)
 )
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _TRUE = frozenset({"true", "yes", "y", "1", "on", "是", "对", "private"})
@@ -211,7 +213,9 @@ def normalise(text: str) -> str:
     if text.isascii():  # (NFKC leaves ASCII as it is, and case-folds it as `lower` does)
         return text.lower()
     text = _CJK_SPACED.sub("", text) if " " in text or "\t" in text or "\u3000" in text else text
-    return unicodedata.normalize("NFKC", text.translate(_BRACKETS)).casefold()
+    if _BRACKET.search(text):  # (a search and a few replacements: `translate` reads a long text slowly)
+        text = _BRACKET.sub(lambda m: _BRACKETS[m.group()], text)
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def marked(text: str) -> bool:

@@ -61,19 +61,21 @@ class Present:
 
 class Screened:
     """A Python pattern run only on texts where RE2 finds `screen` (by default the pattern itself, when it has no
-    look-around). Every screen made is read in one RE2 pass per text, all together (`_screens_in`): a text with
-    nothing a detector looks for costs one linear pass, and the Python engine reads only the rest."""
+    look-around). The screens of a `group` (the patterns that read the same texts) are read in one RE2 pass per
+    text, all together: a text with nothing a detector looks for costs one linear pass, and the Python engine
+    reads only the rest. (Patterns that read other texts, such as the private markers reading a case-folded copy,
+    are a group of their own: one automaton over every screen would grow its states for texts most never read.)"""
 
-    def __init__(self, pattern: str, screen: str | None = None, flags: int = 0) -> None:
+    def __init__(self, pattern: str, screen: str | None = None, flags: int = 0, group: str = "detectors") -> None:
         self.pattern = re.compile(pattern, flags)
         self.screen = screen or pattern
         re2.compile(self.screen)  # (a screen RE2 cannot read fails here, not at the first text read)
-        self._index = len(_SCREENS)
-        _SCREENS.append(self.screen)
+        self._group = _GROUPS.setdefault(group, _Screens())
+        self._index = self._group.add(self.screen)
 
     def occurs(self, text: str) -> bool:
         """Whether the screen occurs in `text`: the pattern may match."""
-        return self._index in _screens_in(text, len(_SCREENS))
+        return self._index in self._group.found_in(text)
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         return self.pattern.finditer(text) if self.occurs(text) else iter(())
@@ -82,22 +84,40 @@ class Screened:
         return self.pattern.search(text) if self.occurs(text) else None
 
 
-_SCREENS: list[str] = []  # every Screened's screen, in the order made
+class _Screens:
+    """The screens of one group, read together: one RE2 set, and what it found in the last texts read (the
+    detectors read a text in turn)."""
+
+    def __init__(self) -> None:
+        self._screens: list[str] = []
+        self._set: re2.Set | None = None
+        self._found: dict[str, frozenset[int]] = {}
+
+    def add(self, screen: str) -> int:
+        self._screens.append(screen)
+        self._set = None  # (made again, with this screen too, at the next text)
+        self._found.clear()
+        return len(self._screens) - 1
+
+    def found_in(self, text: str) -> frozenset[int]:
+        """Which screens occur in `text`."""
+        found = self._found.get(text)
+        if found is None:
+            if len(self._found) >= 64:
+                self._found.clear()
+            found = self._found[text] = frozenset(self._made().Match(re2_safe(text)) or ())
+        return found
+
+    def _made(self) -> re2.Set:
+        if self._set is None:
+            options = re2.Options()
+            options.max_mem = 64 << 20  # (the set's automaton: some 40 screens, a few MB)
+            screens = re2.Set.SearchSet(options)
+            for screen in self._screens:
+                screens.Add(screen)
+            screens.Compile()
+            self._set = screens
+        return self._set
 
 
-@functools.lru_cache(maxsize=32)  # (the detectors read one text in turn: its screens are read once)
-def _screens_in(text: str, count: int) -> frozenset[int]:
-    """Which of the first `count` screens occur in `text`, all read in one RE2 pass."""
-    return frozenset(_screen_set(count).Match(re2_safe(text)) or ())
-
-
-@functools.lru_cache(maxsize=1)
-def _screen_set(count: int) -> re2.Set:
-    """One RE2 set of the first `count` screens (made again when a new `Screened` is made)."""
-    options = re2.Options()
-    options.max_mem = 64 << 20  # (the set's automaton: some 40 screens, a few MB)
-    screens = re2.Set.SearchSet(options)
-    for screen in _SCREENS[:count]:
-        screens.Add(screen)
-    screens.Compile()
-    return screens
+_GROUPS: dict[str, _Screens] = {}

@@ -7,6 +7,7 @@ import pytest
 
 from memwiki.site.detect import Detectors
 from memwiki.site.detect.context import ContextDetector
+from memwiki.site.detect.detectors import _views
 from memwiki.site.detect.hosts import HostDetector
 from memwiki.site.detect.personal import PersonalDetector
 from memwiki.site.detect.providers import ProviderDetector
@@ -594,3 +595,16 @@ def test_a_keys_bytes_and_a_paseto_token_are_withheld() -> None:
     assert "uxxYK2Mk" not in redacted(f"the session cookie decodes to nothing readable: {paseto}")
     joined = 'const key = "fdaa970d10128d2a0b1c2d3e4f5a6b7c" + "0c4f143ce10687d-us15";'
     assert "0c4f143ce10687d" not in redacted(joined)  # a string concatenation is one string
+
+
+def test_a_long_texts_views_read_its_changed_lines_and_the_line_after() -> None:
+    """A view of a page of many lines reads again only the lines it changes and the line after each (a value
+    under its label): `door_code_is:` is read as words, and the code on the next line is withheld."""
+    filler = [f"line {i} of the runbook" for i in range(30)]
+    page = "\n".join([*filler[:20], "door_code_is:", "4821", "see you", *filler[20:]])
+    shown = Detectors().redact(page, lambda kind, secret: "[R]")[0].split("\n")
+    assert shown[20:23] == ["door_code_is:", "[R]", "see you"]
+    assert shown[:20] + shown[23:] == filler
+    assert all(not line.strip() for view in _views(page) for line in view.split("\n")[:20])  # (read once)
+    one_line = Detectors().redact("the door_code_4821 works", lambda kind, secret: "[R]")[0]
+    assert "4821" not in one_line

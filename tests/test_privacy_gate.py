@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memwiki.site.builder_io import BuildContext
+from memwiki.site.detect import Detectors
 from memwiki.site.privacy import PrivacyFilter, PrivacyRules, scrub, strings
 from memwiki.site.site_build import build_all
 from memwiki.site.speed.builder_speed import BuildSpeed
@@ -241,3 +242,39 @@ def test_work_is_shared_between_this_process_and_a_pool_in_order() -> None:
         done = share_out(chunks, slow_upper, pool, str.upper, in_flight=2)
     assert done == [c.upper() for c in chunks]
     assert 0 < len(here) < len(chunks)
+
+
+def test_ids_made_from_gated_fields_are_made_again_not_gated_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entity's id made from its name, and a fact's id made from its ends and predicate, are not read by the
+    detectors on their own: a fact the gate did not change keeps its id; one whose object it redacted gets an
+    id of its own (`t_` and a keyed tag), and no id, end or name shown holds the secret."""
+    with Store.init(tmp_path / "store") as store:
+        store.graph.add_triple("Lin Xiao", "works on", "memwiki")
+        store.graph.add_triple("deploy bot", "uses token", KEY)
+    read: list[str] = []
+    find = Detectors.find
+    monkeypatch.setattr(Detectors, "find", lambda self, text: read.append(text) or find(self, text))
+    with Store.open(tmp_path / "store") as store:
+        raw = {t.object: t for t in store.reader().triples()}
+        gate = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32)
+        shown = {t.predicate: t for t in gate.triples()}
+        names = {e.id: e.name for e in gate.entities()}
+    assert shown["works_on"].id == raw["memwiki"].id == "t_lin_xiao_works_on_memwiki_" + raw["memwiki"].id[-12:]
+    secret = shown["uses_token"]
+    assert secret.id.startswith("t_") and len(secret.id) == 14 and secret.id != raw[KEY.lower()].id
+    assert KEY.lower() not in repr(list(shown.values())).lower() and KEY.lower() not in repr(names).lower()
+    assert names[secret.object].startswith("[redacted")
+    assert "Lin Xiao" in read and not {t.id for t in raw.values()} & set(read) and "lin_xiao" not in read
+
+
+def test_workers_judge_a_layer_only_when_they_take_off_more_than_they_cost() -> None:
+    """With one worker beside the build's process, a 10k store's wiki (5,000 pages of 1,300 characters) is
+    judged here (the worker would take half of it, less than its start costs); with three, it is shared."""
+    from memwiki.site.gate_workers import Judges
+
+    wiki = ["x" * 1_300] * 5_000
+    assert not Judges(PrivacyRules(), 1).wanted(wiki)
+    assert Judges(PrivacyRules(), 3).wanted(wiki)
+    assert not Judges(PrivacyRules(), 0).wanted(wiki * 100)

@@ -18,7 +18,7 @@ from tests.blind.harness import load_set
 from tests.test_detect_classes import CONTEXT, HOSTS, ORDINARY, PERSONAL, PROVIDERS, SHAPES
 
 MODULES = [f"memwiki.site.detect.{m}" for m in ("context", "hosts", "personal", "providers", "shapes", "spans")]
-MODULES.append("memwiki.markers")
+MODULES += ["memwiki.site.detect.detectors", "memwiki.markers", "memwiki.site.offline"]
 
 
 def _screened() -> dict[str, Screened]:
@@ -68,3 +68,14 @@ def test_a_screen_finds_every_text_its_pattern_matches(name: str) -> None:
 def test_a_screen_that_misses_is_caught() -> None:
     """The check above can fail: a screen that forgot its pattern's `(?i)` misses the canaries in capitals."""
     assert missed(Screened(r"(?i)password", r"password"))
+
+
+def test_screens_of_two_groups_are_read_apart_and_each_set_takes_a_new_screen() -> None:
+    """Each group's screens are one RE2 set of their own (the markers read case-folded copies no detector reads);
+    a screen made after a group was read is read too, and the others keep their answers."""
+    zebra = Screened(r"zebra\d", group="test-a")
+    okapi = Screened(r"okapi\d", group="test-b")
+    assert zebra.occurs("a zebra7 here") and not okapi.occurs("a zebra7 here")
+    assert okapi.occurs("an okapi3") and not zebra.occurs("an okapi3")
+    later = Screened(r"gnu\d", group="test-a")
+    assert later.occurs("zebra7 and gnu1") and zebra.occurs("zebra7 and gnu1") and not later.occurs("a zebra7 here")

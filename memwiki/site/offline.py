@@ -25,6 +25,7 @@ _LOADS = Screened(
     rf"|@import\s+(?:url\(\s*)?{_OUTSIDE}|url\(\s*{_OUTSIDE}",
     rf"(?i)(?:src(?:set)?\s*=|href\s*=|@import|url\()\s*(?:url\(\s*)?{_OUTSIDE}",  # (an inline SVG's xmlns is not)
     re.IGNORECASE,
+    group="offline",  # (it reads whole files, the detectors only their new lines)
 )
 _URL = re.compile(r"^(?:https?:)?//", re.IGNORECASE)
 

@@ -94,6 +94,9 @@ _ACCOUNT_HOME = re.compile(
 )
 
 
+_KEPT_VERDICTS = 1_000_000  # texts whose private verdict the rules keep
+
+
 @dataclass(frozen=True)
 class PrivacyRules:
     """What the gate removes; built from the plugin's `profile` and `privacy:` options."""
@@ -177,12 +180,13 @@ class PrivacyRules:
         verdict = self._private_texts.get(text)
         if verdict is None:
             verdict = self._marked(text)
-            if len(text) <= 256:  # (a body is seen once, unless judged beforehand: see `learn`)
-                self._private_texts[text] = verdict
+            self.learn(text, verdict)  # (a page's body is asked of twice: for the names it withholds, and to show it)
         return verdict
 
     def learn(self, text: str, verdict: bool) -> None:
-        """`private_text(text)` as judged elsewhere (memwiki.site.gate_workers)."""
+        """`private_text(text)` as judged (here, or in memwiki.site.gate_workers)."""
+        if len(self._private_texts) >= _KEPT_VERDICTS:  # (`mkdocs serve` keeps the rules over many rebuilds)
+            self._private_texts.clear()
         self._private_texts[text] = verdict
 
     def _marked(self, text: str) -> bool:
@@ -265,14 +269,21 @@ def _name_keys(*names: str) -> set[str]:
 # ── walking records ──
 
 
+@functools.cache
+def _fields_of(cls: type) -> tuple[tuple[str, bool], ...] | None:
+    """A record type's fields, each with whether `__init__` takes it; None for a type that is no dataclass (the
+    walkers below ask this of every value they meet: once per type)."""
+    return tuple((f.name, f.init) for f in fields(cls)) if is_dataclass(cls) else None
+
+
 def strings(value: object, keys: bool = True) -> Iterator[str]:
     """Every string in a record: its fields, and the items, keys (unless `keys` is false) and values of its
     tuples, lists, sets and dicts."""
     if isinstance(value, str):
         yield value
-    elif is_dataclass(value) and not isinstance(value, type):
-        for f in fields(value):
-            yield from strings(getattr(value, f.name), keys)
+    elif (names := _fields_of(type(value))) is not None:
+        for name, _ in names:
+            yield from strings(getattr(value, name), keys)
     elif isinstance(value, (tuple, list, set, frozenset)):
         for item in value:
             yield from strings(item, keys)
@@ -286,10 +297,12 @@ def strings(value: object, keys: bool = True) -> Iterator[str]:
 def _flagged(value: object) -> bool:
     """A mapping anywhere in the record that says its record is private (`markers.flagged`: frontmatter, meta,
     properties), or a wiki page in a folder named private."""
+    if isinstance(value, str):
+        return False
     if isinstance(value, WikiPage) and markers.private_path(value.path):
         return True
-    if is_dataclass(value) and not isinstance(value, type):
-        return any(_flagged(getattr(value, f.name)) for f in fields(value))
+    if (names := _fields_of(type(value))) is not None:
+        return any(_flagged(getattr(value, name)) for name, _ in names)
     if isinstance(value, dict):
         return markers.flagged(value) or any(_flagged(v) for v in value.values())
     if isinstance(value, (tuple, list, set, frozenset)):
@@ -302,15 +315,15 @@ def scrub(value: T, clean: Callable[[str], str]) -> T:
     parts are the same objects)."""
     if isinstance(value, str):
         return clean(value)  # type: ignore[return-value]
-    if is_dataclass(value) and not isinstance(value, type):
+    if (names := _fields_of(type(value))) is not None:
         changes = {}
-        for f in fields(value):
-            if not f.init:
+        for name, init in names:
+            if not init:
                 continue
-            old = getattr(value, f.name)
+            old = getattr(value, name)
             new = scrub(old, clean)
             if new is not old:
-                changes[f.name] = new
+                changes[name] = new
         return replace(value, **changes) if changes else value  # type: ignore[type-var]
     if isinstance(value, (tuple, list, set, frozenset)):
         items = [scrub(v, clean) for v in value]
@@ -352,7 +365,7 @@ class PrivacyFilter:
         self._kinds: Counter[str] = Counter()  # redactions made by the string being cleaned now
         self._hidden_entities: set[str] | None = None
         self._shown_entity_ids: dict[str, str] | None = None
-        self._graph_read: tuple[list[Triple], list[Entity]] | None = None
+        self._graph_read: tuple[list[Triple], list[Entity], frozenset[str]] | None = None
         self._private_names: set[str] | None = None
         self._private_sessions: set[str] | None = None
         self._session_ids: dict[str, str] = {}  # shown session id -> the source's
@@ -625,11 +638,13 @@ class PrivacyFilter:
         """None: recall ranks the store's own (unfiltered) vectors and words, so it does not run through the gate."""
         return None
 
-    def _graph(self) -> tuple[list[Triple], list[Entity]]:
-        """One read of the graph for this build, facts first (a fact's entities are written before it)."""
+    def _graph(self) -> tuple[list[Triple], list[Entity], frozenset[str]]:
+        """One read of the graph for this build, facts first (a fact's entities are written before it); and the
+        entities' ids."""
         if self._graph_read is None:
             triples = list(self.source.triples())
-            self._graph_read = (triples, list(self.source.entities()))
+            entities = list(self.source.entities())
+            self._graph_read = (triples, entities, frozenset(e.id for e in entities))
         return self._graph_read
 
     def _hidden(self) -> set[str]:
@@ -638,8 +653,8 @@ class PrivacyFilter:
             if not self.rules.public:
                 self._hidden_entities = set()
                 return self._hidden_entities
-            triples, entities = self._graph()
-            self._judge([*triples, *entities])
+            triples, entities, _ = self._graph()
+            self._judge([*map(self._without_made_ids, triples), *map(_without_made_id, entities)])
             hidden = {e.id for e in entities if self.rules.private(e)}
             named_by_kept: set[str] = set()
             named_by_withheld: set[str] = set()
@@ -659,10 +674,8 @@ class PrivacyFilter:
     def _entity(self, entity: Entity) -> Entity:
         """An entity as shown. An id made from the name (lower-cased, `_`-joined: rules read it worse than the name)
         is made again from the gated name, never gated on its own: what the name withholds, the id withholds too."""
-        shown = self._record(entity)
-        if entity.name and entity_id(entity.name) == entity.id:
-            shown = replace(shown, id=entity_id(shown.name))
-        return shown
+        shown = self._record(_without_made_id(entity))
+        return shown if shown.id else replace(shown, id=entity_id(shown.name))
 
     def _entity_ids(self) -> dict[str, str]:
         """The source's entity ids -> the ids shown (made from the gated names)."""
@@ -675,8 +688,8 @@ class PrivacyFilter:
 
     def _triple(self, triple: Triple) -> Triple:
         """A fact as shown: its ends are the shown entities' ids; an id that holds names is replaced when the
-        gate changed any of them."""
-        shown = self._record(triple)
+        gate changed any of them (an id made of its ends and predicate is not gated on its own: they are)."""
+        shown = self._record(self._without_made_ids(triple))
         ids = self._entity_ids()
 
         def end(raw_id: str, raw_name: str, cleaned_id: str) -> str:
@@ -688,6 +701,7 @@ class PrivacyFilter:
 
         shown = replace(
             shown,
+            id=shown.id or triple.id,
             subject=end(triple.subject, triple.subject_name, shown.subject),
             object=end(triple.object, triple.object_name, shown.object),
         )
@@ -695,6 +709,17 @@ class PrivacyFilter:
             tag = hmac.new(self._key, triple.id.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:12]
             shown = replace(shown, id=f"t_{tag}")
         return shown
+
+    def _without_made_ids(self, triple: Triple) -> Triple:
+        """`triple` as the gate reads it: without the ids made from what it gates anyway (an entity's id, from
+        the entity's name; the fact's id, from its ends, predicate and a digest: `memwiki.graph`)."""
+        made = self._graph()[2]  # (the ids of entities: shown as `_entity_ids` makes them)
+        return replace(
+            triple,
+            id="" if _made_triple_id(triple) else triple.id,
+            subject="" if triple.subject in made else triple.subject,
+            object="" if triple.object in made else triple.object,
+        )
 
     def triples(self) -> Sequence[Triple]:
         hidden = self._hidden()
@@ -799,3 +824,17 @@ class PrivacyFilter:
     def _withheld_names_digest(self) -> str:
         names = sorted(self._names()) + ["\0sessions"] + sorted(self._private_session_ids())
         return hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _without_made_id(entity: Entity) -> Entity:
+    """`entity` without an id made from its name (`memwiki.graph.entity_id`): the gated name makes it again."""
+    return replace(entity, id="") if entity.name and entity_id(entity.name) == entity.id else entity
+
+
+_MADE_TRIPLE_ID = re.compile(r"t_(.*)_[0-9a-f]{12}", re.DOTALL)
+
+
+def _made_triple_id(triple: Triple) -> bool:
+    """Whether the fact's id is `t_{subject}_{predicate}_{object}_{digest}`, as `memwiki.graph` makes it."""
+    m = _MADE_TRIPLE_ID.fullmatch(triple.id)
+    return m is not None and m.group(1) == f"{triple.subject}_{triple.predicate}_{triple.object}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
+from memwiki.screen import Screened
 from memwiki.site.detect.context import CREDENTIAL_WORD, ContextDetector
 from memwiki.site.detect.hosts import HostDetector
 from memwiki.site.detect.personal import PersonalDetector
@@ -29,6 +30,7 @@ _LOWER = re.compile("[a-z]")
 _SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{4,}")
 _SPACED_CJK = re.compile("[\u4e00-\u9fff] [\u4e00-\u9fff] [\u4e00-\u9fff]")
 _SPACED_RUN = re.compile("[\u4e00-\u9fff](?: [\u4e00-\u9fff])+")
+_LINES_APART = 8  # a text of fewer lines is read whole in each view
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
 _ALWAYS = CONTACT_KINDS | {"private key"}  # never a placeholder (a key's bytes `[134, 207, …]` look like `[x]`)
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_+/=~$-]")
@@ -127,14 +129,35 @@ def _views(text: str) -> list[str]:
         views.append(text.replace("\\n", " \n").replace('\\"', ' "').replace("\\t", " \t"))
     views += [v.replace("_", " ") for v in [text, *views] if "_" in v]
     if "_" in text and not _UPPER.search(text) and _LOWER.search(text):  # an id or a predicate lower-cased by its store
-        views.append("".join(c.upper() if len(c.upper()) == 1 else c for c in text.replace("_", " ")))
+        views.append("\n".join(_upper(line.replace("_", " ")) if "_" in line else line for line in text.split("\n")))
     if _FULL_WIDTH.search(text):
         views.append(text.translate(_TO_ASCII))
     if _SPOKEN_DIGITS.search(text):  # a number dictated in Chinese: 一八八八二八八四零四二
         views.append(text.translate(_ZH_DIGITS))
     if _SPACED_CJK.search(text):  # "密 码 是 X": each run's spaces moved to its end (what follows keeps its place)
         views.append(_SPACED_RUN.sub(lambda m: m.group().replace(" ", "") + " " * m.group().count(" "), text))
-    return views
+    return [_where_changed(text, view) for view in views]
+
+
+def _upper(text: str) -> str:
+    """`text` upper-cased, one character for one (`ß` stays)."""
+    return "".join(c.upper() if len(c.upper()) == 1 else c for c in text)
+
+
+def _where_changed(text: str, view: str) -> str:
+    """`view` of a text of many lines with the lines it reads as `text` does blanked (but the line after a line
+    it changed: a value may follow its label there): a long page, or the site scan's new lines of a file, is
+    read again only where the view reads differently."""
+    if text.count("\n", 0, 4096) < _LINES_APART:
+        return view
+    old, new = text.split("\n"), view.split("\n")
+    if len(old) != len(new):  # (a JSON string's `\\n` read as line breaks)
+        return view
+    out, after_change = [], False
+    for a, b in zip(old, new, strict=True):
+        out.append(b if a != b or after_change else " " * len(b))
+        after_change = a != b
+    return "\n".join(out)
 
 
 # a value read out one character at a time: digits and Chinese numerals, signs and letters said by name
@@ -152,18 +175,17 @@ _SAID_TOKEN = (
     rf"|(?i:{'|'.join(sorted(_SAID_DIGITS, key=len, reverse=True))})(?![A-Za-z])"
     rf"|(?i:{'|'.join(sorted(_SAID_SIGNS, key=len, reverse=True))})(?![A-Za-z])"
 )
-_SAID_RUN = re.compile(rf"(?<![0-9A-Za-z])(?:{_SAID_TOKEN})(?:[ \t、，,]+(?:{_SAID_TOKEN})){{3,}}")
-_SAID_PART = re.compile(rf"{_SAID_TOKEN}")
-_SAID_SCREEN = re.compile(  # (a digit read out, then another part: where a run may be)
-    r"[〇零一幺二两三四五六七八九0-9][ \t、，,]+[^ \t]|(?i:zero|one|two|three|four|five|six|seven|eight|nine)[ ,]+[^ ,]"
+_SAID_TOKEN_READ = re.sub(r"\(\?!\[[^]]*\]\)", "", _SAID_TOKEN)  # (its look-aheads dropped: RE2 reads it)
+_SAID_RUN = Screened(  # (screened by the run without its look-arounds, which RE2 has not: four parts in a row)
+    rf"(?<![0-9A-Za-z])(?:{_SAID_TOKEN})(?:[ \t、，,]+(?:{_SAID_TOKEN})){{3,}}",
+    rf"(?:{_SAID_TOKEN_READ})(?:[ \t、，,]+(?:{_SAID_TOKEN_READ})){{3}}",
 )
+_SAID_PART = re.compile(rf"{_SAID_TOKEN}")
 
 
 def _dictated(text: str) -> tuple[str, list[tuple[int, int]]] | None:
     """`text` with each value read out (`五 七 九 三 八 三`, `六 井号 九 0 六 点 大写D`, `dot, zero, six`) written as
     typed, spaces after it to its run's end; and where the runs are. None when nothing was read out."""
-    if not _SAID_SCREEN.search(text):
-        return None
     out, runs, at = [], [], 0
     for m in _SAID_RUN.finditer(text):
         parts = _SAID_PART.findall(m.group())

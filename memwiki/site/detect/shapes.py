@@ -273,7 +273,8 @@ _SPELLED = Screened(  # six or more words of the phonetic alphabet and spoken di
     rf"(?i)(?:(?:{_SPOKEN})[ ,]+){{5}}(?:{_SPOKEN})",
 )
 GOOGLE_APP_PASSWORD = Screened(  # four groups of four letters
-    r"(?<![\w-])[a-z]{4}(?: [a-z]{4}){3}(?![\w-])", r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}"
+    r"(?<![\w-])[a-z]{4}(?: [a-z]{4}){3}(?![\w-])",
+    r"(?:^|[^\w-])[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}(?:[^\w-]|$)",  # (whole words: four-letter words of prose)
 )
 
 
