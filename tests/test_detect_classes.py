@@ -24,6 +24,14 @@ def redacted(text: str) -> str:
 
 # (text, the secret that must go whole)
 CONTEXT = [
+    (
+        "Offsite drive: the LUKS passphrase is at the very bottom of this note.\n\nSwapped two disks.\n\n"
+        "→ anchor-willow-falcon-canyon-zebra",
+        "anchor-willow-falcon-canyon-zebra",
+    ),
+    ("WiFi 密码写在最后。\n\n买了两块硬盘。\n\nyueliang laohu kuaile1", "yueliang laohu kuaile1"),
+    ("timber!copper03 —— 这是有赞微商城的登录密码", "timber!copper03"),
+    ("k8s 里 nextcloud 的 Secret（stringData）db-password 写的是 jasmine!thunder21", "jasmine!thunder21"),
     ("my password is eWxA!NZ8r;q,2 for the NAS", "eWxA!NZ8r;q,2"),
     ("WiFi密码是 7HZ;8cQ#x9，别告诉别人", "7HZ;8cQ#x9"),
     ('{"args": "{\\"MYSQL_ROOT_PASSWORD\\": \\"CxCW8kq!2z\\"}"}', "CxCW8kq!2z"),
@@ -226,6 +234,8 @@ CONTEXT = [
     ),
 ]
 SHAPES = [
+    ("登录用「Xk29!vQ#pLm7」就行", "Xk29!vQ#pLm7"),
+    ("[18:45] 我: 后半段 b3be6c60ca0d367e8a299310", "b3be6c60ca0d367e8a299310"),  # a session key's second half
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
     ("hvs.CAESIJ8Q1x7kq9Zs3Vd2Lw0pN4mRtY is the vault token", "hvs.CAESIJ8Q1x7kq9Zs3Vd2Lw0pN4mRtY"),
     ("discord_bot_token_mtycupklmjqymzq4odkxmtyzmw.gx4h2c.ab12cd34", "mtycupklmjqymzq4odkxmtyzmw"),
@@ -262,6 +272,25 @@ SHAPES = [
 ]
 PERSONAL = [
     ("call me at 1-415-555-2671 tomorrow", "1-415-555-2671"),
+    # round 10, second pass: an account number beside its bank; health (a diagnosis, a lab result, a dose)
+    ("开户行及账号：招商银行深圳科技园支行 121998259791907", "121998259791907"),
+    ("| 招商银行杭州滨江支行 | 1219 7887 6232 860 |", "1219 7887 6232 860"),
+    ("黄晓东确诊高血压三级，下周一复查，别跟外人说", "高血压三级"),
+    ("health notes — Grace Wu: stage 2 hypertension (diagnosed in 2024)", "stage 2 hypertension"),
+    ("爸爸这次糖化血红蛋白 9.8%，医生说要加药", "糖化血红蛋白 9.8%"),
+    ("Grace Wu: type 2 diabetes, started medication metformin 500 mg", "metformin 500 mg"),
+    ("Grace Wu: type 2 diabetes, started medication metformin 500 mg", "type 2 diabetes"),
+    ("my dad was diagnosed with atrial fibrillation last spring", "atrial fibrillation"),
+    ("| 孩子 | 生日 |\n|---|---|\n| 朱欣怡 | 2016-04-13 |", "2016-04-13"),
+    ("小儿子陈语嫣（2021.2.25），今年报名小学", "2021.2.25"),
+    ("180.7836.1631 是我爸的手机号", "180.7836.1631"),
+    ("支付宝收款码 https://qr.alipay.com/fkx84681quo6sbegzgsyeb 打印在收银台", "qr.alipay.com/fkx84681quo6sbegzgsyeb"),
+    ("小区门禁 IC 卡 UID：AE679F02", "AE679F02"),
+    (
+        "Our address for the visa form: Room 2503, Building 9, No. 763 Chunhui Road, Hangzhou 310096",
+        "Room 2503, Building 9, No. 763 Chunhui Road, Hangzhou 310096",
+    ),
+    ("home address: Flat 24E, 10/F, 48 Waterloo Road, Hong Kong", "10/F, 48 Waterloo Road, Hong Kong"),
     # round 10: a policy's number, an access card's id, a Singapore identity card, an id word as a JSON key
     ("郭欣怡的医疗险保单：857195406135895254，受益人是我", "857195406135895254"),
     ("门禁卡卡号 F7C3706D（复制到手环用的）", "F7C3706D"),
@@ -386,6 +415,17 @@ PROVIDERS = [
 ]
 # ordinary technical text: every class leaves it alone (the eight an earlier blind set found redacted first)
 ORDINARY = [
+    "确诊病例统计脚本 v2",
+    "Chroma: embeddings (diagnosed slow queries)",
+    "招商银行客服电话 95555",
+    "中国银行 2024 年报：营收 6,229,876 百万元",
+    "文档里写的是 2.3 版本",
+    "config.yaml 是配置文件，不是密码",
+    "see https://docs.alipay.com/open/api",
+    "The steps are below.\n\nRestart the service.\n\nsystemctl restart chroma",
+    "「README.md」是项目的说明",
+    "| release | date |\n|---|---|\n| v2 | 2016-04-13 |",
+    "commit 3f2a9c81b7d04e55aa12bc9e",
     "The password is 12+ characters",
     "The PIN is 4-6 digits",
     "CI summary: pass: 118",

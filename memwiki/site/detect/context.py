@@ -73,6 +73,7 @@ _ZH_VERB = (
     r"我设的是|设的是|我用的是|我改成了?|我设成了?|是|为|為|都是|就是|改成了?|改为|改為|换成了?|換成|设为|設為"
     r"|设置为|设置成|设成了?|都用|设为了?|变成了?|变更为|更新为|用的是|新值|值"
     r"|统一为|统一是|一律为|一律是|默认为|默认是|目前是|现在是|暂时是|重置成了?|重置为|重设为|重设成了?|改回了?|设置了"
+    r"|写的是|写着|填的是|填了"  # what a config file says: "db-password 写的是 X"
 )
 _LIKE = r"(?:数字|位|字母|字符|符号|大小写|汉字|中文|英文)"  # what a value is like: "八位数字", "全是字母"
 _ZH_SEP = rf"\s*(?:的)?\s*(?:{_ZH_VERB}|:|：|=|＝|填)\s*[:：]?\s*"
@@ -783,10 +784,20 @@ class ContextDetector:
             spans += table_values(text)
         if " / " in text or "\t/ " in text:
             spans += slash_pairs(text)
-        if " as " in text or "作为" in text or "当" in text or "设" in text or "改成" in text or "换成" in text:
+        if (
+            " as " in text
+            or "作为" in text
+            or "当" in text
+            or "设" in text
+            or "改成" in text
+            or "换成" in text
+            or "是" in text
+        ):
             spans += values_before_words(text)
         if "(" in text:
             spans += login_arguments(text)
+        if "\n" in text and _POINTER.search(text) and CREDENTIAL_WORD.occurs(text):
+            spans += pointed_value(text)
         spans += [Span(*m.span(1), "password", 262) for m in _SAME_AS_ACCOUNT.finditer(text)]
         if _ENCLOSED.search(text) or "-" in text:
             spans += enclosed_in_login_sentences(text)
@@ -841,6 +852,8 @@ _VALUE_FIRST = re.compile(
     r"(?i)\b(?:went\s+with|chose|picked|settled\s+on|use|uses|using|set)\s+[`'\"“]?([^\s`'\"”]{6,64})[`'\"”]?\s+as\s+"
     r"(?:the\s+|my\s+|our\s+|his\s+|her\s+|its\s+|their\s+)?(?:new\s+)?(?:[\w-]+\s+){0,2}?(?:password|passphrase|passcode|pin|token|key)\b"
     r"|(?:把|将)\s*[`'\"“「]?([!-~]{6,64}?)[`'\"”」]?\s*(?:作为|当作|当成|设为|设成|改成|换成)[^，。,\n]{0,12}?(?:密码|口令|密钥|PIN码?)"
+    # a line that opens with the value: "X —— 这是有赞微商城的登录密码"
+    r"|(?m:^)\s*[`'\"“「]?([!-~]{6,64}?)[`'\"”」]?\s*(?:——|—|--|-|:|：)?\s*(?:这|它|这个)?(?:就)?是[^，。,\n]{0,16}?(?:密码|口令|密钥)"
 )
 # a call that logs in or connects, its arguments in quotes: `ftplib.FTP("host", "user", "X")`, `NetworkCredential(…)`
 _LOGIN_CALL = re.compile(
@@ -1013,11 +1026,31 @@ def _symbol(c: str) -> bool:
     return not c.isalnum()
 
 
+# a value said to be elsewhere in the note: "the LUKS passphrase is at the very bottom of this note", "密码写在最后"
+_POINTER = re.compile(
+    r"(?i)\b(?:is|are|'s)\s+(?:at\s+the\s+(?:very\s+)?(?:bottom|end)|(?:written\s+)?below)\b"
+    r"|(?:写|放|记)?在(?:这条|本条|笔记|文)?(?:的)?(?:最后|末尾|最下面|最底下|文末)|见(?:文末|下方|最后)"
+)
+_LAST_LINE_LEAD = " \t→->•*:：=⟶⇒»"
+
+
+def pointed_value(text: str) -> list[Span]:
+    """The note's last line, where a credential is said to be at the bottom of it: the value (a short line, its
+    arrow or bullet left out, after the line that points to it)."""
+    end = len(text.rstrip())
+    start = text.rfind("\n", 0, end) + 1
+    pointer = _POINTER.search(text)
+    start += len(text[start:end]) - len(text[start:end].lstrip(_LAST_LINE_LEAD))
+    if pointer is None or pointer.end() > start or not 4 <= end - start <= 64:
+        return []
+    return [Span(start, end, "password", 264)]
+
+
 def values_before_words(text: str) -> list[Span]:
     """A value said first and named after: "went with X as the new password", "把 X 作为新的密码"."""
     spans = []
     for m in _VALUE_FIRST.finditer(text):
-        group = 1 if m.group(1) else 2
+        group = next(g for g in (1, 2, 3) if m.group(g))
         if _judge("spaced", text, *m.span(group)):
             spans.append(Span(*m.span(group), "password", 263))
     return spans

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 
 import phonenumbers
@@ -38,7 +39,7 @@ _DATE_OR_VERSION = re.compile(  # (and a compact time stamp, as hermes names its
     r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}"
     r"|^(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])[ _T-]?(?:[01]\d|2[0-3])[0-5]\d(?:[0-5]\d)?$"
 )
-_DOTTED_PHONE = re.compile(r"^\d{3}\.\d{3}\.\d{4}$")  # 408.313.6571
+_DOTTED_PHONE = re.compile(r"^(?:\d{3}\.\d{3}\.\d{4}|1[3-9]\d\.\d{4}\.\d{4})$")  # 408.313.6571, 180.7836.1631
 _BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
 _CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]\d{4}){2}$")  # written 3-4-4 (bare: see _said_phone)
 _PHONE_WORDS = re.compile(r"(?i)电话|手机|手机号|联系|致电|打给|tel\b|phone|mobile|cell|call\b|whatsapp|微信")
@@ -119,7 +120,8 @@ _ID_WORDS = {
     r"|社保卡(?:卡号|号)?|保单号码?|保單號碼?|档案编号|檔案編號|驾驶证(?:号|编号)?|駕駛證(?:號|編號)?|会员号|會員號"
     r"|医保号|参保号|证书编号|证号|保单|保單"
     # an access card's or a tag's id (`门禁卡卡号 F7C3706D`), a Singapore or Malaysian identity card
-    r"|门禁卡(?:卡?号)?|門禁卡(?:卡?號)?|门卡号?|(?:access\s+card|card|tag|nfc|rfid)\s+uid|(?:singapore|malaysian?)\s+ic|mykad",
+    r"|门禁(?:\s*ic)?\s*卡(?:\s*uid|卡?号)?|門禁(?:\s*ic)?\s*卡(?:\s*uid|卡?號)?|门卡号?|(?:access\s+card|card|tag|nfc|rfid)\s+uid"
+    r"|(?:singapore|malaysian?)\s+ic|mykad",
     "account name": r"(?:steam\s+)?login(?:\s+name)?|user\s*name|用户名|登录名|账户名",
     "booking reference": r"pnr|订座记录|booking\s+(?:ref(?:erence)?|code)|confirmation\s+(?:code|number)|预订号",
     "licence plate": r"(?:car\s+)?reg(?:istration)?(?:\s+(?:no\.?|number|plate))?|(?:number|licen[cs]e)\s+plate|plate"
@@ -162,6 +164,24 @@ _ADDRESS_EN = Screened(
     r"(?:\d{1,3}(?:st|nd|rd|th)\s+|(?:[A-Z][a-z]+\s+){1,3})"
     rf"(?:{_STREET})\b\.?(?:,?\s+(?:Apt\.?|Unit|Suite|\#)\s*\w{{1,5}})?(?:,?\s+[A-Z][a-z]+(?:\s[A-Z][a-z]+){{0,2}})?(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s?\d[A-Z]{{2}}|,?\s+[A-Z]{{2}}\s+\d{{5}})?"
 )
+# what is written around a street address: its room, building and floor before it (`Room 2503, Building 9, No.`,
+# `10/F,`), a postcode after its city (`Hangzhou 310096`)
+_ADDRESS_HEAD = re.compile(
+    r"(?i)(?:(?:room|rm\.?|flat|unit|apt\.?|apartment|suite|building|bldg\.?|block|blk\.?|tower|floor|no\.)\s*[\w-]{0,6}"
+    r"\s*,?\s*|\d{1,3}/f\s*,?\s*)+$"
+)
+_ADDRESS_TAIL = re.compile(r"\s*,?\s*\d{5,6}(?!\d)")
+
+
+def _whole_address(text: str, start: int, end: int) -> Span:
+    """A street address with the room, building and floor written before it and the postcode after it."""
+    if head := _ADDRESS_HEAD.search(text, max(0, start - 60), start):
+        start = head.start()
+    if tail := _ADDRESS_TAIL.match(text, end):
+        end = tail.end()
+    return Span(start, end, "address", 321)
+
+
 _POSTCODE_SCREEN = r"(?i)\s\d{1,4}[a-z]?,\s*\d{5}\s+[A-ZÄÖÜ]"  # (what every such address holds)
 _ADDRESS_POSTCODE = Screened(  # "Am Park 13, 12901 Berlin", "Kastanienallee 7a, 10435 Berlin": a number, a postcode
     r"(?i)(?<![\w-])(?:(?:Am|An der|Auf dem|Im|In der|Zum|Zur|Alt|Unter den)\s+[A-ZÄÖÜ][\wäöüß.-]+"
@@ -194,6 +214,8 @@ _DATE = (
 _BIRTH = Screened(  # a date said to be someone's birth: "born 25 September 1975", "2017年3月20日出生", "DOB: …"
     rf"(?i)\b(?:born(?:\s+on)?|date\s+of\s+birth|d\.?o\.?b\.?|birthday(?:\s+is)?|geboren(?:\s+am)?)\s*[:：]?\s*({_DATE})"
     rf"|({_DATE})\s*(?:出生|生日|生)|(?:生日|出生日期|出生于|出生在)\s*(?:是|为|：|:)?\s*({_DATE})"
+    # a child named with a date beside: "小儿子陈语嫣（2021.2.25）", "our daughter Mia (born 3/4/2019)"
+    rf"|(?:儿子|兒子|女儿|女兒|孩子|宝宝|寶寶|闺女|閨女|\b(?:son|daughter|kid|baby))[^\n，。,.;；:：]{{0,12}}?[（(]\s*({_DATE})\s*[)）]"
 )
 _NUMBERED_THING = re.compile(r"(?:\b(?:GB(?:/T)?|ISO|IEC|RFC|DIN|EN|ERROR|Error|error|errno)|错误|标准)\s*$")
 _MRZ = re.compile(r"(?<![A-Z0-9<])[A-Z0-9<]{28,44}(?![A-Z0-9<])")  # a passport's machine-readable lines
@@ -216,6 +238,81 @@ def _wordlist(language: str) -> frozenset[str]:
     return frozenset(_mnemonic(language).wordlist)
 
 
+_BANK = re.compile(r"(?i)银行|銀行|支行|分行|开户行|開戶行|信用社|农商行|\bbank\b|\bbanque\b|\bsparkasse\b")
+_ACCOUNT_DIGITS = re.compile(r"(?<![\d.,:/-])\d{4}(?: ?\d){8,26}(?![\d.,:/-])")  # 12 to 30 digits, in groups or not
+
+
+def _banked(text: str, m: re.Match[str]) -> bool:
+    """Whether the line of a long number names a bank (its branch, `开户行`, `bank`): an account number."""
+    start = text.rfind("\n", 0, m.start()) + 1
+    end = text.find("\n", m.end())
+    return _BANK.search(text[start : len(text) if end < 0 else end]) is not None
+
+
+_PAYMENT_LINK = re.compile(
+    r"(?i)(?:https?://)?(?:qr\.alipay\.com|(?:www\.)?paypal\.me|venmo\.com/u|cash\.app)/[\w$.-]{3,}|wxp://[\w-]{8,}"
+)
+# health: a diagnosis said as one (`确诊X`, `diagnosed with X`, `Name: X (diagnosed in 2024)`), a lab result with its
+# value (`糖化血红蛋白 7.5%`), a medicine with its dose where it is taken (`started medication sertraline 50 mg`)
+_HEALTH = Screened(
+    r"(?i)确诊|確診|诊断|診斷|患有|服用|吃|diagnosed|medication|prescribed|taking"
+    r"|糖化血红蛋白|血糖|血压|血壓|尿酸|胆固醇|甘油三酯|低密度脂蛋白|肌酐|转氨酶|hba1c|ldl|blood\s+(?:pressure|sugar|glucose)"
+)
+_DIAGNOSIS_ZH = re.compile(  # (not `确诊病例`: a count of cases)
+    r"(?:确诊|確診|诊断(?:为|是|出了?)|診斷(?:為|是|出)|患有)(?:为|為|是|了)?\s*(?!病例|人数|人數|数|數|率)"
+    r"([^，。,;；！!？?\n（(：:]{2,20})"
+)
+_DIAGNOSIS_EN = re.compile(
+    r"(?i)\bdiagnosed\s+with\s+([a-z0-9][^.,;:()\n]{2,50}?)(?=\s+(?:in|on|last|this)\b|[.,;()\n]|$)"
+)
+_CONDITION_NAMED = re.compile(  # "Grace Wu: type 2 diabetes (diagnosed in 2024)", "…: X, started medication …"
+    r"(?i)(?<=:\s)([^:\n(),;]{3,60}?)"
+    r"(?=\s*\((?:diagnosed|dx)\s+(?:in|on|at|\d)|,\s*(?:started|on|taking)\s+(?:medication|treatment)\b)"
+)
+_DOSE = re.compile(
+    r"(?i)(?:\b(?:medication|prescribed|taking)|服用|吃)\s*([a-z\u4e00-\u9fff]{3,20}\s*\d+(?:\.\d+)?\s*(?:mg|mcg|µg|ml|iu|毫克))"
+)
+_LAB = re.compile(
+    r"(?i)(?:糖化血红蛋白|空腹血糖|餐后血糖|血糖|血压|血壓|尿酸|总胆固醇|胆固醇|甘油三酯|低密度脂蛋白|肌酐|转氨酶"
+    r"|(?<![a-z])(?:hba1c|ldl-?c?|blood\s+(?:pressure|sugar|glucose)))"
+    r"\s*(?:是|为|[:：=])?\s*\d+(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*(?:%|mmol/l|mg/dl|mmhg))?"
+)
+
+
+def _health(text: str) -> list[Span]:
+    """What a person's health is: a diagnosis, a lab result with its value, a medicine and its dose."""
+    spans = [
+        Span(*m.span(1), "health data", 326)
+        for p in (_DIAGNOSIS_ZH, _DIAGNOSIS_EN, _CONDITION_NAMED, _DOSE)
+        for m in p.finditer(text)
+    ]
+    return spans + [
+        Span(*m.span(), "health data", 326) for m in _LAB.finditer(text) if any(c.isdigit() for c in m.group())
+    ]
+
+
+_BIRTH_HEADER = re.compile(r"(?i)\|[^|\n]*(?:生日|出生|birthday|date\s+of\s+birth|\bdob\b|\bborn\b)")
+_TABLE_DATE = re.compile(r"\d{4}[-./年]\d{1,2}[-./月]\d{1,2}日?|\d{1,2}[-./]\d{1,2}[-./]\d{4}")
+
+
+def _birth_column(text: str) -> list[Span]:
+    """The dates in a Markdown table's column headed by a birthday (`| 孩子 | 生日 |`): each row's is someone's."""
+    spans, column, at = [], None, 0
+    for line in text.split("\n"):
+        bars = [i for i, c in enumerate(line) if c == "|"] if line.lstrip().startswith("|") else []
+        bars += [len(line)] if bars and line.rstrip()[-1:] != "|" else []
+        cells = [(a + 1, b) for a, b in itertools.pairwise(bars)]  # (where each cell starts and ends in the line)
+        if not cells:
+            column = None
+        elif column is None:
+            heads = [n for n, (a, b) in enumerate(cells) if _BIRTH_HEADER.search(f"|{line[a:b]}")]
+            column = heads[0] if heads else None
+        elif column < len(cells) and (m := _TABLE_DATE.search(line, *cells[column])):
+            spans.append(Span(at + m.start(), at + m.end(), "birth date", 324))
+        at += len(line) + 1
+    return spans
+
+
 class PersonalDetector:
     """Finds phone numbers, checked numbers, e-mail addresses, ids by context and seed phrases."""
 
@@ -235,6 +332,8 @@ class PersonalDetector:
         "licence plate",
         "birth date",
         "mac address",
+        "health data",
+        "payment link",
         "booking reference",
         "account name",
     )
@@ -259,7 +358,7 @@ class PersonalDetector:
         if _PLATE_UK.search(text) and _VEHICLE.search(text):  # "Parking permit registered for AL46 HTE"
             spans += [Span(*m.span(), "licence plate", 323) for m in _PLATE_UK.finditer(text)]
         if has_digit(text):
-            spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_EN.finditer(text)]
+            spans += [_whole_address(text, *m.span()) for m in _ADDRESS_EN.finditer(text)]
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_DE.finditer(text)]
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_POSTCODE.finditer(text)]
             spans += [Span(*m.span(), "address", 321) for m in _ADDRESS_LOWER.finditer(text)]
@@ -272,6 +371,12 @@ class PersonalDetector:
             spans += [Span(*m.span(), "mac address", 325) for m in _MAC.finditer(text) if _some_mac(m.group())]
         if has_digit(text):
             spans += [Span(*m.span(m.lastindex or 0), "birth date", 324) for m in _BIRTH.finditer(text)]
+        if "://" in text or "paypal.me" in text.lower():  # a code to pay someone: it names their account
+            spans += [Span(*m.span(), "payment link", 327) for m in _PAYMENT_LINK.finditer(text)]
+        if _HEALTH.occurs(text):
+            spans += _health(text)
+        if "|" in text and _BIRTH_HEADER.search(text):
+            spans += _birth_column(text)
         return spans
 
     def _numbers(self, text: str) -> list[Span]:
@@ -298,6 +403,10 @@ class PersonalDetector:
         for m in _SSN.finditer(text):
             if ssn.is_valid(m.group()):
                 spans.append(Span(*m.span(), "id number", 313))
+        if _BANK.search(text):  # an account number beside its bank: `开户行及账号：招商银行…支行 6214…`, a table's row
+            spans += [
+                Span(*m.span(), "account number", 315) for m in _ACCOUNT_DIGITS.finditer(text) if _banked(text, m)
+            ]
         for m in _PHONE_CANDIDATE.finditer(text):
             candidate = m.group().strip()
             if _NUMBERED_THING.search(text, max(0, m.start() - 10), m.start()):

@@ -39,6 +39,7 @@ _B64_LINES = Screened(  # a key's body, its header lost
 _HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sri)[-:]\s*[+/]?$")
 _KEY_WORDS = re.compile(  # (a key's own name: `master.key`, `aes key`, 加密密匙; not a hash's: see _HASH_WORDS)
     r"(?i)wallet|priv(?:ate)?[ _-]?key|privkey|secret|私钥|钱包|seed|\bkey\b|密钥|密匙|秘钥|session|cookie"
+    r"|[前后後]半段?|(?:first|second|other)\s+half|rest\s+of\s+(?:it|the\s+key)"  # a key sent in two messages
 )
 _HASH_WORDS = re.compile(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|commit|sum\b|摘要|校验")
 _HASHED = re.compile(r"(?i)^(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?)[-:]")  # an integrity or digest string
@@ -195,7 +196,7 @@ class ShapeDetector:
         for m in _RUN.finditer(text):
             token = m.group()
             hexadecimal = _HEX.match(token) is not None  # (never made: a hex key is known by the words before it)
-            if not (hexadecimal and len(token) >= 32 or _made_somewhere(token)):
+            if not (hexadecimal and len(token) >= 20 or _made_somewhere(token)):
                 continue
             if _HASH_PREFIX.search(text, max(0, m.start() - 8), m.start()) or _HASHED.match(token):
                 continue
@@ -316,7 +317,10 @@ def _key_bytes(array: str) -> bool:
     return len(values) in (32, 64) and max(values) <= 255 and len(set(values)) > 8
 
 
-_QUOTED = Screened(r"""(?<![\w])(['"`‘“])([^\s'"`‘’“”]{8,64})(['"`’”])""", r"""['"`‘“][^\s'"`‘’“”]{8,64}['"`’”]""")
+_QUOTED = Screened(  # (and in the corner brackets Chinese quotes with: 「X」)
+    r"""((?<![\w])['"`‘“]|[「『])([^\s'"`‘’“”「」『』]{8,64})(['"`’”」』])""",
+    r"""['"`‘“「『][^\s'"`‘’“”「」『』]{8,64}['"`’”」』]""",
+)
 _TOKEN_LINES = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*)+$")
 
 
