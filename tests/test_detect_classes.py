@@ -24,6 +24,7 @@ def redacted(text: str) -> str:
 
 # (text, the secret that must go whole)
 CONTEXT = [
+    ("/etc/rsyncd.secrets backup:lantern$olive61", "lantern$olive61"),
     (
         "Offsite drive: the LUKS passphrase is at the very bottom of this note.\n\nSwapped two disks.\n\n"
         "→ anchor-willow-falcon-canyon-zebra",
@@ -422,6 +423,7 @@ ORDINARY = [
     "文档里写的是 2.3 版本",
     "config.yaml 是配置文件，不是密码",
     "see https://docs.alipay.com/open/api",
+    "chmod 600 /etc/rsyncd.secrets and restart",
     "The steps are below.\n\nRestart the service.\n\nsystemctl restart chroma",
     "「README.md」是项目的说明",
     "| release | date |\n|---|---|\n| v2 | 2016-04-13 |",

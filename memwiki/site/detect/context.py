@@ -543,6 +543,12 @@ URL_RULES = (
         r"(?i)/(?:hooks?|webhooks?)/",
         1,
     ),
+    Rule(  # a secrets file's `user:password` line after its name (`/etc/rsyncd.secrets backup:X`, read as one line)
+        "password",
+        r"(?i)(?:rsyncd?\.secrets?|\.secrets|passwd-s3fs|\.git-credentials|\.htpasswd)\s+[\w.@-]{1,32}:(\S{4,128})",
+        r"(?i)rsyncd?\.secret|\.secrets|passwd-s3fs|\.git-credentials|\.htpasswd",
+        1,
+    ),
     Rule(  # `jdbc:oracle:thin:scott/PASSWORD@//host:1521/db`
         "url credentials", r"(?i)jdbc:oracle:\w+:[^/\s@]+/(\S+?)@(?=//|[\w.-]+:\d|\()", r"(?i)jdbc:oracle", 1
     ),
