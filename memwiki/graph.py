@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -75,6 +76,16 @@ _ORDER = f"ORDER BY {_VF} IS NULL, {_VF}, {_VT} IS NULL, {_VT}, extracted_at, t.
 def entity_id(name: str) -> str:
     """MemPalace's entity id: lower-cased, spaces as `_`, apostrophes dropped."""
     return name.lower().replace(" ", "_").replace("'", "")
+
+
+_TRIPLE_ID = re.compile(r"t_(.*)_[0-9a-f]{12}", re.DOTALL)
+
+
+def made_triple_id(triple_id: str, subject: str, predicate: str, obj: str) -> bool:
+    """Whether a fact's id is the one this graph makes from its parts: `t_{subject}_{predicate}_{object}_{digest}`
+    (the digest of its dates: it holds nothing the parts do not)."""
+    m = _TRIPLE_ID.fullmatch(triple_id)
+    return m is not None and m.group(1) == f"{subject}_{predicate}_{obj}"
 
 
 def _clean_name(name: str, what: str) -> str:
@@ -218,7 +229,7 @@ class KnowledgeGraph:
     ) -> str:
         stamp = datetime.now(UTC).isoformat()
         digest = hashlib.sha256(f"{valid_from}|{stamp}".encode()).hexdigest()[:12]
-        tid = f"t_{sid}_{pred}_{oid}_{digest}"
+        tid = f"t_{sid}_{pred}_{oid}_{digest}"  # (read back by `made_triple_id`)
         conn.execute(
             "INSERT INTO triples (id, subject, predicate, object, valid_from, valid_to, confidence, source_closet, "
             "source_file, source_drawer_id, adapter_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

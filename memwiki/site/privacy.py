@@ -41,7 +41,7 @@ import numpy as np
 
 from memwiki import markers
 from memwiki.errors import MemwikiError
-from memwiki.graph import entity_id
+from memwiki.graph import entity_id, made_triple_id
 from memwiki.readers.locate import default_cache_dir
 from memwiki.semantic import index_text
 from memwiki.site.concept_index import norm, slugify
@@ -716,7 +716,7 @@ class PrivacyFilter:
         made = self._graph()[2]  # (the ids of entities: shown as `_entity_ids` makes them)
         return replace(
             triple,
-            id="" if _made_triple_id(triple) else triple.id,
+            id="" if made_triple_id(triple.id, triple.subject, triple.predicate, triple.object) else triple.id,
             subject="" if triple.subject in made else triple.subject,
             object="" if triple.object in made else triple.object,
         )
@@ -829,12 +829,3 @@ class PrivacyFilter:
 def _without_made_id(entity: Entity) -> Entity:
     """`entity` without an id made from its name (`memwiki.graph.entity_id`): the gated name makes it again."""
     return replace(entity, id="") if entity.name and entity_id(entity.name) == entity.id else entity
-
-
-_MADE_TRIPLE_ID = re.compile(r"t_(.*)_[0-9a-f]{12}", re.DOTALL)
-
-
-def _made_triple_id(triple: Triple) -> bool:
-    """Whether the fact's id is `t_{subject}_{predicate}_{object}_{digest}`, as `memwiki.graph` makes it."""
-    m = _MADE_TRIPLE_ID.fullmatch(triple.id)
-    return m is not None and m.group(1) == f"{triple.subject}_{triple.predicate}_{triple.object}"

@@ -254,8 +254,8 @@ _PAYMENT_LINK = re.compile(
 )
 # health: a diagnosis said as one (`确诊X`, `diagnosed with X`, `Name: X (diagnosed in 2024)`), a lab result with its
 # value (`糖化血红蛋白 7.5%`), a medicine with its dose where it is taken (`started medication sertraline 50 mg`)
-_HEALTH = Screened(
-    r"(?i)确诊|確診|诊断|診斷|患有|服用|吃|diagnosed|medication|prescribed|taking"
+_HEALTH = Screened(  # (a medicine is screened by its dose: `吃`, `taking` alone are in most texts)
+    r"(?i)确诊|確診|诊断|診斷|患有|diagnosed|\bdx\b|medication|treatment|\d\s*(?:mg|mcg|µg|ml|iu|毫克)"
     r"|糖化血红蛋白|血糖|血压|血壓|尿酸|胆固醇|甘油三酯|低密度脂蛋白|肌酐|转氨酶|hba1c|ldl|blood\s+(?:pressure|sugar|glucose)"
 )
 _DIAGNOSIS_ZH = re.compile(  # (not `确诊病例`: a count of cases)
