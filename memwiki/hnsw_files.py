@@ -91,7 +91,8 @@ def _level0_damage(path: Path, count: int, element: int, label_at: int, max_m0: 
         return None
     rows = sorted({0, count - 1, *np.linspace(0, count - 1, min(count, _SAMPLE), dtype=np.int64).tolist()})
     data = np.memmap(path, dtype=np.uint8, mode="r", shape=(count, element))
-    neighbours = data[rows, :4].copy().view("<u4").ravel()
+    # (hnswlib keeps a row's neighbour count in the low two bytes of its header and its deleted mark in the third)
+    neighbours = data[rows, :2].copy().view("<u2").ravel()
     labels = data[rows, label_at : label_at + 8].copy().view("<u8").ravel()
     if (neighbours > max_m0).any():
         return "data_level0.bin holds rows with more neighbours than the index allows"

@@ -234,6 +234,9 @@ def only_marker(line: str) -> bool:
     return marked(line) and not rest
 
 
+_SHORT_TITLE = 12  # characters: a longer Chinese heading is about something else
+
+
 def private_heading(line: str) -> int:
     """The level of a heading that opens a private section (`## Private`, `### 私密 notes`), else 0."""
     m = _HEADING.match(line.strip())
@@ -241,12 +244,10 @@ def private_heading(line: str) -> int:
         return 0
     title = normalise(m.group(2)).strip(" :：-—[]()<>#*_")
     words = [w.removesuffix("s") for w in title.split()]  # ("## Secrets" as "## Secret")
-    chinese = any(title.startswith(w) for w in PRIVATE_WORDS if not w.isascii())  # `不公开的部分`: no spaces
-    return (
-        len(m.group(1))
-        if title and (title in PRIVATE_WORDS or (words and words[0] in PRIVATE_WORDS) or chinese or marked(m.group(2)))
-        else 0
-    )
+    # a Chinese title is one run (`不公开的部分`, `个人隐私`): a private word anywhere in a short one
+    chinese = len(title) <= _SHORT_TITLE and any(w in title for w in PRIVATE_WORDS if not w.isascii())
+    english = any(w in PRIVATE_WORDS for w in words[:2])  # `## Private notes`, `## My secrets`
+    return len(m.group(1)) if title and (title in PRIVATE_WORDS or english or chinese or marked(m.group(2))) else 0
 
 
 def heading_level(line: str) -> int:

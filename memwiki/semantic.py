@@ -108,6 +108,21 @@ def index_text(memory: Memory) -> str:
     return f"{head}\n{body}" if head.strip() else body
 
 
+GET_BATCH = 5000  # ids per Chroma get: its SQLite takes at most 32,766 variables in one statement
+
+
+def get_by_ids(collection: Any, ids: Sequence[str], include: list[str]) -> dict[str, list[Any]]:  # noqa: ANN401
+    """`collection.get(ids=…, include=…)` in batches of GET_BATCH, the fields asked for (and `ids`) joined in
+    order (a 100k-memory store asked for every memory's vector at once passed SQLite's limit)."""
+    ids = list(ids)
+    out: dict[str, list[Any]] = {field: [] for field in ("ids", *include)}
+    for start in range(0, len(ids), GET_BATCH):
+        got = collection.get(ids=ids[start : start + GET_BATCH], include=include)
+        for field in out:
+            out[field].extend(got[field] if got[field] is not None else [])
+    return out
+
+
 class SemanticMemory:
     """L2 over a Chroma collection: `PersistentClient(path)`, or the Chroma server at `url` (memwiki.chroma_server),
     or a chromadb client given as `client`.
@@ -369,7 +384,7 @@ class SemanticMemory:
         """Like `upsert`, but refuses ids that are already stored."""
         self._fresh()
         memories = list(memories)
-        existing = self._col.get(ids=[m.id for m in memories], include=[])["ids"] if memories else []
+        existing = get_by_ids(self._col, [m.id for m in memories], [])["ids"] if memories else []
         if existing:
             raise DuplicateEntryError(f"memory {existing[0]!r} already exists in L2 ({len(existing)} existing ids)")
         self.upsert(memories, vectors)
@@ -528,7 +543,7 @@ class SemanticMemory:
         ids = list(ids)
         if not ids:
             return []
-        got = self._col.get(ids=ids, include=["documents", "metadatas"])
+        got = get_by_ids(self._col, ids, ["documents", "metadatas"])
         found = {
             i: memory_from_record(i, d, m)
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
@@ -541,7 +556,7 @@ class SemanticMemory:
         """Passages by id (`<memory id>#p<n>`), each as a `Memory` (`_passage_memories`)."""
         if not self._has_passages():
             return {}
-        got = self._passages.get(ids=list(ids), include=["documents", "metadatas"])
+        got = get_by_ids(self._passages, list(ids), ["documents", "metadatas"])
         return self._passage_memories(got["ids"], got["documents"], got["metadatas"])
 
     def _passage_memories(
@@ -553,7 +568,7 @@ class SemanticMemory:
         if not ids:
             return {}
         owners = list(dict.fromkeys(str((m or {}).get("memory_id", "")) for m in metadatas))
-        parents = self._col.get(ids=owners, include=["metadatas"])
+        parents = get_by_ids(self._col, owners, ["metadatas"])
         whole = dict(zip(parents["ids"], parents["metadatas"], strict=True))
         out = {}
         for pid, text, meta in zip(ids, texts, metadatas, strict=True):
@@ -590,7 +605,7 @@ class SemanticMemory:
         if not ids:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         try:
-            got = self._col.get(ids=ids, include=["embeddings"])
+            got = get_by_ids(self._col, ids, ["embeddings"])
         except Exception as exc:  # e.g. "Error finding id": a record this process's Chroma has not caught up with
             if not is_chroma_error(exc):
                 raise
@@ -598,7 +613,7 @@ class SemanticMemory:
         found = dict(zip(got["ids"], got["embeddings"], strict=True))
         missing = [i for i in ids if i not in found]
         if missing and self._has_passages():  # passages of long memories
-            got = self._passages.get(ids=missing, include=["embeddings"])
+            got = get_by_ids(self._passages, missing, ["embeddings"])
             found.update(zip(got["ids"], got["embeddings"], strict=True))
             missing = [i for i in missing if i not in found]
         if missing:
@@ -674,12 +689,12 @@ class SemanticMemory:
 
     def _records_with_vectors(self, ids: list[str]) -> dict[str, tuple[Memory, Any]]:
         include = ["documents", "metadatas", "embeddings"]
-        got = self._col.get(ids=ids, include=include)
+        got = get_by_ids(self._col, ids, include)
         rows = zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)
         found = {i: (memory_from_record(i, text, meta), v) for i, text, meta, v in rows}
         missing = [i for i in ids if i not in found]
         if missing and self._has_passages():  # passages of long memories
-            got = self._passages.get(ids=missing, include=include)
+            got = get_by_ids(self._passages, missing, include)
             passages = self._passage_memories(got["ids"], got["documents"], got["metadatas"])
             found.update(
                 (i, (passages[i], v)) for i, v in zip(got["ids"], got["embeddings"], strict=True) if i in passages

@@ -32,6 +32,7 @@ from memwiki.source import (
     WikiPage,
 )
 from memwiki.text_vectors import TextVectors
+from memwiki.textio import walk_files
 from memwiki.wiki import iter_wiki_pages
 
 if TYPE_CHECKING:
@@ -65,21 +66,6 @@ class StoreLayers(Protocol):
     def wiki_dir(self) -> Path: ...
     def persona(self) -> Persona | None: ...
     def hot_files(self) -> Sequence[HotFile]: ...
-
-
-def _walk(root: str, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
-    """(path relative to `root` with "/", stat) of every file under `root` (os.scandir: pathlib's rglob and a
-    stat per file were most of a 10k-page rebuild's first second)."""
-    with os.scandir(root) as entries:
-        for entry in entries:
-            rel = prefix + entry.name
-            if entry.is_dir(follow_symlinks=False):
-                yield from _walk(entry.path, rel + "/")
-            elif entry.is_file():
-                try:
-                    yield rel, entry.stat()
-                except FileNotFoundError:  # a journal file SQLite removed meanwhile
-                    continue
 
 
 def _layer_files() -> dict[str, tuple[str, ...]]:
@@ -196,7 +182,7 @@ class StoreReader:
         layers = _layer_files()
         files: dict[str, list[tuple[str, os.stat_result]]] = {layer: [] for layer in layers}
         owners: dict[str, list[str]] = {}  # top-level name -> the layers it belongs to (10k wiki files: one lookup)
-        for rel, stat in _walk(str(self.store.root)):
+        for rel, stat in walk_files(str(self.store.root)):
             name = rel.rsplit("/", 1)[-1]
             if name.endswith((".lock", "-shm")):
                 continue  # lock files, SQLite's shared-memory index: opening a database touches them

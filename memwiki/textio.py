@@ -1,4 +1,4 @@
-"""Small file primitives shared by every layer: strict UTF-8 reads, atomic writes, a lock file."""
+"""Small file primitives shared by every layer: strict UTF-8 reads, atomic writes, a lock file, a folder walk."""
 
 from __future__ import annotations
 
@@ -88,3 +88,18 @@ def file_lock(lock_path: Path, timeout: float = 10.0) -> Iterator[None]:
         with contextlib.suppress(OSError):
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
         fh.close()
+
+
+def walk_files(root: str, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
+    """(path relative to `root` with "/", stat) of every file under `root`, in no order (os.scandir: pathlib's
+    rglob and a stat per file cost more than the work of a 10k-page rebuild's first second)."""
+    with os.scandir(root) as entries:
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                yield from walk_files(entry.path, rel + "/")
+            elif entry.is_file():
+                try:
+                    yield rel, entry.stat()
+                except FileNotFoundError:  # removed meanwhile (a journal file SQLite dropped)
+                    continue

@@ -17,8 +17,10 @@ per page, <= 1.5 GB peak, rebuild after one memory changed <= 5 s.
 
     python scripts/bench_build.py --sizes 1000,10000 --runs 3
     python scripts/bench_build.py --sizes 10000 --runs 1 --profile   # where the time goes (cProfile)
+    python scripts/bench_build.py --shape memories --sizes 100000 --runs 1 --no-baseline  # 100k memories
 
-Generated stores are kept in `.cache/bench_build/<N>/` and reused by later runs.
+`--shape memories` counts L2 memories instead (n/50 sessions of 20 turns, n/5 facts, n/100 wiki pages: an agent's
+long use). Generated stores are kept in `.cache/bench_build/<N>/` (`memories-<N>/`) and reused by later runs.
 """
 
 from __future__ import annotations
@@ -81,6 +83,16 @@ def _paragraph(rng: random.Random, links: list[str]) -> str:
 
 
 # ── generation ───────────────────────────────────────────────────────────────────────────────────────
+
+
+def _finish(store: Store, dest: Path, session_lines: list[str], n: int, t0: float) -> Path:
+    """Import the sessions (as `memwiki import` reads them: a JSONL file) and stamp the generated store."""
+    sessions = dest / "sessions.jsonl"
+    sessions.write_text("\n".join(session_lines) + "\n", encoding="utf-8")
+    store.sessions.import_jsonl(sessions)
+    stats = {"version": GEN_VERSION, "n": n, "seconds": time.perf_counter() - t0, "stats": store.stats()}
+    (dest / "bench.json").write_text(json.dumps(stats, ensure_ascii=False, indent=1))
+    return dest / "store"
 
 
 def generate_store(n: int, dest: Path) -> Path:
@@ -153,18 +165,56 @@ def generate_store(n: int, dest: Path) -> Path:
                 if m == 0:
                     row["title"] = f"Session {s}: {rng.choice(WORDS)} {rng.choice(WORDS)}"
                 lines.append(json.dumps(row, ensure_ascii=False))
-        sessions = dest / "sessions.jsonl"
-        sessions.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        store.sessions.import_jsonl(sessions)
-        stats = store.stats()
-    stamp.write_text(
-        json.dumps(
-            {"version": GEN_VERSION, "n": n, "seconds": time.perf_counter() - t0, "stats": stats},
-            ensure_ascii=False,
-            indent=1,
-        )
-    )
-    return dest / "store"
+        return _finish(store, dest, lines, n, t0)
+
+
+def generate_memory_store(n: int, dest: Path) -> Path:
+    """A store shaped as an agent's long use makes it (issue 24's 100k store): `n` L2 memories, n/50 sessions of 20
+    turns, n/5 facts between n/10 entities, n/100 wiki pages; memories link to wiki pages as the agent writes them."""
+    stamp = dest / "bench.json"
+    if stamp.is_file() and json.loads(stamp.read_text()).get("version") == GEN_VERSION:
+        return dest / "store"
+    shutil.rmtree(dest, ignore_errors=True)
+    rng = random.Random(n + 1)
+    titles = [f"Concept {i}" for i in range(max(1, n // 100))]
+    names = [f"Entity {i}" for i in range(max(2, n // 10))]
+    t0 = time.perf_counter()
+    with Store.init(dest / "store") as store:
+        for i, title in enumerate(titles):
+            body = f"# {title}\n\n" + "\n\n".join(_paragraph(rng, [f"[[{rng.choice(titles)}]]"]) for _ in range(3))
+            atomic_write_text(store.wiki_dir / f"concept-{i}.md", f"---\ntitle: {title}\n---\n" + body + "\n")
+        for name in names:
+            store.graph.add_entity(name, rng.choice(TYPES))
+        for _ in range(n // 5):
+            day = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+            store.graph.add_triple(rng.choice(names), rng.choice(PREDICATES), rng.choice(names), valid_from=day)
+        for start in range(0, n, 1000):
+            store.semantic.upsert(
+                [
+                    Memory(
+                        id=f"bm-{i}",
+                        text=_paragraph(rng, [f"[[{rng.choice(titles)}]]"]),
+                        category=rng.choice(CATEGORIES),
+                        created=f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T10:00:00Z",
+                        wing=rng.choice(("infra", "memwiki", "personal")),
+                        room=rng.choice(("a", "b", "c", "d")),
+                    )
+                    for i in range(start, min(n, start + 1000))
+                ]
+            )
+        lines = []
+        for s in range(max(1, n // 50)):
+            for m in range(20):
+                row = {
+                    "session_id": f"session-{s}",
+                    "role": "user" if m % 2 == 0 else "assistant",
+                    "content": _paragraph(rng, [f"[[{rng.choice(titles + names)}]]"]),
+                    "time": f"2026-{1 + s % 11:02d}-{1 + s % 28:02d}T{8 + m % 12:02d}:{m:02d}:00Z",
+                }
+                if m == 0:
+                    row["title"] = f"Session {s}: {rng.choice(WORDS)} {rng.choice(WORDS)}"
+                lines.append(json.dumps(row, ensure_ascii=False))
+        return _finish(store, dest, lines, n, t0)
 
 
 def make_vectors(store_path: Path) -> tuple[int, float]:
@@ -344,9 +394,11 @@ def clear_caches(cache: Path, trash: Path) -> None:
 
 
 def change_one_memory(store_path: Path, run: int) -> None:
+    """Edit a memory the public site shows (one of the `personal` wing is withheld: editing it would change no
+    output), with words no earlier build has seen (the site scan remembers lines it found clean)."""
     with Store.open(store_path) as store:
-        memory = store.semantic.get(["bm-0"])[0]
-        text = re.sub(r" \(edit \d+\)$", "", memory.text) + f" (edit {run})"
+        memory = next(m for m in store.semantic.get([f"bm-{i}" for i in range(20)]) if m.wing != "personal")
+        text = re.sub(r" \(edit [\d ]+\)$", "", memory.text) + f" (edit {run} {time.time_ns()})"
         store.semantic.upsert([Memory(**{**memory.__dict__, "text": text})])
 
 
@@ -368,11 +420,11 @@ def _row(label: str, n_pages: int, builds: list[Build], stats: dict[str, float])
 
 
 def bench_size(
-    n: int, runs: int, profile: bool, page_cache: bool = True, baseline: bool = True
+    n: int, runs: int, profile: bool, page_cache: bool = True, baseline: bool = True, shape: str = "concepts"
 ) -> list[dict[str, object]]:
-    base = WORK / str(n)
+    base = WORK / (str(n) if shape == "concepts" else f"{shape}-{n}")
     t0 = time.perf_counter()
-    store = generate_store(n, base / "gen")
+    store = (generate_store if shape == "concepts" else generate_memory_store)(n, base / "gen")
     print(f"[{n}] store ready ({time.perf_counter() - t0:.0f}s): {store}", file=sys.stderr)
     made, seconds = make_vectors(store)
     print(f"[{n}] vectors of turns and pages made where written: {made:,} texts in {seconds:.1f}s", file=sys.stderr)
@@ -454,6 +506,12 @@ def _load() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated concept counts")
+    parser.add_argument(
+        "--shape",
+        default="concepts",
+        choices=("concepts", "memories"),
+        help="what a size counts: concepts (wiki pages and entities) or L2 memories (generate_memory_store)",
+    )
     parser.add_argument("--runs", type=int, default=3, help="builds per measurement (the median is reported)")
     parser.add_argument("--profile", action="store_true", help="also profile one cold build of each size")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -466,12 +524,15 @@ def main(argv: list[str] | None = None) -> int:
     loads: dict[str, str] = {}
     for n in [int(x) for x in args.sizes.split(",") if x.strip()]:
         if args.generate_only:
-            print(generate_store(n, WORK / str(n) / "gen"))
+            made = generate_store(n, WORK / str(n) / "gen") if args.shape == "concepts" else None
+            print(made or generate_memory_store(n, WORK / f"{args.shape}-{n}" / "gen"))
             continue
         before = _load()
         if args.strict:
             BUILD_FLAGS[:] = ["--strict"]
-        results[str(n)] = bench_size(n, max(1, args.runs), args.profile, not args.no_page_cache, not args.no_baseline)
+        results[str(n)] = bench_size(
+            n, max(1, args.runs), args.profile, not args.no_page_cache, not args.no_baseline, args.shape
+        )
         loads[str(n)] = f"{before} before, {_load()} after"
     cols = ("build", "pages", "median_s", "pages_per_s", "KB_per_page", "site_MB", "site_KB_per_page", "peak_MB")
     cols += ("tree_MB", "cpu_s")

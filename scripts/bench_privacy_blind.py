@@ -2,7 +2,7 @@
 home and a MemPalace palace, private-marked records and ORDINARY strings beside them, the real MkDocs build, and
 what reached site/ (tests/blind/harness.py).
 
-    python scripts/bench_privacy_blind.py                          # tests/blind/round1.py to round10.py
+    python scripts/bench_privacy_blind.py                          # tests/blind/round1.py to round11.py
     python scripts/bench_privacy_blind.py --sets example_set       # any module of tests/blind (or a dotted name)
     python scripts/bench_privacy_blind.py --profile private        # the owner's build: everything shown
 
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--sets",
-        default="round1,round2,round3,round4,round5,round6,round7,round8,round9,round10",
+        default=",".join(f"round{n}" for n in range(1, 12)),
         help="comma-separated set modules (default: %(default)s)",
     )
     parser.add_argument("--profile", default="public", choices=("public", "private"))

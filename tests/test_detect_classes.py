@@ -24,6 +24,35 @@ def redacted(text: str) -> str:
 
 # (text, the secret that must go whole)
 CONTEXT = [
+    # round 11 (a lab, an accounting office, a game studio), by class: a signing tool's and an app's password flag, an
+    # XML string named as a secret, a CLI's login token, a licence serial flag, a link that is its own key, a
+    # password made of a word and digits beside a word of logging in, an account/password pair after a colon, a value
+    # before its arrow, one said to be on the next line
+    ('signtool sign /f codesign-2026.pfx /p "WXk8K3aytH#" /fd SHA256', "WXk8K3aytH#"),
+    ("xcrun altool --upload-app -f Tiny.ipa -u dev@studio.example -p vcjk-nlya-zxym-cuob", "vcjk-nlya-zxym-cuob"),
+    ('<string name="server_client_secret" translatable="false">lIYqsyZXh96bE#3</string>', "lIYqsyZXh96bE#3"),
+    ("wandb login 734f8f31b36916668115bb12fe8f830d5dad2dde", "734f8f31b36916668115bb12fe8f830d5dad2dde"),
+    ("Unity -batchmode -serial F4-ZKVI-68F5-SS0Y-VPFS-M5U2 -quit", "F4-ZKVI-68F5-SS0Y-VPFS-M5U2"),
+    ("Closed beta, don't post publicly: https://testflight.apple.com/join/HPooWzU4", "HPooWzU4"),
+    (
+        "Overleaf edit link (anyone holding it can edit): https://www.overleaf.com/7239326470janguvadvvvj",
+        "7239326470janguvadvvvj",
+    ),
+    ("the old Mac in the microscopy room still opens with letmein398, same as the printer", "letmein398"),
+    ("Speaker 1: so it's Guoqiang@1991, capital first letter.", "Guoqiang@1991"),
+    ("【语音转文字】喂，那个服务器密码你记一下啊，是coffee123!，对，前面大写", "coffee123!"),
+    ("打印机管理页面 admin zhoujie123", "zhoujie123"),
+    ("用友畅捷通 T+：manager/pkNuHYAWW+8", "pkNuHYAWW+8"),
+    ("Steam 合作伙伴后台：bu7202 / sunhao0905", "sunhao0905"),
+    ("hplc@906 ← 质谱工作站管理员密码，贴纸掉了记在这", "hplc@906"),
+    ("NAS 管理员\n账号：admin\n密码在下一行\n\nah2HXgHsu2%1\n\n（别存浏览器）", "ah2HXgHsu2%1"),
+    (
+        "Co-authors edit here -> https://www.overleaf.com/9924144321zsrkoyhbdzny (this one isn't)",
+        "9924144321zsrkoyhbdzny",
+    ),
+    ("TestFlight invite for the Discord mods only -> testflight.apple.com/join/y24XWCyk", "y24XWCyk"),
+    ("会议室电脑就是 zhangwei123，大家都知道", "zhangwei123"),
+    ("Dana logs into the plate reader PC as 'lab' with Summer2015; everyone knows it", "Summer2015"),
     ("/etc/rsyncd.secrets backup:lantern$olive61", "lantern$olive61"),
     (
         "Offsite drive: the LUKS passphrase is at the very bottom of this note.\n\nSwapped two disks.\n\n"
@@ -272,6 +301,16 @@ SHAPES = [
     ("-H 'cookie: theme=dark; _admin_session=80b9465aef7ac86d66c7a644fb12853ef86dcfae; tz=UTC'", "80b9465aef7ac86d"),
 ]
 PERSONAL = [
+    # round 11: a researcher's ORCID (by its check digit), an id written right after its word or in capitals only,
+    # a company's unified social credit code by its word
+    ("Fellowship form needs Chloe Kowalski's ORCID iD — 0000-0003-1217-2670.", "0000-0003-1217-2670"),
+    ("孙曦超的社保卡卡号U51371290，补缴要用", "U51371290"),
+    ("卢超轩的港澳通行证：CFOGWJSWC，去香港开会订票用", "CFOGWJSWC"),
+    ("客户苏州鼎信建材有限公司，统一社会信用代码91320102188769822N，小规模纳税人", "91320102188769822N"),
+    ("93370202352097918K（深圳远山文化传媒有限公司的税号，开专票用）", "93370202352097918K"),
+    ("| 姓名 | 学号 | 期末 | 总评 |\n|---|---|---|---|\n| 姚峰晨 | 2025777543 | 38 | 72 |", "2025777543"),
+    ("Talk h93 港澳通行证 CFVUFRNXF（程曦霞）", "CFVUFRNXF"),
+    ("[pitfall] h72 | 姓名 | 学号 | 期末 | 总评 |\n|---|---|---|---|\n| 蒋红辉 | 2024278365 | 44 | 59 |", "2024278365"),
     ("call me at 1-415-555-2671 tomorrow", "1-415-555-2671"),
     # round 10, second pass: an account number beside its bank; health (a diagnosis, a lab result, a dose)
     ("开户行及账号：招商银行深圳科技园支行 121998259791907", "121998259791907"),
@@ -416,6 +455,22 @@ PROVIDERS = [
 ]
 # ordinary technical text: every class leaves it alone (the eight an earlier blind set found redacted first)
 ORDINARY = [
+    "ssh login.hpc.univ-example.edu",
+    "npm login --registry https://npm.example.com",
+    "login with python311 installed",
+    "docker run -u 1000 -p 8080:80 nginx",
+    '<string name="token_hint">Enter your token</string>',
+    "see https://example.com/s/pricing",
+    "upgrade to ubuntu2204 before the login",
+    "ISBN 978-0-13-110362-7, order 1234-5678-9012-3456",
+    "目录：src/main.py",
+    "doi:10.1038/s41586-021-03819-2",
+    "pkg:pypi/requests@2.32.3",
+    "ORCID 0000-0002-1825-0097 (ORCID's own example iD)",
+    "ordinary101m: SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU",
+    "see github.com/org/repo/releases and https://arxiv.org/abs/2310.06825v2",
+    "他的电脑是 thinkpad x1",
+    "| name | version |\n|--|--|\n| chroma | 2025777543 |",
     "确诊病例统计脚本 v2",
     "Chroma: embeddings (diagnosed slow queries)",
     "招商银行客服电话 95555",
@@ -650,3 +705,13 @@ def test_a_long_texts_views_read_its_changed_lines_and_the_line_after() -> None:
     assert all(not line.strip() for view in _views(page) for line in view.split("\n")[:20])  # (read once)
     one_line = Detectors().redact("the door_code_4821 works", lambda kind, secret: "[R]")[0]
     assert "4821" not in one_line
+
+
+def test_a_keys_id_joined_to_its_secret_by_a_colon_is_withheld_with_it() -> None:
+    """An FCM server key is `<id>:<secret>`: a rule that finds the secret takes the id before the colon too (a word
+    before a colon, `token:`, is no part of a key)."""
+    key = "AAAAkdsxpxm:APA91bHPRgkFHkk3eJxo9vQ0y8Lq-Zq3Vd0pXfR3Oa1EoGJx9Z0kYb6mJc8aDqEoWZp5tS8bCq"
+    text = f"xiao zhou: {key} me: thx"
+    assert [text[s.start : s.end] for s in Detectors().find(text)] == [key]
+    text = "token:ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    assert [text[s.start : s.end] for s in Detectors().find(text)] == [text[6:]]

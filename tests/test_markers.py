@@ -145,7 +145,24 @@ def test_a_marker_alone_on_its_line_marks_the_paragraph_under_it() -> None:
 
 @pytest.mark.parametrize(
     "heading",
-    ["## Secrets", "### Private notes", "## 私密", "## Confidential", "### 不公开的部分", "### Just between us"],
+    [
+        "## Secrets",
+        "### Private notes",
+        "## 私密",
+        "## Confidential",
+        "### 不公开的部分",
+        "### Just between us",
+        "## 个人隐私",
+        "## 家里的私密事",
+        "## My secrets",
+    ],
 )
 def test_a_heading_that_says_private_opens_a_private_section(heading: str) -> None:
     assert private_heading(heading)
+
+
+@pytest.mark.parametrize(
+    "heading", ["## 项目进度", "## Notes on secrecy", "## 关于如何保护用户数据与隐私的一些长期做法"]
+)
+def test_a_heading_about_something_else_opens_no_private_section(heading: str) -> None:
+    assert not private_heading(heading)

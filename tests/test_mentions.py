@@ -78,3 +78,32 @@ def test_ten_thousand_memories_and_five_thousand_names_in_one_pass() -> None:
     took = time.perf_counter() - start
     assert all(len(f) == 1 for f in found)
     assert took < 10, f"{took:.1f} s: names × texts, not one pass?"  # about 1 s here; a loop per name takes minutes
+
+
+def test_names_found_in_a_text_are_kept_for_the_next_build_with_the_names_looked_for(tmp_path) -> None:
+    from memwiki.site.speed.text_cache import TextCache
+
+    texts = ["we use RUST here", "trust me", "去云知识库里查", "`rust` in code, rust outside"]
+    places = [("L2", TextSource("memory/x.md", f"mem-{n}", f"m{n}", t)) for n, t in enumerate(texts)]
+
+    def build(*names: str) -> tuple[list[list[tuple[str, int, int]]], int]:
+        kept = TextCache(tmp_path / "texts.marshal")
+        mentions = MentionIndex(_index(*names).concepts)
+        mentions.scan(places, kept)
+        kept.save()
+        named = [
+            [(c.title, *_where(mentions, c, n)) for c in mentions.named_in("memory/x.md", f"mem-{n}")]
+            for n in range(len(texts))
+        ]
+        return named, kept.misses
+
+    def _where(mentions: MentionIndex, concept, n: int) -> tuple[int, int]:
+        (m,) = [m for m in mentions.of(concept) if m.anchor == f"mem-{n}"]
+        return m.start, m.end
+
+    first, made = build("rust", "云知识库")
+    again, remade = build("rust", "云知识库")
+    assert made == len(texts) and remade == 0  # the second build found every text's names kept
+    assert again == first == [[("rust", 7, 11)], [], [("云知识库", 1, 5)], [("rust", 16, 20)]]
+    other, redone = build("rust", "知识库")  # other names: every text is read again
+    assert redone == len(texts) and other[2] == [("知识库", 2, 5)]

@@ -123,3 +123,30 @@ def test_every_audit_list_is_capped_and_paginated(tmp_path: Path, monkeypatch: p
     assert "41–60 of 70" in by_uri["audit/wanted-3.md"] and "10 more not listed." in by_uri["audit/wanted-3.md"]
     assert "wanted-2.html" in by_uri["audit/wanted.md"]  # the pager
     assert "Missing topic" in by_uri["audit/wanted-2.md"]
+
+
+def test_a_changed_memory_is_compared_with_all_and_the_clusters_are_those_of_a_fresh_build(tmp_path: Path) -> None:
+    """The clusters are kept with what each memory was embedded from: after a memory joins a cluster, another
+    leaves one (its text rewritten) and one is deleted, a build with the kept clusters finds exactly what a build
+    with no cache finds, comparing only the changed memories with all (not every pair)."""
+    rng = random.Random(9)
+    with Store.init(tmp_path / "s") as st:
+        st.semantic.upsert([looped(i, rng) for i in range(40)] + DISTINCT)
+        reader = st.reader()
+        kept = BuildSpeed.at(tmp_path / "kept")
+        audit.near_duplicates(BuildContext(reader, speed=kept), list(reader.memories()))
+        st.semantic.upsert([Memory("nas-3", DISTINCT[2].text + " ", category="other")])  # joins nas-1 ≈ nas-2
+        st.semantic.upsert([Memory("loop-0003", "The garden hose leaks at the tap by the shed.", "other")])
+        st.semantic.delete(["nas-2"])
+        memories = list(reader.memories())
+        compared: list[int] = []
+        pairs = audit._cosine_pairs
+        audit._cosine_pairs = lambda v: compared.append(len(v)) or pairs(v)  # type: ignore[assignment]
+        try:
+            incremental = audit.near_duplicates(BuildContext(reader, speed=BuildSpeed.at(tmp_path / "kept")), memories)
+        finally:
+            audit._cosine_pairs = pairs  # type: ignore[assignment]
+        fresh = audit.near_duplicates(BuildContext(reader, speed=BuildSpeed.at(tmp_path / "fresh")), memories)
+    assert incremental == fresh
+    assert [len(c.ids) for c in fresh[0]] == [39, 2] and {"nas-1", "nas-3"} == set(fresh[0][1].ids)
+    assert compared == [39]  # the loop's cluster, which lost a member, among itself; nothing compared all with all

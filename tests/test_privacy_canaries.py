@@ -4,6 +4,7 @@ can fail); the privacy report counts what was withheld, and a strict build fails
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,37 @@ def test_site_scan_rereads_only_what_changed_and_skips_vector_slices(tmp_path: P
     assert [(leak.path, leak.kind, leak.line) for leak in leaks] == [("list.html", "password", 101)]
     assert second.read_lines == 1  # the new line only
     assert SiteScan(Detectors(library=False), []).scan(site_dir)  # without `numbers` the slice is read
+
+
+def test_the_search_index_entries_found_clean_are_not_read_again(tmp_path: Path) -> None:
+    """MkDocs' search index is rewritten whole by a rebuild: the entries the last scan found clean are not read
+    again (no line of them), a new entry is read and its secret found; a secret this build redacted is looked for
+    in every entry."""
+    from memwiki.site.site_scan import SEARCH_INDEX
+
+    site_dir, cache = tmp_path / "site", tmp_path / "scan.cache"
+    index = site_dir / SEARCH_INDEX
+    index.parent.mkdir(parents=True)
+    docs = [
+        {"location": f"page-{n}.html", "title": f"Page {n}", "text": f"the NAS keeps {n} snapshots"} for n in range(50)
+    ]
+
+    def scan(known: tuple[str, ...] = ()) -> tuple[SiteScan, list]:
+        index.write_text(json.dumps({"config": {}, "docs": docs}), encoding="utf-8")
+        net = Detectors(library=False, net=True)
+        scanner = SiteScan(Detectors(library=False), [], cache=cache, known=known, generated={"page-1.html"}, net=net)
+        return scanner, scanner.scan(site_dir)
+
+    first, leaks = scan()
+    assert leaks == [] and first.read_lines > 50
+    docs.append({"location": "new.html", "title": "New", "text": "密码是hunter2xyz"})
+    second, leaks = scan()
+    # the new entry's three strings and the keys (`location`, `title`, `text`: read by the other detectors now)
+    assert [leak.kind for leak in leaks] == ["password"] and second.read_lines == 6
+    docs.pop()
+    docs[7]["text"] += " (kept by lin.xiao.secret@mailbox.org)"  # a secret redacted in this build, seen elsewhere
+    third, leaks = scan(known=("the NAS keeps 3 snapshots",))
+    assert sorted(leak.kind for leak in leaks) == ["email", "redacted secret"]
 
 
 def test_strict_build_fails_on_a_secret_in_a_hand_written_page(tmp_path: Path) -> None:

@@ -278,3 +278,33 @@ def test_workers_judge_a_layer_only_when_they_take_off_more_than_they_cost() -> 
     assert not Judges(PrivacyRules(), 1).wanted(wiki)
     assert Judges(PrivacyRules(), 3).wanted(wiki)
     assert not Judges(PrivacyRules(), 0).wanted(wiki * 100)
+
+
+def test_a_text_judged_by_one_build_is_shown_by_the_next_without_being_judged_again(
+    store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate's verdicts are kept in the cache folder (memwiki.site.speed.gate_memo): a second build shows the
+    same records and counts the same redactions without the detectors reading them again; the kept file holds no
+    secret; other rules or another redaction key judge everything again."""
+    read: list[str] = []
+    find, marked = Detectors.find, PrivacyRules._marked  # noqa: SLF001 - what judges a text: counted
+    monkeypatch.setattr(Detectors, "find", lambda self, text: read.append(text) or find(self, text))
+    monkeypatch.setattr(PrivacyRules, "_marked", lambda self, text: read.append(text) or marked(self, text))
+
+    def build(rules: PrivacyRules, key: bytes = b"k" * 32) -> tuple[list[object], dict[str, dict[str, int]], int]:
+        read.clear()
+        with Store.open(store_dir) as store:
+            gate = PrivacyFilter(store.reader(), rules, key=key, cache_dir=tmp_path / "cache")
+            shown: list[object] = [gate.persona(), list(gate.memories()), list(gate.triples()), list(gate.entities())]
+            shown += [list(gate.wiki_pages())] + [list(gate.messages(s.id)) for s in gate.sessions()]
+            gate.save()
+            return shown, gate.withheld(), len(read)
+
+    first, counted, judged = build(PrivacyRules())
+    again, recounted, rejudged = build(PrivacyRules())
+    assert again == first and recounted == counted and judged > 10 and rejudged == 0
+    assert "[redacted: openai key" in repr(first) and KEY not in repr(first)
+    kept = b"".join(p.read_bytes() for p in (tmp_path / "cache").glob("gate-memo*"))
+    assert kept and KEY.encode() not in kept and MAIL.encode() not in kept
+    assert build(PrivacyRules(contact=False))[2] > 0
+    assert build(PrivacyRules(), key=b"j" * 32)[2] > 0

@@ -366,6 +366,42 @@ def test_vectors_are_made_once_for_every_later_build_and_process(tmp_path: Path)
     assert first is not None and second is not None and np.array_equal(first, second)
 
 
+def test_rows_of_texts_that_did_not_change_are_kept_by_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build keeps the rows of the texts it embedded (turns, pages, hot entries, passages) by group: a rebuild
+    after a memory was written asks the source for none of them and ships the same rows; a changed turn has its
+    group's rows made again (and only its group's)."""
+    asked: list[int] = []
+
+    def build(reader: object) -> tuple[dict, np.ndarray]:
+        data, vectors = search.search_data(BuildContext(reader, speed=BuildSpeed.at(tmp_path / "c")))
+        assert vectors is not None
+        return data, vectors
+
+    def layer(data: dict, vectors: np.ndarray, name: str) -> np.ndarray:
+        counts = [data["rows"][k] for k in ("L1", "L2", "L4", "files")]
+        start = sum(counts[: ("L1", "L2", "L4", "files").index(name)])
+        return vectors[start : start + data["rows"][name]]
+
+    with Store.init(tmp_path / "store", embedder=USEEmbedder()) as store:
+        _fill(store)
+        reader = store.reader()
+        embed = reader.embed
+        monkeypatch.setattr(reader, "embed", lambda texts: asked.append(len(texts)) or embed(texts))
+        first = build(reader)
+        store.semantic.upsert([Memory(id="m-new", text="a memory written since", category="technical")])
+        again = build(reader)
+        store.sessions.add_message(store.sessions.sessions()[0].id, "user", "一条新的消息")
+        changed = build(reader)
+    assert asked[0] > 0 and asked[1:] == [changed[0]["rows"]["L4"]]  # nothing for the memory; the turns again
+    assert again[0]["rows"]["L2"] == first[0]["rows"]["L2"] + 1
+    for name in ("L1", "L4", "files"):
+        assert np.array_equal(layer(*again, name), layer(*first, name))
+    assert np.array_equal(layer(*changed, "files"), layer(*first, "files"))
+    assert changed[0]["rows"]["L4"] == first[0]["rows"]["L4"] + 1
+
+
 def test_ten_new_memories_change_only_the_last_vector_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The browser keeps each slice of the vectors while its name (its content's hash) stays: ten memories an agent
     adds come after the older ones in their layer, so the slices before them keep their names."""
@@ -426,3 +462,21 @@ def test_search_data_holds_no_planted_secret(tmp_path: Path) -> None:
     assert all(data["rows"][layer] > 0 for layer in ("L1", "L2", "L4", "files"))
     assert found_in(tmp_path / "public", canaries) == []
     assert len(found_in(tmp_path / "private", canaries)) >= len(canaries) // 2
+
+
+def test_search_data_is_written_a_row_a_line_and_reads_as_the_same_json() -> None:
+    """The search data is one JS object; its lists of rows are written a row a line (a rebuild's site scan then
+    reads the rows that changed), and it parses to exactly what one line of JSON holds, `</script>` escaped."""
+    from memwiki.site.pyvis_html import script_json
+
+    data = {
+        "L1": [["memory:0", "a </script> b", 0], ["memory:1", "两行\n文字", 1]],
+        "L2": {"memories": [["m1", "u", "c", ""], ["m2", "v", "c", ""]], "units": []},
+        "config": {"k": 60},
+        "stop_words": ["a", "the"],
+    }
+    text = script_json(data, row_depth=3)
+    assert json.loads(text) == json.loads(script_json(data)) == data
+    rows = ['["memory:0","a \\u003c\\u002fscript\\u003e b",0],', '["memory:1","两行\\n文字",1]']
+    assert text.splitlines()[1:3] == rows
+    assert '["m1","u","c",""],' in text.splitlines() and "</" not in text

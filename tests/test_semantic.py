@@ -200,3 +200,17 @@ def test_lexical_index_from_another_tokenizer_version_is_rebuilt(tmp_path: Path,
     again = SemanticMemory(tmp_path / "l2", use)
     assert again.lexical.current()
     assert again.lexical_search("群晖", 3)[0][0] == "nas"
+
+
+def test_many_ids_are_asked_of_chroma_in_batches(l2: SemanticMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma's SQLite takes at most 32,766 variables a statement: records and vectors of more ids than a batch are
+    asked batch by batch and come back whole and in order (a 100k store's build asked for all at once)."""
+    from memwiki import semantic
+
+    rows = [Memory(id=f"m{i:02d}", text=f"note {i}: 备份盘 {i} 在书房", category="other") for i in range(11)]
+    l2.add(rows)
+    ids = [m.id for m in reversed(rows)]
+    whole_vectors, whole = l2.vectors(ids), l2.get(ids)
+    monkeypatch.setattr(semantic, "GET_BATCH", 3)
+    assert [m.id for m in l2.get(ids)] == ids and l2.get(ids) == whole
+    assert np.array_equal(l2.vectors(ids), whole_vectors) and len(whole_vectors) == 11

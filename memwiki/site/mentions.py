@@ -10,6 +10,8 @@ run once over all the texts joined: linear in the texts whatever the number of n
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 from bisect import bisect_right
 from collections.abc import Iterable
@@ -18,12 +20,14 @@ from dataclasses import dataclass, field
 import re2
 
 from memwiki.site.concept_index import Concept, TextSource, norm
+from memwiki.site.speed.text_cache import TextCache
 
 MIN_NAME = 2  # characters: a one-letter name would be found everywhere
 CONTEXT = 90  # characters shown on each side of a name, at most (less when a sentence ends first)
 _JOIN = "\n\0\n"  # between texts: no name holds it, and it ends a sentence
 _SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
 _ASCII_WORD = re.compile(r"[0-9A-Za-z_]")
+_KEPT_KIND = "mentions"  # in the build's TextCache: (digest of the names looked for, spans of names found)
 _GLOSS = re.compile(r"([^()（）]+?)\s*[(（]([^()（）]+)[)）]")
 
 
@@ -134,41 +138,68 @@ class MentionIndex:
                     self._by_name.setdefault(norm(name), concept)
         self._mentions: dict[int, list[Mention]] = {}
         self._named: dict[tuple[str, str], list[Concept]] = {}
-        self._regex = None
-        if self._by_name:
-            options = re2.Options()
-            options.longest_match = True
-            options.case_sensitive = False
-            options.max_mem = 256 << 20  # the DFA of thousands of names: RE2's default 8 MB makes it fall back
-            names = sorted(self._by_name, key=len, reverse=True)
-            self._regex = re2.compile("|".join(_pattern(n) for n in names), options)
+        self._names = sorted(self._by_name, key=lambda n: (-len(n), n))
+        self._digest = hashlib.sha1("\0".join(self._names).encode("utf-8", "surrogatepass")).hexdigest()
 
-    def scan(self, sources: Iterable[tuple[str, TextSource]]) -> None:
-        """Find every name in these (layer, text) pairs, in one pass over them all."""
+    @functools.cached_property
+    def _regex(self) -> re2._Regexp:
+        options = re2.Options()
+        options.longest_match = True
+        options.case_sensitive = False
+        options.max_mem = 256 << 20  # the DFA of thousands of names: RE2's default 8 MB makes it fall back
+        return re2.compile("|".join(_pattern(n) for n in self._names), options)
+
+    def scan(self, sources: Iterable[tuple[str, TextSource]], kept: TextCache | None = None) -> None:
+        """Find every name in these (layer, text) pairs, in one pass over those `kept` has no names of (where
+        the names are found in each text is kept across builds with the names looked for)."""
         places = list(sources)
-        if self._regex is None or not places:
+        if not self._by_name or not places:
             return
         texts = [_clean(source.text) for _, source in places]
+        found = self._kept_spans(texts, kept)
+        for n, spans in enumerate(found):
+            layer, source = places[n]
+            seen: set[int] = set()
+            for start, end in spans:
+                concept = self._by_name.get(norm(texts[n][start:end]))
+                if concept is None or id(concept) in seen:
+                    continue
+                if "`" in texts[n] and _in_code(texts[n], start):
+                    continue  # a name shown as code (`` `[[embed-01]]` ``) is written out, not said
+                seen.add(id(concept))
+                mention = Mention(source.src_uri, source.anchor, source.title, layer, texts[n], start, end)
+                self._mentions.setdefault(id(concept), []).append(mention)
+                self._named.setdefault((source.src_uri, source.anchor), []).append(concept)
+
+    def _kept_spans(self, texts: list[str], kept: TextCache | None) -> list[list[tuple[int, int]]]:
+        """Where a name is in each text: kept from an earlier build that looked for the same names, else found."""
+        found: list[list[tuple[int, int]] | None] = [None] * len(texts)
+        if kept is not None:
+            for n, text in enumerate(texts):
+                value = kept.get(text, _KEPT_KIND)
+                if isinstance(value, tuple) and len(value) == 2 and value[0] == self._digest:
+                    found[n] = value[1]
+        todo = [n for n, spans in enumerate(found) if spans is None]
+        for n, spans in zip(todo, self._find([texts[n] for n in todo]), strict=True):
+            found[n] = spans
+            if kept is not None:
+                kept.put(texts[n], _KEPT_KIND, (self._digest, spans))
+        return found  # type: ignore[return-value]
+
+    def _find(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        """The spans of names in each text, found in one RE2 pass over them all, joined."""
+        spans: list[list[tuple[int, int]]] = [[] for _ in texts]
+        if not texts:
+            return spans
         starts, at = [], 0
         for text in texts:
             starts.append(at)
             at += len(text) + len(_JOIN)
-        seen: set[tuple[int, int]] = set()
-        joined = _JOIN.join(texts)
-        for match in self._regex.finditer(joined):
+        for match in self._regex.finditer(_JOIN.join(texts)):
             at, to = match.span()
-            concept = self._by_name.get(norm(joined[at:to]))
             n = bisect_right(starts, at) - 1
-            if concept is None or (id(concept), n) in seen:
-                continue
-            layer, source = places[n]
-            start, end = at - starts[n], to - starts[n]
-            if "`" in texts[n] and _in_code(texts[n], start):
-                continue  # a name shown as code (`` `[[embed-01]]` ``) is written out, not said
-            seen.add((id(concept), n))
-            mention = Mention(source.src_uri, source.anchor, source.title, layer, texts[n], start, end)
-            self._mentions.setdefault(id(concept), []).append(mention)
-            self._named.setdefault((source.src_uri, source.anchor), []).append(concept)
+            spans[n].append((at - starts[n], to - starts[n]))
+        return spans
 
     def of(self, concept: Concept) -> list[Mention]:
         """The places that name `concept`, in the order they were scanned."""

@@ -59,14 +59,16 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     """Publishes a memory store (or a hermes home and / or a MemPalace palace) as a wiki."""
 
     def __init__(self) -> None:
-        self.plain_build = False  # `mkdocs build` without --dirty (not serve): the last site may be kept
+        self.keep_site = False  # a build that cleans its site first (build or serve, not --dirty): the last site stays
+        self.may_fork = False  # a plain `mkdocs build`: workers may fork (not beside `mkdocs serve`'s server threads)
         self.site: SiteBuild | None = None
         self.pages: PageStore | None = None
         self.built: Built | None = None
         self._marked: Page | None = None  # the section's navigation page marked active for the page being rendered
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
-        self.plain_build = command == "build" and not dirty
+        self.keep_site = command in ("build", "serve") and not dirty
+        self.may_fork = command == "build" and not dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         self.site, self.pages, self.built = None, None, None  # let go of the last build (mkdocs serve)
@@ -77,14 +79,16 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
             for change in keep_offline(config):
                 log.info("memwiki: a public site loads nothing from outside itself: %s", change)
         base_dir = Path(config.config_file_path).resolve().parent if config.config_file_path else Path.cwd()
-        self.site = SiteBuild(dict(self.config), base_dir, config.use_directory_urls, self.plain_build)
+        self.site = SiteBuild(dict(self.config), base_dir, config.use_directory_urls, self.may_fork)
         return config
 
     @event_priority(1000)  # before other plugins' pre_build, even "first" ones (they may write into site_dir)
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         assert self.site is not None
         cache_dir = self.site.cache_dir if self.site.page_cache else None
-        self.pages = PageStore(cache_dir, self.config.fast_pages, self.config.render_workers, self.plain_build)
+        self.pages = PageStore(
+            cache_dir, self.config.fast_pages, self.config.render_workers, self.keep_site, self.may_fork
+        )
         self.pages.set_aside_site(config.site_dir)
 
     @event_priority(1000)  # the first handler after MkDocs' clean

@@ -49,6 +49,7 @@ from memwiki.site.detect import Detectors
 from memwiki.site.detect.spans import Span
 from memwiki.site.gate_workers import Judges
 from memwiki.site.speed import cache_file
+from memwiki.site.speed.gate_memo import GateMemo, folders_salt
 from memwiki.source import (
     Entity,
     HotFile,
@@ -71,6 +72,7 @@ DEFAULT_MARKERS = ("[private]", "#private", "<private>", "[私密]", "#私密")
 PRIVATE_WORDS = markers.PRIVATE_WORDS  # a tag, category, wing or room with exactly one of these names
 KEY_FILE = "privacy.key"  # in memwiki's cache folder: the redaction tags' key (stable labels and URLs)
 NAMES_FILE = "withheld-names.marshal"  # in cache_dir: see PrivacyFilter.layer_fingerprints
+MEMO_FILE = "gate-memo.marshal"  # in the cache folder: the verdicts of earlier builds (speed.gate_memo)
 NAME_LAYERS = ("wiki", "graph", "sessions")  # the layers whose withheld records others may name
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]+))?\]\]")
 
@@ -110,10 +112,16 @@ class PrivacyRules:
     redact: tuple[re.Pattern[str], ...] = ()  # the user's own secret patterns, on top of the detectors
     detectors: Detectors = field(init=False, compare=False, repr=False)  # made from `contact` and `redact`
     _private_texts: dict[str, bool] = field(init=False, compare=False, repr=False)  # text -> verdict
+    _kept: GateMemo | None = field(init=False, compare=False, repr=False)  # verdicts of earlier builds
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "detectors", Detectors(contact=self.contact, extra=self.redact))
         object.__setattr__(self, "_private_texts", {})
+        object.__setattr__(self, "_kept", None)
+
+    def keep_verdicts_in(self, memo: GateMemo) -> None:
+        """Read and keep the private verdicts of texts in `memo` too (memwiki.site.speed.gate_memo)."""
+        object.__setattr__(self, "_kept", memo)
 
     def __reduce__(self) -> tuple[type[PrivacyRules], tuple[object, ...]]:
         """Sent to a worker process as its options (its detectors and memo are made again there)."""
@@ -178,9 +186,14 @@ class PrivacyRules:
         if not text:
             return False
         verdict = self._private_texts.get(text)
+        if verdict is not None:
+            return verdict
+        verdict = self._kept.private(text) if self._kept is not None else None
         if verdict is None:
             verdict = self._marked(text)
-            self.learn(text, verdict)  # (a page's body is asked of twice: for the names it withholds, and to show it)
+            if self._kept is not None:
+                self._kept.put_private(text, verdict)
+        self.learn(text, verdict)  # (a page's body is asked of twice: for the names it withholds, and to show it)
         return verdict
 
     def learn(self, text: str, verdict: bool) -> None:
@@ -359,6 +372,9 @@ class PrivacyFilter:
         self._spans: dict[str, list[Span]] = {}  # shown string -> its spans, judged beforehand (see `_judge`)
         self._key = key if key is not None else secrets.token_bytes(32)
         self._cache_dir = cache_dir  # where the digest of what is withheld by name is kept (layer_fingerprints)
+        self._memo = GateMemo(cache_dir / MEMO_FILE, self._rules_key()) if cache_dir and self.rules.public else None
+        if self._memo is not None:
+            self.rules.keep_verdicts_in(self._memo)  # (verdicts of earlier builds: memwiki.site.speed.gate_memo)
         self._base_dir = base_dir
         self._cleaned: dict[str, tuple[str, Counter[str]]] = {}  # text -> (shown, redactions made)
         self._counts: dict[str, Counter[str]] = {}  # part ("memories", "sessions/<id>", ...) -> kind -> count
@@ -414,18 +430,38 @@ class PrivacyFilter:
         """One string as the public site may show it (memoised: each distinct string is cleaned once)."""
         done = self._cleaned.get(text)
         if done is None:
-            made: Counter[str] = Counter()
-            out = self.local(text)
-            if self.rules.public:
-                spans = self._spans.pop(out, None)
-                if spans is None:
-                    spans = self.rules.detectors.find(out)
-                out = Detectors.apply(out, spans, lambda kind, secret: self._label(kind, secret, made))[0]
-                if "[[" in out:
-                    out = self._unlink_private(out)
-            done = self._cleaned[text] = (out, made)
+            memo = self._memo
+            done = memo.shown(text, self._folders_salt) if memo is not None else None
+            if done is None:
+                done = self._judged(text)
+                if memo is not None:
+                    memo.put_shown(text, self._folders_salt, *done)
+            out = done[0]
+            if "[[" in out and self.rules.public:
+                out = self._unlink_private(out)
+            done = self._cleaned[text] = (out, done[1])
         self._kinds.update(done[1])
         return done[0]
+
+    def _judged(self, text: str) -> tuple[str, Counter[str]]:
+        """`text` shown by the rules alone (local folders shortened, secrets redacted), and the redactions made."""
+        made: Counter[str] = Counter()
+        out = self.local(text)
+        if self.rules.public:
+            spans = self._spans.pop(out, None)
+            if spans is None:
+                spans = self.rules.detectors.find(out)
+            out = Detectors.apply(out, spans, lambda kind, secret: self._label(kind, secret, made))[0]
+        return out, made
+
+    @functools.cached_property
+    def _folders_salt(self) -> bytes:
+        return folders_salt([(prefix, short) for prefix, _, short in self._prefixes])
+
+    def save(self) -> None:
+        """Keep this build's verdicts for the next (`_memo`)."""
+        if self._memo is not None:
+            self._memo.save()
 
     def _record(self, record: T) -> T:
         return scrub(record, self.clean)
@@ -435,13 +471,21 @@ class PrivacyFilter:
         are many: `clean` and `private` then find each one's verdict ready."""
         if not self.rules.public or not self._judges.workers:
             return
-        todo = {text for record in records for text in strings(record) if text and text not in self._cleaned}
+        memo = self._memo
+        todo = {
+            text
+            for record in records
+            for text in strings(record)
+            if text and text not in self._cleaned and (memo is None or memo.shown(text, self._folders_salt) is None)
+        }
         if not self._judges.wanted(todo):  # (a session's few messages: nothing more is done for them here)
             return
         pairs = [(text, shown) for text in todo if (shown := self.local(text)) not in self._spans]
         for (raw, shown), (spans, private) in zip(pairs, self._judges.judge(pairs), strict=True):
             self._spans[shown] = spans
             self.rules.learn(raw, private)
+            if memo is not None:
+                memo.put_private(raw, private)
 
     def stop_workers(self) -> None:
         """The layers are read: what comes later is judged in this process."""

@@ -123,7 +123,7 @@ class Built:
 class SiteBuild:
     """The wiki of one memory source, built with the plugin's options (`options`: its config as a dict)."""
 
-    def __init__(self, options: dict[str, Any], base_dir: Path, directory_urls: bool, plain_build: bool) -> None:
+    def __init__(self, options: dict[str, Any], base_dir: Path, directory_urls: bool, may_fork: bool) -> None:
         self.options = options
         self.base_dir = base_dir
         self.cache_dir = base_dir / options["cache_dir"]
@@ -135,7 +135,7 @@ class SiteBuild:
             audit_errors=tuple(options["audit_errors"]),
         )
         # builders may hand work to a forked process: on Linux, in a plain `mkdocs build`, unless told not to
-        self.may_fork = sys.platform.startswith("linux") and plain_build and options["render_workers"] != 1
+        self.may_fork = sys.platform.startswith("linux") and may_fork and options["render_workers"] != 1
         self.rules = PrivacyRules()
         self.gate: PrivacyFilter | None = None  # this build's gate: the scan looks for copies of what it redacted
         self.times: dict[str, float] = {}
@@ -154,6 +154,8 @@ class SiteBuild:
             except MemwikiError as exc:
                 raise PluginError(f"memwiki: {exc}") from None
         self.times["read"], self.times["builders"] = t1 - t0, time.perf_counter() - t1
+        if self.gate is not None:
+            self.gate.save()
         if isinstance(ctx.source, CachedSource):
             ctx.source.save()
             log.info("memwiki: layers read from the source: %s", ", ".join(ctx.source.reads) or "none")

@@ -46,6 +46,7 @@ import re2
 from memwiki.site.detect import Detectors, Span
 from memwiki.site.offline import outside_loads
 from memwiki.site.speed import cache_file
+from memwiki.textio import walk_files
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 REPORTED = 20  # findings named one by one in the build's log; the rest are counted
@@ -114,8 +115,11 @@ def derived_forms(secret: str) -> set[str]:
 SEARCH_INDEX = "search/search_index.json"  # MkDocs' own search index: every page's text, generated or not
 
 
-def _search_index_parts(text: str, generated: Collection[str]) -> tuple[str, str]:
-    """MkDocs' search index split in two: the strings of memwiki's generated pages, and all the others."""
+def _search_index_parts(
+    text: str, generated: Collection[str], seen: Callable[[object, bool], bool] | None = None
+) -> tuple[str, str]:
+    """MkDocs' search index split in two: the strings of memwiki's generated pages, and all the others; `seen(doc,
+    ours)`: the entries not to read again (a rebuild splices in those of the pages it reused, as they were)."""
     try:
         index = json.loads(text)
         docs = index["docs"]
@@ -126,7 +130,8 @@ def _search_index_parts(text: str, generated: Collection[str]) -> tuple[str, str
         location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
         page = location.split("#", 1)[0]
         ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
-        (mine if ours else theirs).append(doc)
+        if seen is None or not seen(doc, ours):
+            (mine if ours else theirs).append(doc)
     theirs.append({k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {})
     return _strings(mine), _strings(theirs)
 
@@ -224,7 +229,7 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "3"  # 3: lines found clean are remembered too
+    VERSION = "4"  # 3: lines found clean are remembered too; 4: and the search index's entries
 
     def __init__(
         self,
@@ -288,19 +293,12 @@ class SiteScan:
                 self._clean_before = {lines[i : i + _LINE_KEY] for i in range(0, len(lines), _LINE_KEY)}
         clean_now: list[tuple[str, int, int, int]] = []
         todo: list[tuple[Path, tuple[str, int, int, int]]] = []
-        for root, dirs, names in os.walk(site_dir):
-            dirs.sort()
-            for name in sorted(names):
-                path = Path(root) / name
-                try:
-                    st = path.stat()
-                except OSError:
-                    continue
-                stamp = (path.relative_to(site_dir).as_posix(), st.st_size, st.st_mtime_ns, st.st_ino)
-                if stamp in clean_before:
-                    clean_now.append(stamp)
-                else:
-                    todo.append((path, stamp))
+        for rel, st in sorted(walk_files(str(site_dir))):
+            stamp = (rel, st.st_size, st.st_mtime_ns, st.st_ino)
+            if stamp in clean_before:
+                clean_now.append(stamp)
+            else:
+                todo.append((site_dir / rel, stamp))
         static_names = _file_names(self.static_folders) if todo else set()
         if apart is not None and len(todo) >= PARALLEL_FILES:  # every other file read in a forked process
             other = apart("sitescan-part", key, lambda: self._part(todo[1::2], static_names).as_data())
@@ -378,13 +376,34 @@ class SiteScan:
         detectors = self.net if self.net is not None and rel in self.generated else self.detectors
         if path.suffix == ".json":
             if self.net is not None and rel.endswith(SEARCH_INDEX):
-                mine, theirs = _search_index_parts(text, self.generated)
-                return [
-                    *self._scan_text(mine, rel, seen_lines, self.net),
-                    *self._scan_text(theirs, rel, seen_lines, self.detectors),
-                ]
+                return self._scan_search_index(text, rel, seen_lines)
             text = _json_strings(text)
         return outside + self._scan_text(text, rel, seen_lines, detectors)
+
+    def _scan_search_index(self, text: str, rel: str, seen_lines: set[str]) -> list[Leak]:
+        """MkDocs' search index: memwiki's pages' entries by the net, the others' by the detectors. An entry found
+        clean by the last build is not read again (a rebuild rewrites the 20 MB index for one changed memory),
+        unless this build redacted secrets: their copies are looked for in every line."""
+        pending: list[bytes] = []
+
+        def seen(doc: object, ours: bool) -> bool:
+            if not isinstance(doc, dict):
+                return False
+            key = _line_key(b"d" if ours else b"e", "\0".join(f"{k}\0{v}" for k, v in doc.items()))
+            if key in self._clean_before:
+                self._clean_now.add(key)
+                return True
+            pending.append(key)
+            return False
+
+        mine, theirs = _search_index_parts(text, self.generated, seen if self._known is None else None)
+        leaks = [
+            *self._scan_text(mine, rel, seen_lines, self.net),  # type: ignore[arg-type]
+            *self._scan_text(theirs, rel, seen_lines, self.detectors),
+        ]
+        if not leaks:
+            self._clean_now.update(pending)
+        return leaks
 
     def _scan_text(self, text: str, rel: str, seen_lines: set[str], detectors: Detectors) -> list[Leak]:
         lines = text.splitlines()

@@ -174,7 +174,7 @@ class Site:
         for links: see memwiki.site.mentions)."""
         if self._mentions is None:
             self._mentions = MentionIndex(self.index.concepts)
-            self._mentions.scan(self.layer_texts())
+            self._mentions.scan(self.layer_texts(), self.index.texts)
         return self._mentions
 
     def orphans(self) -> list[Concept]:

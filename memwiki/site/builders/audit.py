@@ -7,7 +7,6 @@ warnings, so `mkdocs build --strict` fails on them); `build(ctx)` is the page.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
@@ -26,14 +25,15 @@ from memwiki.site.render import block, esc, href, md_esc
 from memwiki.site.wikilinks import as_words
 from memwiki.source import Memory, Triple
 from memwiki.tokens import tokens
+from memwiki.vector_cache import memory_digest
 
 KINDS = ("conflicts", "expired", "wanted", "orphans", "duplicates", "hot_over_threshold", "persona_over_cap", "source")
 DUPLICATE_COSINE = 0.95
 DUPLICATE_JACCARD = 0.9
 BLOCK = 1024  # rows of the similarity matrix computed at once ...
 PAIR_CELLS = 1 << 22  # ... and at most this many similarities (16 MB of float32), whatever the store's size
-CLUSTERS_VERSION = 3  # of the clusters kept in DUPLICATES
-DUPLICATES = "duplicates.marshal"  # in cache_dir: the last build's clusters, by the memories' ids and texts
+CLUSTERS_VERSION = 4  # of the pairs kept in DUPLICATES (4: pairs and digests, not clusters)
+DUPLICATES = "duplicates.marshal"  # in cache_dir: the last build's pairs, with what each memory was embedded from
 # What one audit page lists: at most LISTED findings of a kind; the next ones go on that kind's follow-on pages
 # (audit/<kind>-2.md, ...), at most PAGES pages in all; the rest are counted, not listed. A cluster shows its
 # first MEMBERS_SHOWN memories. 745 copies of one memory were 132,360 pairs, a 20.9 MB audit page and a
@@ -132,37 +132,89 @@ def _clusters(n: int, pairs: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Cluster], str]:
     """Clusters of L2 memories whose vectors are nearly the same (cosine ≥ 0.95 joins two memories' clusters),
-    biggest first; cached by content.
+    biggest first; kept across builds with what each memory was embedded from (`_vector_clusters`).
 
     Falls back to token Jaccard ≥ 0.9 (small stores only) when the source has no vectors.
     """
     if len(memories) < 2:
         return [], "nothing to compare"
-    digest = hashlib.sha1(f"{CLUSTERS_VERSION}".encode())
-    for m in memories:
-        digest.update(f"{m.id}\1{m.text}\0".encode())
-    key = digest.hexdigest()
-    kept = ctx.speed.load(DUPLICATES, key)
-    if isinstance(kept, tuple) and len(kept) == 2:
-        with contextlib.suppress(TypeError, ValueError):
-            return [Cluster(tuple(ids), float(score)) for ids, score in kept[1]], str(kept[0])
     ids = [m.id for m in memories]
-    vectors = ctx.source.memory_vectors(ids)
-    found: list[tuple[list[int], float]] = []
-    if vectors is not None and len(vectors) == len(ids):
+    found = _vector_clusters(ctx, memories)
+    if found is not None:
         method = f"cosine ≥ {DUPLICATE_COSINE} on the store's vectors"
-        v = np.asarray(vectors, dtype=np.float32)
-        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-        found = _clusters(len(ids), _cosine_pairs(v))
     elif len(memories) <= 2000:
         method = f"token Jaccard ≥ {DUPLICATE_JACCARD} (the source has no usable vectors)"
         found = _clusters(len(ids), _lexical_pairs(memories))
     else:
         method = "not checked (no usable vectors, too many memories for a lexical check)"
+        found = []
     method += "; memories joined by a chain of such pairs form one cluster"
-    clusters = [Cluster(tuple(ids[n] for n in members), score) for members, score in found]
-    ctx.speed.keep(DUPLICATES, key, (method, [(list(c.ids), c.score) for c in clusters]))
-    return clusters, method
+    return [Cluster(tuple(ids[n] for n in members), score) for members, score in found], method
+
+
+def _vector_clusters(ctx: BuildContext, memories: list[Memory]) -> list[tuple[list[int], float]] | None:
+    """The clusters by cosine, as `_clusters` gives them. The last build's clusters are kept with a digest of what
+    each memory was embedded from; when a few memories changed, only they are compared with all, and only the
+    clusters they were in are made again from their other members (a 100k store's rebuild compared every pair
+    again: a minute). None: the source has no vectors."""
+    ids = [m.id for m in memories]
+    digests = [memory_digest(m)[:12] for m in memories]
+    key = f"{CLUSTERS_VERSION}:{ctx.source.info().embedder}"
+    kept = ctx.speed.load(DUPLICATES, key)
+    old: dict[str, str] = {}
+    clusters: list[tuple[list[str], float]] = []
+    if isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], dict) and isinstance(kept[1], list):
+        old, clusters = kept
+    row = {i: n for n, i in enumerate(ids)}
+    changed = [i for i, d in zip(ids, digests, strict=True) if old.get(i) != d]
+    if old and not changed and len(old) == len(ids):
+        return _clusters(len(ids), [_chains(clusters, row)])
+    vectors = ctx.source.memory_vectors(ids)
+    if vectors is None or len(vectors) != len(ids):
+        return None
+    v = np.asarray(vectors, dtype=np.float32)
+    v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    if not old or len(changed) * 4 > len(ids):  # (most of them: every pair again, a block at a time)
+        found = _clusters(len(ids), _cosine_pairs(v))
+    else:
+        found = _clusters(len(ids), _pairs_after_change(v, clusters, row, {row[i] for i in changed}))
+    keep = [([ids[n] for n in members], score) for members, score in found]
+    ctx.speed.keep(DUPLICATES, key, (dict(zip(ids, digests, strict=True)), keep))
+    return found
+
+
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows a, rows b, their cosine
+
+
+def _chains(clusters: list[tuple[list[str], float]], row: dict[str, int]) -> Pairs:
+    """A kept cluster as pairs that join it again (each member with the first, at the cluster's score)."""
+    a, b, c = [], [], []
+    for members, score in clusters:
+        rows = [row[i] for i in members if i in row]
+        a += rows[:1] * (len(rows) - 1)
+        b += rows[1:]
+        c += [score] * (len(rows) - 1)
+    return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64), np.array(c, dtype=np.float64)
+
+
+def _pairs_after_change(
+    v: np.ndarray, clusters: list[tuple[list[str], float]], row: dict[str, int], changed: set[int]
+) -> Iterator[Pairs]:
+    """The pairs that make the clusters after `changed` rows changed: the kept clusters none of them was in (as
+    chains), each other kept cluster's remaining members compared among themselves, and the changed rows with all."""
+    untouched = [c for c in clusters if all(i in row and row[i] not in changed for i in c[0])]
+    yield _chains(untouched, row)
+    for members, _ in clusters:
+        rest = [row[i] for i in members if i in row and row[i] not in changed]
+        if 1 < len(rest) < len(members):  # (a member changed or gone: the rest may no longer hold together)
+            sub = v[rest]
+            for a, b, c in _cosine_pairs(sub):
+                yield np.array(rest)[a], np.array(rest)[b], c
+    new = np.array(sorted(changed), dtype=np.int64)
+    sims = v[new] @ v.T
+    sims[np.arange(len(new)), new] = -1.0  # (no memory with itself)
+    rows, cols = np.nonzero(sims >= DUPLICATE_COSINE)
+    yield new[rows], cols, sims[rows, cols].astype(np.float64)
 
 
 def cluster_message(cluster: Cluster) -> str:

@@ -37,8 +37,10 @@ from memwiki.site.detect import WITHHELD_NAME
 from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.pyvis_html import script_json
 from memwiki.site.render import esc, page_url
+from memwiki.site.speed import cache_file
 from memwiki.site.use_assets import USE_DIR, use_assets
 from memwiki.source import Memory
+from memwiki.text_vectors import text_key
 from memwiki.tokens import STOP_CHARS, STOP_WORDS, fts_text
 
 SEARCH_PAGE = "search/index.md"
@@ -51,6 +53,7 @@ SLICE_ROWS = 1024  # rows per slice (512 KB at 512-d): a change refetches the sl
 _HERE = Path(__file__).resolve().parent.parent / "assets"
 STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of memwiki/site/assets/search/
 VECTOR_BATCH = 1000
+ROWS_FILE = "search-rows.marshal"  # in cache_dir: the int8 rows of the texts the search embeds, by group (_group_rows)
 FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
 MemoryUrl = Callable[[Memory], str]
@@ -163,21 +166,50 @@ class _Layers:
         if own is None:
             return None
         l2[[r for r, _ in self.short]] = own
-        groups = [
-            [d[2] for d in self.l1],
-            [t for _, t in self.embedded],
-            [t[3] for t in self.turns],
-            [f[3] for f in self.files],
-        ]
-        texts = [t for group in groups for t in group]
-        got = ctx.source.embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
-        if got is None:
+        groups = {
+            "hot": [d[2] for d in self.l1],
+            "passages": [t for _, t in self.embedded],
+            "turns": [t[3] for t in self.turns],
+            "files": [f[3] for f in self.files],
+        }
+        rows = _group_rows(ctx, groups, dim)
+        if rows is None:
             return None
-        rows = quantise(np.asarray(got)) if len(texts) else np.zeros((0, dim), dtype=np.int8)
-        ends = np.cumsum([len(g) for g in groups])
-        hot, passages, turns, files = np.split(rows, ends[:-1])
-        l2[[r for r, _ in self.embedded]] = passages
-        return np.concatenate([hot, l2, turns, files])
+        l2[[r for r, _ in self.embedded]] = rows["passages"]
+        return np.concatenate([rows["hot"], l2, rows["turns"], rows["files"]])
+
+
+def _group_rows(ctx: BuildContext, groups: dict[str, list[str]], dim: int) -> dict[str, np.ndarray] | None:
+    """Each group's int8 rows: kept from the last build when its texts are the same (a memory written leaves the
+    turns' and pages' ten thousand rows as they were), else from the source's kept vectors (`source.embed`, one
+    call for the groups that changed). None: the source cannot embed."""
+    path = ctx.speed.cache_path(ROWS_FILE)
+    version = cache_file.version("search-rows", ctx.source.info().embedder, dim)
+    kept = (cache_file.load(path, version) if path is not None else None) or {}
+    rows: dict[str, np.ndarray] = {}
+    keys = {name: _texts_key(texts) for name, texts in groups.items()}
+    for name, texts in groups.items():
+        hit = kept.get(name) if isinstance(kept, dict) else None
+        if isinstance(hit, tuple) and len(hit) == 2 and hit[0] == keys[name] and len(hit[1]) == len(texts) * dim:
+            rows[name] = np.frombuffer(hit[1], dtype=np.int8).reshape(len(texts), dim)
+    todo = [name for name in groups if name not in rows]
+    texts = [t for name in todo for t in groups[name]]
+    got = ctx.source.embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
+    if got is None:
+        return None
+    made = quantise(np.asarray(got)) if texts else np.zeros((0, dim), dtype=np.int8)
+    ends = np.cumsum([len(groups[name]) for name in todo])
+    rows.update(zip(todo, np.split(made, ends[:-1]) if todo else [], strict=True))
+    if path is not None and todo:
+        cache_file.dump(path, version, {name: (keys[name], rows[name].tobytes()) for name in groups})
+    return rows
+
+
+def _texts_key(texts: list[str]) -> bytes:
+    digest = hashlib.blake2b(str(len(texts)).encode(), digest_size=16)
+    for text in texts:
+        digest.update(text_key(text))
+    return digest.digest()
 
 
 def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
@@ -295,7 +327,8 @@ def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[
         b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes()).decode("ascii")
         assets.append(GeneratedAsset(VECTORS_JS, f'window.MemwikiSearchVectors = "{b64}";\n'.encode()))
         assets += vector_slices(vectors, data)
-    assets = [GeneratedAsset(DATA_JS, f"window.MemwikiSearchData = {script_json(data)};\n".encode()), *assets]
+    script = f"window.MemwikiSearchData = {script_json(data, row_depth=3)};\n"  # (a row a line: see script_json)
+    assets = [GeneratedAsset(DATA_JS, script.encode()), *assets]
     assets += [GeneratedAsset(f"{ASSET_DIR}/{name}", (_HERE / "search" / name).read_bytes()) for name in STATIC]
     assets += use
     page = GeneratedPage(

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from memwiki.screen import Screened
 from memwiki.site.detect.shapes import GOOGLE_APP_PASSWORD, made, typed
 from memwiki.site.detect.spans import NOT_A_LABEL, Rule, RuleSet, Span, has_digit
-from memwiki.site.detect.values import is_token, is_value, value_span
+from memwiki.site.detect.values import is_token, is_value, made_code, value_span
 
 _A = r"(?<![A-Za-z])"  # a word starts here
 _Z = r"(?![A-Za-z])"
@@ -412,9 +412,10 @@ LEADS: tuple[tuple[Rule, str], ...] = (
             r"(?i)(?<![A-Za-z0-9-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token"
             r"|access-token|http-password|ftp-password|proxy-password|db-password|admin-password|root-password"
             r"|storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|passin|passout"
-            r"|bind-?pw|passphrase|private-key|requirepass)(?:=|\s+)" + NOT_A_LABEL,
+            r"|bind-?pw|passphrase|private-key|requirepass|serial|licen[cs]e|licen[cs]e-key|product-key|activation-key"
+            r"|registration-key)(?:=|\s+)" + NOT_A_LABEL,
             r"(?i)-(?:pass|pwd|token|api|secret|client|auth|access|http|ftp|proxy|db|admin|root|store|key|src|dest"
-            r"|bind|private|requirepass)",
+            r"|bind|private|requirepass|serial|licen|product|activation|registration)",
         ),
         "strong",
     ),
@@ -429,9 +430,21 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     ),
     (_rule("password", r"(?i)\bhttps?\b[^\n]{0,80}?\s-a\s+[\"']?[^\s:\"'@/]{1,64}:(?=\S)", r"(?i)http"), "strong"),
     (_rule("password", r"(?i)\blogin\s+\S+\s+password\s+", r"(?i)login"), "strong"),  # netrc
+    (  # a CLI's `login` and its token (`wandb login 734f…`): no user name is twenty characters of a key
+        _rule(
+            "password",
+            r"(?i)(?<![\w.-])login\s+(?:--?[a-z][\w-]*\s+)*(?=[A-Za-z0-9_.=-]{20,}(?:\s|$|[\"'`]))",
+            r"(?i)login",
+        ),
+        "strong",
+    ),
     (
         _rule(
-            "password", r"(?i)\blogin\s*[:：]?\s*\S+?\s*[,;/]?\s+(?:pass(?:word)?|pw|pwd)?\s*[:：]?\s*", r"(?i)login"
+            # (a host named login.x is no login: `ssh login.hpc.example.edu`)
+            "password",
+            r"(?i)\blogin(?![.\w-])\s*[:：]?\s*(?!(?:with|to|as|in|on|at|for|via|using|from|into|page|screen)\b)"
+            r"\S+?\s*[,;/]?\s+(?:pass(?:word)?|pw|pwd)?\s*[:：]?\s*",
+            r"(?i)login",
         ),
         "prose",
     ),
@@ -625,7 +638,8 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
         return "/" not in value and _judge("prose", text, a, b)
     if how == "prose":  # (a sentence's own mark after a word is no symbol in a value: "the pass again?")
         core = value.rstrip("?!.,;:…。？！，；：")
-        return is_value(value, 6) and any(not c.isalpha() for c in core) and any(c.isalpha() for c in value)
+        typed_here = any(not c.isalpha() for c in core) and any(c.isalpha() for c in value)
+        return is_value(value, 6) and typed_here and "://" not in value  # (a link is no password)
     if how == "code":
         digits = sum(c.isdigit() for c in value)
         compact = len(value) - sum(value.count(c) for c in " ,-")  # (digit by digit: "2 7 1 0 7 1", "9-4-4-7")
@@ -788,7 +802,7 @@ class ContextDetector:
             )
         if "|" in text:
             spans += table_values(text)
-        if " / " in text or "\t/ " in text:
+        if " / " in text or "\t/ " in text or ("/" in text and ("：" in text or ":" in text)):
             spans += slash_pairs(text)
         if (
             " as " in text
@@ -802,8 +816,11 @@ class ContextDetector:
             spans += values_before_words(text)
         if "(" in text:
             spans += login_arguments(text)
-        if "\n" in text and _POINTER.search(text) and CREDENTIAL_WORD.occurs(text):
+        if "\n" in text and (_POINTER.search(text) or _NEXT_LINE.search(text)) and CREDENTIAL_WORD.occurs(text):
             spans += pointed_value(text)
+        spans += human_passwords(text)
+        if "://" in text or "/join/" in text or "/invite" in text:
+            spans += capability_links(text)
         spans += [Span(*m.span(1), "password", 262) for m in _SAME_AS_ACCOUNT.finditer(text)]
         if _ENCLOSED.search(text) or "-" in text:
             spans += enclosed_in_login_sentences(text)
@@ -841,7 +858,7 @@ _PAIR = re.compile(
 )
 _ACCOUNT_WORDS = re.compile(
     r"(?i)\b(?:creds?|credentials?|login|log\s*in|sign\s*in|account|user(?:name)?|wi-?fi|wlan|ssid|router|hotspot"
-    r"|admin)\b|账号|帳號|账户|登录|登陆|用户名|热点|路由器|无线|账密|帳密|堡垒机"
+    r"|admin)\b|账号|帳號|账户|登录|登陆|用户名|热点|路由器|无线|账密|帳密|堡垒机|后台|後台|管理页面|管理端"
 )
 
 
@@ -858,8 +875,9 @@ _VALUE_FIRST = re.compile(
     r"(?i)\b(?:went\s+with|chose|picked|settled\s+on|use|uses|using|set)\s+[`'\"“]?([^\s`'\"”]{6,64})[`'\"”]?\s+as\s+"
     r"(?:the\s+|my\s+|our\s+|his\s+|her\s+|its\s+|their\s+)?(?:new\s+)?(?:[\w-]+\s+){0,2}?(?:password|passphrase|passcode|pin|token|key)\b"
     r"|(?:把|将)\s*[`'\"“「]?([!-~]{6,64}?)[`'\"”」]?\s*(?:作为|当作|当成|设为|设成|改成|换成)[^，。,\n]{0,12}?(?:密码|口令|密钥|PIN码?)"
-    # a line that opens with the value: "X —— 这是有赞微商城的登录密码"
-    r"|(?m:^)\s*[`'\"“「]?([!-~]{6,64}?)[`'\"”」]?\s*(?:——|—|--|-|:|：)?\s*(?:这|它|这个)?(?:就)?是[^，。,\n]{0,16}?(?:密码|口令|密钥)"
+    # a line that opens with the value: "X —— 这是有赞微商城的登录密码", "X ← 质谱工作站管理员密码"
+    r"|(?m:^)\s*[`'\"“「]?([!-~]{6,64}?)[`'\"”」]?\s*(?:(?:——|—|--|-|:|：)?\s*(?:这|它|这个)?(?:就)?是|←|<-{1,2}|⬅)"
+    r"[^，。,\n]{0,16}?(?:密码|口令|密钥|password|passcode)"
 )
 # a call that logs in or connects, its arguments in quotes: `ftplib.FTP("host", "user", "X")`, `NetworkCredential(…)`
 _LOGIN_CALL = re.compile(
@@ -918,6 +936,33 @@ _IN_PLACE = (
     # `-u NAME -P X` (mosquitto, redis-cli's -a aside): a password flag beside a user flag on one command line
     ("-P", re.compile(r"(?<![\w-])-u\s+\S+[^\n]{0,80}?\s-P\s+(['\"]?)(?!\d+\1(?:\s|$))([^\s'\"]{4,128})\1(?=\s|$)"), 2),
     ("-u", re.compile(r"(?<![\w-])-P\s+(['\"]?)([^\s'\"-][^\s'\"]{3,127})\1\s[^\n]{0,80}?\s-u\s+\S"), 2),
+    # `-u NAME … -p X` (xcrun altool, many clients): not a port (`docker run -u 1000 -p 8080:80`)
+    (
+        "-p",
+        re.compile(
+            r"(?<![\w-])-u\s+\S+[^\n]{0,120}?\s-p\s+(['\"]?)(?!\d+(?::\d+)*\1(?:\s|$))([^\s'\"-][^\s'\"]{3,127})\1"
+        ),
+        2,
+    ),
+    # a signing tool's certificate password: `signtool sign /f x.pfx /p "X"`, `jarsigner -storepass X`
+    (
+        "sign",
+        re.compile(
+            r"(?i)\b(?:signtool|pvk2pfx|certutil|makecert|osslsigncode|jarsigner|apksigner)\b[^\n]{0,200}?\s[/-]"
+            r"(?:p|pi|po|pass|password|storepass|keypass)(?::|=|\s+)(['\"]?)([^\s'\"]{4,128})"
+        ),
+        2,
+    ),
+    # an XML element named as a secret: `<string name="server_client_secret">X</string>`, `<entry key="password">`
+    (
+        "<",
+        re.compile(
+            r"(?i)<(\w+)\b[^>\n]*?\b(?:name|key|id)\s*=\s*[\"'][^\"'\n]*?(?:secret|passw(?:or)?d|passphrase|token"
+            r"|api_?key|apikey|private_?key|credential)(?![^\"'\n]*(?:hint|label|title|desc|prompt|placeholder|message))"
+            r"[^\"'\n]*[\"'][^>\n]*>\s*([^<\s]{4,200})\s*</\1>"
+        ),
+        2,
+    ),
     # an address and its password, as sasl_passwd, a credentials list or a combo line has them: `NAME@HOST:X`
     (
         "@",
@@ -997,6 +1042,74 @@ def typed_near_words(text: str) -> list[Span]:
     return spans
 
 
+# a password made as people make them, a word and digits (`letmein398`, `Guoqiang@1991`, `hplc@906`), said beside a
+# word of logging in on its line: a product and its number (`rtx4090`, `ubuntu2204`) is not said so
+_HUMAN_WORD = re.compile(
+    r"(?i)\b(?:pass(?:word|wd|code)?s?|pwd|pw|log\s*in|logs?\s+(?:in(?:to)?|on)|logged\s+in(?:to)?|sign\s*in"
+    r"|opens?\s+with|unlocks?(?:\s+with)?|capital\s+first|first\s+letter\s+capital)\b"
+    r"|密码|密碼|口令|登录|登陆|開機|开机|解锁|管理页面|管理后台|前面大写|首字母大写"
+    r"|(?:电脑|主机|笔记本|工作站|服务器|路由器|打印机|账号|帳號)(?:的)?(?:就)?是"
+)
+_HUMAN_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9_@#/.:=+-])([A-Za-z][a-z]{2,15}[@#!._*-]?\d{2,8}[!@#$%&*?]?)(?![A-Za-z0-9_@/-])"
+)
+_PRODUCT_WORDS = frozenset(
+    "python py ubuntu debian centos rhel win windows macos ios android node java jdk jre gcc clang utf sha md rtx gtx "
+    "gpt iphone ipad pixel galaxy room port vlan eth wlan ens enp eno sda nvme gen rev build level step day page item "
+    "test case job task issue ticket order sku model type mode version http https tls ssl ipv arm amd intel xeon "
+    "ryzen core cuda mysql postgres postgresql redis mongo php net dotnet vue react angular hevc avc aac raid cpu gpu "
+    "ram ddr pcie usb hdmi lte iso rfc ieee cve cwe error err code status line col row year team group vm pod host "
+    "server srv db app api web ui dev prod stage staging qa uat lab chapter section table figure fig slide lecture "
+    "week unit lesson class grade floor building block".split()
+)
+HUMAN_NEAR = 48  # characters between the word and the value, on one line
+
+
+def human_passwords(text: str) -> list[Span]:
+    """`…still opens with letmein398`, "so it's Guoqiang@1991, capital first letter", 服务器密码…是coffee123!"""
+    if not _HUMAN_WORD.search(text):
+        return []
+    spans = []
+    for line in _LINE.finditer(text):
+        words = [m.span() for m in _HUMAN_WORD.finditer(line.group())]
+        if not words:
+            continue
+        for m in _HUMAN_PASSWORD.finditer(line.group()):
+            value = m.group(1)
+            letters = re.match(r"[A-Za-z]+", value).group().lower()  # type: ignore[union-attr]
+            if letters in _PRODUCT_WORDS or _NAME_VERSION.fullmatch(value):
+                continue
+            if any(m.start() - HUMAN_NEAR <= b and a <= m.end() + HUMAN_NEAR for a, b in words):
+                spans.append(Span(line.start() + m.start(1), line.start() + m.end(1), "password", 265))
+    return spans
+
+
+_LINE = re.compile(r"[^\n]+")
+# a link that is the key itself: an invite's or a share's code (`testflight.apple.com/join/HPooWzU4`), or a link said
+# to let whoever holds it in ("Overleaf edit link (anyone holding it can edit): https://www.overleaf.com/72393…")
+_SHARE_PATH = re.compile(  # (a link written without its scheme too: `testflight.apple.com/join/y24XWCyk`)
+    r"(?:https?://)?(?<![\w.-])[\w-]+(?:\.[\w-]+)+/(?:[^\s?#]*/)?(?:join|invite|invites|share|shared|s|sh)/"
+    r"([A-Za-z0-9_-]{6,64})(?![\w-])"
+)
+_LINK_SAID = re.compile(
+    r"(?i)\b(?:edit(?:ing)?\s+link|invite\s+link|share\s+link|anyone\s+(?:with|holding|who\s+has)\s+(?:the|this|it)"
+    r"|can\s+edit|edit\s+here|read-only\s+link|don'?t\s+(?:post|share)|not\s+public)\b"
+    r"|邀请链接|分享链接|编辑链接|可编辑|别外传|不要外传|勿外传|别公开|不要公开"
+)
+_LINK_TAIL = re.compile(r"https?://[^\s/]+/(?:[^\s?#]*/)?([A-Za-z0-9_-]{12,64})(?=[\s)\]>\"'，。]|$)")
+
+
+def capability_links(text: str) -> list[Span]:
+    """The code of an invite or share link, and the last part of a link said to let its holder edit or join."""
+    spans = [Span(*m.span(1), "url secret", 265) for m in _SHARE_PATH.finditer(text) if made_code(m.group(1))]
+    for line in _LINE.finditer(text):
+        if _LINK_SAID.search(line.group()):
+            at = line.start()
+            found = _LINK_TAIL.finditer(line.group())
+            spans += [Span(at + m.start(1), at + m.end(1), "url secret", 265) for m in found if made_code(m.group(1))]
+    return spans
+
+
 _NAME_VERSION = re.compile(r"[A-Za-z][\w.-]*?[-_@ ]v?\d+(?:\.\d+)+[\w.+-]*")  # `Python-3.11.4`, `node@20.1.0`
 _EMAILISH = re.compile(r"\w@[\w-]+\.[A-Za-z]{2,}$")
 _PATH_LIKE = re.compile(r"[/\\]|%[0-9A-Fa-f]{2}|\.html?\b")  # a path, a link, a URL's encoded name
@@ -1040,16 +1153,25 @@ _POINTER = re.compile(
 _LAST_LINE_LEAD = " \t→->•*:：=⟶⇒»"
 
 
+_NEXT_LINE = re.compile(r"(?i)(?:在|写在|见)下一?行|(?:on|in)\s+the\s+(?:next|following)\s+line|(?:is|are)\s+below:?$")
+_NEXT_VALUE = re.compile(r"[^\n]*\n(?:[ \t]*\n)*[ \t]*([^\s]{4,64})[ \t]*(?=\n|$)")
+
+
 def pointed_value(text: str) -> list[Span]:
-    """The note's last line, where a credential is said to be at the bottom of it: the value (a short line, its
-    arrow or bullet left out, after the line that points to it)."""
+    """The value a credential is said to be at: the note's last line ("the passphrase is at the very bottom of this
+    note": a short line, its arrow or bullet left out, after the line that points to it), or the next line with
+    anything on it ("密码在下一行")."""
+    spans = []
+    for pointer in _NEXT_LINE.finditer(text):
+        if (value := _NEXT_VALUE.match(text, pointer.end())) is not None:
+            spans.append(Span(*value.span(1), "password", 264))
     end = len(text.rstrip())
     start = text.rfind("\n", 0, end) + 1
     pointer = _POINTER.search(text)
     start += len(text[start:end]) - len(text[start:end].lstrip(_LAST_LINE_LEAD))
     if pointer is None or pointer.end() > start or not 4 <= end - start <= 64:
-        return []
-    return [Span(start, end, "password", 264)]
+        return spans
+    return [*spans, Span(start, end, "password", 264)]
 
 
 def values_before_words(text: str) -> list[Span]:
@@ -1079,9 +1201,20 @@ def login_arguments(text: str) -> list[Span]:
     return spans
 
 
+_PINNED = re.compile(r"[\w.-]+@v?\d[\w.+-]*")  # a package at its version: `pkg:pypi/requests@2.32.3`
+# `用友 T+：manager/pkNuHYAWW+8`: an account and its password joined by a slash after a system's name and a colon
+_TIGHT_PAIR = re.compile(r"[:：][ \t]*[A-Za-z][\w.@+-]{1,39}/([^\s/，。；;,)）]{6,64})(?=[\s，。；;,)）]|$)")
+
+
 def slash_pairs(text: str) -> list[Span]:
-    """The password of an `account / password` pair: said of an account (an e-mail, or a login word before it)."""
-    spans = []
+    """The password of an `account / password` pair: said of an account (an e-mail, or a login word before it);
+    or typed as passwords are, right after a colon (`T+：manager/pkNuHYAWW+8`: no path's part is typed so)."""
+    spans = [
+        Span(*m.span(1), "password", 262)
+        for m in _TIGHT_PAIR.finditer(text)
+        if (typed(m.group(1)) or made(m.group(1)) or (_mixed(m.group(1)) and _has_digit(m.group(1))))
+        and not _PINNED.fullmatch(m.group(1))
+    ]
     for m in _PAIR.finditer(text):
         account, value = m.group(1), m.group(2).rstrip(".,;:")
         before = text[max(0, m.start() - 60) : m.start()]

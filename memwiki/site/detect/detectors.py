@@ -17,7 +17,7 @@ from memwiki.site.detect.personal import PersonalDetector
 from memwiki.site.detect.providers import ProviderDetector
 from memwiki.site.detect.shapes import ShapeDetector, wrapped_end
 from memwiki.site.detect.spans import Span, disjoint
-from memwiki.site.detect.values import is_value
+from memwiki.site.detect.values import is_value, made_code
 
 _FULL_WIDTH = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uff20\uff0e]")  # full-width digits, letters, ＠．
 _TO_ASCII = {
@@ -230,6 +230,9 @@ def _over_runs(span: Span, runs: list[tuple[int, int]]) -> Span:
     return span
 
 
+_TOKEN_HEAD = re.compile(r"(?<![\w-])([A-Za-z0-9_-]{6,64}):$")
+
+
 def _whole(text: str, span: Span) -> Span:
     """A token's span carried to both ends of its token (a rule that stopped short leaves no tail), and over a line
     break or a string concatenation that cut it."""
@@ -241,6 +244,9 @@ def _whole(text: str, span: Span) -> Span:
             a -= 1  # (not over `-` or `_`: the words of a slug or an id before a token are no part of it)
         while b < len(text) and _TOKEN_CHAR.match(text[b]):
             b += 1
+        head = _TOKEN_HEAD.search(text, max(0, a - 65), a)
+        if head is not None and made_code(head.group(1)) and not head.group(1).isupper():  # (`API_KEY:` is a name)
+            a = head.start()  # a key's id and its secret joined by `:` (`AAAAkdsxpxm:APA91b…`): one key
     if b - a >= 12:
         b = wrapped_end(text, a, b)
     return Span(a, b, span.kind, span.rank) if (a, b) != (span.start, span.end) else span

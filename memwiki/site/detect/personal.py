@@ -20,8 +20,8 @@ import phonenumbers
 import re2
 from mnemonic import Mnemonic
 from stdnum import luhn
-from stdnum.cn import ric
-from stdnum.iso7064 import mod_97_10
+from stdnum.cn import ric, uscc
+from stdnum.iso7064 import mod_11_2, mod_97_10
 from stdnum.us import ssn
 
 from memwiki.screen import Present, Screened, re2_safe
@@ -75,6 +75,8 @@ _RIC = Screened(
     rf"[1-9]{_D}{{5}}[ -]?(?:19|20){_D}{{2}}[ -]?{_D}{{2}}[ -]?{_D}{{2}}[ -]?{_D}{{3}}[{_D}Xx]"
     rf"|{_D}{{6}}(?: {_D}{{4}}){{3}} ?[{_D}Xx]{{2}}",
 )
+_ORCID = Screened(r"(?<![\w-])\d{4}-\d{4}-\d{4}-\d{3}[\dX](?![\w-])", rf"{_D}{{4}}-{_D}{{4}}-{_D}{{4}}-{_D}{{3}}")
+_USCC = Screened(r"(?<![\w-])[0-9A-HJ-NPQRTUWXY]{2}\d{6}[0-9A-HJ-NPQRTUWXY]{10}(?![\w-])", rf"{_D}{{6}}[0-9A-Z]{{10}}")
 _SSN = Screened(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])", rf"{_D}{{3}}-{_D}{{2}}-{_D}{{4}}")
 _EMAIL = re.compile(r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+[@＠](?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
 _HASH_EMAIL = Screened(
@@ -118,7 +120,8 @@ _ID_WORDS = {
     r"|member\s+(?:id|no\.?|number)|subscriber\s+id|policy\s+(?:no\.?|number|id)|mbi|medicare(?:\s+(?:number|id))?"
     r"|insurance\s+(?:no\.?|number|id)|licen[cs]e\s+(?:no\.?|number)|file\s+(?:no\.?|number)|permit\s+(?:no\.?|number)"
     r"|社保卡(?:卡号|号)?|保单号码?|保單號碼?|档案编号|檔案編號|驾驶证(?:号|编号)?|駕駛證(?:號|編號)?|会员号|會員號"
-    r"|医保号|参保号|证书编号|证号|保单|保單"
+    r"|医保号|参保号|证书编号|证号|保单|保單|统一社会信用代码|統一社會信用代碼|信用代码|纳税人识别号|納稅人識別號"
+    r"|taxpayer\s+id(?:entification)?(?:\s+number)?|orcid(?:\s+id)?"
     # an access card's or a tag's id (`门禁卡卡号 F7C3706D`), a Singapore or Malaysian identity card
     r"|门禁(?:\s*ic)?\s*卡(?:\s*uid|卡?号)?|門禁(?:\s*ic)?\s*卡(?:\s*uid|卡?號)?|门卡号?|(?:access\s+card|card|tag|nfc|rfid)\s+uid"
     r"|(?:singapore|malaysian?)\s+ic|mykad",
@@ -136,7 +139,8 @@ _ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predic
     r"(?:[\"'“‘`「【\[(（]|t\.me/|-(?=\w))?"  # (or joined by a dash: `MRN-FP75669046`; in brackets: `PESEL (…)`)
 )
 _ID_LEAD = {
-    kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?![A-Za-z]){_ID_SEP}" + NOT_A_LABEL)
+    # (a word that ends in Chinese may have its value right after it: `社保卡卡号U51371290`)
+    kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?:(?<=[^\x00-\x7f])|(?![A-Za-z])){_ID_SEP}" + NOT_A_LABEL)
     for kind, words in _ID_WORDS.items()
 }
 _ID_PRESENT = Present(rf"(?i)(?:^|[^A-Za-z])(?:{words})(?:[^A-Za-z]|$)" for words in _ID_WORDS.values())
@@ -295,20 +299,31 @@ _BIRTH_HEADER = re.compile(r"(?i)\|[^|\n]*(?:生日|出生|birthday|date\s+of\s+
 _TABLE_DATE = re.compile(r"\d{4}[-./年]\d{1,2}[-./月]\d{1,2}日?|\d{1,2}[-./]\d{1,2}[-./]\d{4}")
 
 
-def _birth_column(text: str) -> list[Span]:
-    """The dates in a Markdown table's column headed by a birthday (`| 孩子 | 生日 |`): each row's is someone's."""
+_ID_HEADER = re.compile(
+    r"(?i)\|[^|\n]*(?:学号|學號|工号|工號|身份证|身份證|证件号|證件號|护照|護照|社保|医保|student\s*(?:id|no)|employee\s*(?:id|no)"
+    r"|\bssn\b|passport|\bid\s*(?:no\.?|number|#))"
+)
+_TABLE_ID = re.compile(r"(?<![\w-])(?=(?:[A-Za-z-]*\d){5})[A-Za-z0-9][A-Za-z0-9-]{4,24}(?![\w-])")
+
+
+def _table_column(text: str, header: re.Pattern[str], value: re.Pattern[str], kind: str, rank: int) -> list[Span]:
+    """The values in a Markdown table's column whose heading `header` finds (`| 孩子 | 生日 |`, `| 姓名 | 学号 |`):
+    each row's is someone's."""
     spans, column, at = [], None, 0
     for line in text.split("\n"):
-        bars = [i for i, c in enumerate(line) if c == "|"] if line.lstrip().startswith("|") else []
-        bars += [len(line)] if bars and line.rstrip()[-1:] != "|" else []
+        bars = [i for i, c in enumerate(line) if c == "|"]  # (a heading row may follow words: `Noted: | 姓名 | 学号 |`)
+        if len(bars) < 2:
+            bars = []
+        elif line.rstrip()[-1:] != "|":
+            bars.append(len(line))
         cells = [(a + 1, b) for a, b in itertools.pairwise(bars)]  # (where each cell starts and ends in the line)
         if not cells:
             column = None
         elif column is None:
-            heads = [n for n, (a, b) in enumerate(cells) if _BIRTH_HEADER.search(f"|{line[a:b]}")]
+            heads = [n for n, (a, b) in enumerate(cells) if header.search(f"|{line[a:b]}")]
             column = heads[0] if heads else None
-        elif column < len(cells) and (m := _TABLE_DATE.search(line, *cells[column])):
-            spans.append(Span(at + m.start(), at + m.end(), "birth date", 324))
+        elif column < len(cells) and (m := value.search(line, *cells[column])):
+            spans.append(Span(at + m.start(), at + m.end(), kind, rank))
         at += len(line) + 1
     return spans
 
@@ -376,7 +391,9 @@ class PersonalDetector:
         if _HEALTH.occurs(text):
             spans += _health(text)
         if "|" in text and _BIRTH_HEADER.search(text):
-            spans += _birth_column(text)
+            spans += _table_column(text, _BIRTH_HEADER, _TABLE_DATE, "birth date", 324)
+        if "|" in text and _ID_HEADER.search(text):
+            spans += _table_column(text, _ID_HEADER, _TABLE_ID, "id number", 322)
         return spans
 
     def _numbers(self, text: str) -> list[Span]:
@@ -399,6 +416,12 @@ class PersonalDetector:
                 spans.append(Span(*m.span(), "id number", 312))
         for m in _NINO.finditer(text):
             if re.search(r"\d", m.group()) and m.group()[:2] not in ("BG", "GB", "NK", "KN", "TN", "NT", "ZZ"):
+                spans.append(Span(*m.span(), "id number", 313))
+        for m in _USCC.finditer(text):  # a company's unified social credit code, by its check character
+            if uscc.is_valid(m.group()):
+                spans.append(Span(*m.span(), "id number", 313))
+        for m in _ORCID.finditer(text):  # a researcher's id: by its check digit (ISO 7064 11-2), as an e-mail is
+            if mod_11_2.is_valid(m.group().replace("-", "")) and not documented_example(m.group()):
                 spans.append(Span(*m.span(), "id number", 313))
         for m in _SSN.finditer(text):
             if ssn.is_valid(m.group()):
@@ -431,7 +454,11 @@ class PersonalDetector:
                 value = _ID_VALUE[kind].match(text, start)
                 handle = kind in ("wechat", "messenger")
                 named = kind == "booking reference"  # (six letters after `PNR`: no digit needed, no separator)
-                if value is None or not (handle or named or any(c.isdigit() for c in value.group())):
+                # (a number of letters only, said to be one: `港澳通行证：CFOGWJSWC`)
+                lettered = kind == "id number" and value is not None and _said_in_capitals(m.group(), value.group())
+                if value is None or not (handle or named or lettered or any(c.isdigit() for c in value.group())):
+                    continue
+                if documented_example(value.group()):
                     continue
                 if kind == "account number" and sum(c.isdigit() for c in value.group()) < 6:
                     continue
@@ -441,6 +468,12 @@ class PersonalDetector:
                     continue  # "WeChat group" is not an id: an id needs a separator, a word that says so, or digits
                 spans.append(Span(*value.span(), kind, 322))
         return spans
+
+
+def _said_in_capitals(lead: str, value: str) -> bool:
+    """An id of capitals only after a word and its separator (`：`, `是`): no word of a sentence is written so."""
+    said = re.search(r"[:：=是]", lead) is not None or (8 <= len(value) <= 9 and not lead.strip().isascii())
+    return len(value) >= 6 and value.isalpha() and value.isupper() and said
 
 
 def _places_and_papers(text: str) -> list[Span]:

@@ -44,7 +44,7 @@ _PLACEHOLDER = re.compile(
 _DOCUMENTED = frozenset(
     """DE89370400440532013000 GB82WEST12345698765432 GB29NWBK60161331926819 FR1420041010050500013M02606
     NL91ABNA0417164300 CH9300762011623852957 4242424242424242 4111111111111111 5555555555554444 378282246310005
-    4000056655665556 5105105105105100 6011111111111117""".split()
+    4000056655665556 5105105105105100 6011111111111117 0000000218250097""".split()  # (ORCID's Josiah Carberry)
 )
 
 
@@ -119,6 +119,13 @@ def _phrase_end(text: str, start: int) -> int:
     while end > start and text[end - 1] in " \t" + _TRAILING:
         end -= 1
     return end
+
+
+def made_code(value: str) -> bool:
+    """Letters with digits, or letters of both cases: a made code, not a word or a slug (`pricing`, `token`)."""
+    letters = [c for c in value if c.isalpha()]
+    mixed = any(c.isupper() for c in letters) and any(c.islower() for c in letters)
+    return bool(letters) and (mixed or any(c.isdigit() for c in value))
 
 
 def is_value(value: str, min_len: int = 4) -> bool:

@@ -65,14 +65,17 @@ class SitemapPage:
 
 class PageStore:
     """The site's pages of one build (see the module's text). `cache_dir`: None when `page_cache` is off;
-    `plain_build`: a plain `mkdocs build` (not `serve`, not `--dirty`), where the last site may be kept and
-    workers may fork."""
+    `keep_site`: a build that cleans its site first (`mkdocs build` or `serve`, not `--dirty`), so the last site
+    may be kept through the clean; `may_fork`: a plain `mkdocs build`, where workers may fork."""
 
-    def __init__(self, cache_dir: Path | None, fast_pages: bool, render_workers: int, plain_build: bool) -> None:
+    def __init__(
+        self, cache_dir: Path | None, fast_pages: bool, render_workers: int, keep_site: bool, may_fork: bool
+    ) -> None:
         self.cache_dir = cache_dir
         self.fast_pages = fast_pages
         self.render_workers = render_workers
-        self.plain_build = plain_build
+        self.keep_site = keep_site
+        self.may_fork = may_fork
         self.nonce = new_nonce()
         self.cache: PageCache | None = None
         self.kept: KeptSite | None = None  # the last build's site, kept through MkDocs' clean
@@ -87,8 +90,8 @@ class PageStore:
     # ── before the builders ──
 
     def set_aside_site(self, site_dir: str) -> None:
-        """Keep the last build's site through MkDocs' clean (a plain build with the page cache on)."""
-        if self.cache_dir is not None and self.plain_build:
+        """Keep the last build's site through MkDocs' clean (with the page cache on)."""
+        if self.cache_dir is not None and self.keep_site:
             kept = KeptSite(site_dir)
             if kept.set_aside():
                 self.kept = kept
@@ -293,7 +296,7 @@ class PageStore:
         )
         if self.cache is not None:
             self.cache.drain()  # no writer thread running while workers fork
-        workers = self.render_workers if self.plain_build else 1  # no forking under `mkdocs serve`
+        workers = self.render_workers if self.may_fork else 1  # no forking under `mkdocs serve`
         for page, entries in zip(self.framed, write_pages(job, workers), strict=True):
             if index is not None:
                 index.entries.extend(entries)

@@ -45,18 +45,39 @@ class TextCache:
         this text was seen before.
 
         `last`: this is usually the text's last use in a build, so its tokens are let go."""
-        key = hashlib.sha1(text.encode()).hexdigest()
-        entry = self._new.get(key)
-        if entry is None:
-            entry = self._new[key] = self._old.get(key, {})
+        key = self._key(text)
+        entry = self._entry(key)
         if kind in entry:
             return entry[kind]
-        self.misses += 1
-        self._changed.add(key)
-        value = entry[kind] = compute()
+        value = compute()
+        self._set(key, kind, value)
         if last:
             self._tokens.pop(text, None)
         return value
+
+    def get(self, text: str, kind: str) -> Any:  # noqa: ANN401 - plain data
+        """What was derived from `text` as `kind` (in this build or one before), or None."""
+        return self._entry(self._key(text)).get(kind)
+
+    def put(self, text: str, kind: str, value: Any) -> None:  # noqa: ANN401 - plain data
+        """Keep `value`, derived from `text` as `kind` (a value derived for many texts at once)."""
+        self._set(self._key(text), kind, value)
+
+    def _set(self, key: str, kind: str, value: Any) -> None:  # noqa: ANN401 - plain data
+        self._entry(key)[kind] = value
+        self.misses += 1
+        self._changed.add(key)
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _entry(self, key: str) -> dict[str, Any]:
+        """The derived values of the text of `key` this build uses (those kept from earlier builds at first)."""
+        entry = self._new.get(key)
+        if entry is None:
+            entry = self._new[key] = self._old.get(key, {})
+        return entry
 
     def save(self, prune: bool = True) -> None:
         """Keep what this build derived anew (cache_file.JournaledDict: a few entries, not the whole file).

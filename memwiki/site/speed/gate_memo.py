@@ -1,0 +1,66 @@
+"""The privacy gate's verdicts kept across builds: a text judged by the last build is not judged again.
+
+A rebuild after one memory changed reads that memory's layer again (`memwiki.site.speed.layer_cache`), and each of
+the layer's other texts went through every detector class again. Here each text the gate judged is kept by a 16-byte
+hash, under a version key of the code, the rules and the redaction key: whether it makes its record private (a
+marker, a private word or pattern), and what is shown of it (0: as written; else the text shown and the redactions
+made, by kind), hashed with the build's local folders, which the text shown also depends on.
+
+Only hashes and what the site may show are kept, never a secret: a secret redacted by a kept verdict is therefore
+not among the secrets the site scan looks for copies of (`PrivacyFilter.redacted`), as for a layer kept whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+from memwiki.site.speed import cache_file
+
+LIMIT = 2_000_000  # texts kept; past it the memo starts again (a store edited for years)
+AS_WRITTEN = 0  # the value of a text shown as written
+
+
+def _key(text: str, what: bytes, salt: bytes = b"") -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16, person=what, salt=salt).digest()
+
+
+def folders_salt(folders: object) -> bytes:
+    """What the text shown depends on besides the rules: the local folders it shortens (`repr`-able)."""
+    return hashlib.blake2b(repr(folders).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class GateMemo:
+    """Verdicts of the gate kept in `path` under the version `key` (see the module's docstring)."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self._kept = cache_file.JournaledDict(path, cache_file.version("gate-memo", key))
+
+    def shown(self, text: str, salt: bytes) -> tuple[str, Counter[str]] | None:
+        """What the gate showed of `text` and the redactions it made, when a build with these folders judged it."""
+        kept = self._kept.data.get(_key(text, b"shown", salt))
+        if kept == AS_WRITTEN:
+            return text, Counter()
+        if isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], str) and isinstance(kept[1], dict):
+            return kept[0], Counter(kept[1])
+        return None
+
+    def put_shown(self, text: str, salt: bytes, shown: str, made: Counter[str]) -> None:
+        self._put(_key(text, b"shown", salt), AS_WRITTEN if shown == text and not made else (shown, dict(made)))
+
+    def private(self, text: str) -> bool | None:
+        """Whether `text` makes its record private, when a build judged it."""
+        kept = self._kept.data.get(_key(text, b"private"))
+        return kept if isinstance(kept, bool) else None
+
+    def put_private(self, text: str, verdict: bool) -> None:
+        self._put(_key(text, b"private"), verdict)
+
+    def _put(self, key: bytes, value: object) -> None:
+        if len(self._kept.data) >= LIMIT:
+            self._kept.replace_all({})
+        self._kept.set(key, value)
+
+    def save(self) -> None:
+        self._kept.save()
