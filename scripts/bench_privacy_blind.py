@@ -2,7 +2,7 @@
 home and a MemPalace palace, private-marked records and ORDINARY strings beside them, the real MkDocs build, and
 what reached site/ (tests/blind/harness.py).
 
-    python scripts/bench_privacy_blind.py                          # tests/blind/round1.py to round11.py
+    python scripts/bench_privacy_blind.py                          # tests/blind/round1.py to round12.py
     python scripts/bench_privacy_blind.py --sets example_set       # any module of tests/blind (or a dotted name)
     python scripts/bench_privacy_blind.py --profile private        # the owner's build: everything shown
 

@@ -1,4 +1,4 @@
-"""Blind canary sets (tests/blind/round1.py to round11.py: written without seeing the gate) against the privacy
+"""Blind canary sets (tests/blind/round1.py to round12.py: written without seeing the gate) against the privacy
 gate, through tests/blind/harness.py: every kind in every field of a store, a hermes-agent home and a MemPalace
 palace, private-marked records in every layer, ORDINARY strings beside them, the real MkDocs build (public
 profile). No secret may reach site/ in any class (verbatim, lower-cased, slugged, 12-character fragment), no
@@ -24,7 +24,7 @@ from tests.canaries import FIELDS, HERMES_FIELDS, PALACE_FIELDS, Canary
 pytestmark = pytest.mark.blind
 
 BLIND = Path(__file__).resolve().parent / "blind"
-SETS = tuple(f"round{n}" for n in range(1, 12))
+SETS = tuple(f"round{n}" for n in range(1, 13))
 ORDINARY_REDACTED_AT_MOST = 0.05
 
 

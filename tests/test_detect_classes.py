@@ -24,6 +24,23 @@ def redacted(text: str) -> str:
 
 # (text, the secret that must go whole)
 CONTEXT = [
+    # round 12 (a household, a shop, an SRE on call), by class: a label and its value with a bracketed aside between,
+    # a value on its own line that the next line points up at, a value restated after its description
+    (
+        "VAULT_TOKEN（给 CI 用的，别给人）：「0f3c2a91-77de-4b1e-9a0c-5d2e8f6b1c34」",
+        "0f3c2a91-77de-4b1e-9a0c-5d2e8f6b1c34",
+    ),
+    ("SMTP 授权码（不是登录密码）qkzmwtrbvnhdpsla。", "qkzmwtrbvnhdpsla"),
+    ("mosquitto 账号 homebridge，密码「$kR7vTq2LmZ9x」", "$kR7vTq2LmZ9x"),  # (a password that opens with `$`)
+    (
+        "Turn 12: 7d1e0c44-2b9a-4f0e-8c31-6a5b9e2f0d17 ^ that one, the admin token",
+        "7d1e0c44-2b9a-4f0e-8c31-6a5b9e2f0d17",
+    ),
+    (
+        "b7e2c9d4-5a1f-4e3b-8c6d-2f9a0e1b7c53\n\n^ keep this one, the bootstrap token of the cluster",
+        "b7e2c9d4-5a1f-4e3b",
+    ),
+    ("门禁密码还是老规矩：女儿生日加楼层，也就是 2016081214。", "2016081214"),
     # round 11 (a lab, an accounting office, a game studio), by class: a signing tool's and an app's password flag, an
     # XML string named as a secret, a CLI's login token, a licence serial flag, a link that is its own key, a
     # password made of a word and digits beside a word of logging in, an account/password pair after a colon, a value
@@ -264,6 +281,9 @@ CONTEXT = [
     ),
 ]
 SHAPES = [
+    # round 12: a Zigbee network key as 16 bytes, a Z-Wave key in capital hex in a table
+    ("network_key: [12, 201, 33, 140, 7, 250, 96, 181, 44, 19, 230, 75, 162, 3, 118, 209]", "[12, 201, 33"),
+    ("| S2_Authenticated | 9C41E07B2D5F38A61B0C4E97D2F5A803 |", "9C41E07B2D5F38A61B0C4E97D2F5A803"),
     ("登录用「Xk29!vQ#pLm7」就行", "Xk29!vQ#pLm7"),
     ("[18:45] 我: 后半段 b3be6c60ca0d367e8a299310", "b3be6c60ca0d367e8a299310"),  # a session key's second half
     ("key on two lines: sk-ant-api03-AbCdEf1234567890GhIjKl\nQrStUv0987654321wxYZ", "QrStUv0987654321wxYZ"),
@@ -301,6 +321,15 @@ SHAPES = [
     ("-H 'cookie: theme=dark; _admin_session=80b9465aef7ac86d66c7a644fb12853ef86dcfae; tz=UTC'", "80b9465aef7ac86d"),
 ]
 PERSONAL = [
+    # round 12: a passport's number on a list under the word, a social security card's number after an aside, health
+    # said by a test, a stage, a treatment
+    ("Visa form wants passport numbers.\nMei Lin: E30419962, Tom Lin: E30419985", "E30419985"),
+    ("他的社会保障卡（医保卡）卡号 K20815537，年底续费", "K20815537"),
+    ("Noah Price tested positive for tuberculosis last week", "tuberculosis"),
+    ("Grandad has stage 3 bladder cancer, appointments on Mondays", "stage 3 bladder cancer"),
+    ("Priya is on sertraline for generalised anxiety", "sertraline for generalised anxiety"),
+    ("Olive Brandt was diagnosed with coeliac disease in May", "Olive Brandt was diagnosed"),  # (said of her)
+    ("外婆HIV 阳性，按时服药", "HIV 阳性"),
     # round 11: a researcher's ORCID (by its check digit), an id written right after its word or in capitals only,
     # a company's unified social credit code by its word
     ("Fellowship form needs Chloe Kowalski's ORCID iD — 0000-0003-1217-2670.", "0000-0003-1217-2670"),
@@ -430,6 +459,7 @@ PERSONAL = [
     ("房产证：沪（2021）徐字不动产权第2624361号，贷款合同", "沪（2021）徐字不动产权第2624361号"),
 ]
 HOSTS = [
+    ("billing-7f2.prod.lanmu-tech.cn is down tonight", "billing-7f2.prod.lanmu-tech.cn"),
     ("nas at nas.fritz.box ok", "nas.fritz.box"),
     ("vault.service.consul:8200", "vault.service.consul"),
     ("ssh pi@raspberrypi.tail1234.ts.net", "raspberrypi.tail1234.ts.net"),
@@ -455,6 +485,24 @@ PROVIDERS = [
 ]
 # ordinary technical text: every class leaves it alone (the eight an earlier blind set found redacted first)
 ORDINARY = [
+    # round 12's kinds of ordinary text, in our own words: references a shell, a template or JSONPath fills in, a
+    # template's named blanks, a password said to be somewhere, a format, a documented default login on this machine,
+    # a documented MAC address, a variable's name as a blank, an algorithm's name, a rate
+    "DB_PASSWORD=${DB_PASSWORD:?set it in .env}",
+    "app.mail.password=${MAIL_PASSWORD}",
+    "mysql://<user>:<password>@<host>:3306/<db>",
+    "The NAS password is kept in Bitwarden under 'Home / Storage'.",
+    "the guest wifi password is on the fridge",
+    "取件码一般是「柜号-格口号」的格式",
+    "https://example.com/callback?code=AUTH_CODE&state=abc",
+    "kubectl get secret app -o jsonpath='{.data.token}' | base64 -d",
+    "amqp://guest:guest@127.0.0.1:5672/ works only from this machine",
+    "MAC 地址写成 00:1A:2B:3C:4D:5E 这样",
+    "otpauth://totp/ACME:me?secret=BASE32SECRET&issuer=ACME is the format",
+    "token_endpoint_auth_method: client_secret_post",
+    "password hashing: bcrypt (cost 12)",
+    "门诊统筹额度今年还剩 1500 左右",
+    "核酸检测阳性率见周报",
     "ssh login.hpc.univ-example.edu",
     "npm login --registry https://npm.example.com",
     "login with python311 installed",
@@ -580,6 +628,16 @@ ORDINARY = [
 
 # read through the detectors' other views of a text (memwiki.site.detect.detectors._views)
 VIEWED = [
+    (
+        "给外婆挂号用的身份证号，四二零一一一一九五一一一二三六零八叉，最后一位是叉",
+        "四二零一一一一九五一一一二三六零八叉",
+    ),
+    ("the door password is seven, capital K, percent, m, ampersand, two, q, and that's all", "capital K, percent, m"),
+    # a password read out letter by letter, a lone letter among them (round 12)
+    (
+        "[voice memo] the garage wifi password is four, capital T, x, hash, nine, capital Q, b, seven, and done",
+        "capital T, x, hash, nine",
+    ),
     ("密 码 是 stfc67pg9g 哈 别 弄 错 了", "stfc67pg9g"),  # a space after each character
     # a value read out: digits, Chinese numerals, signs and letters said by name (all of it withheld)
     ("妈妈说取款密码：五 七 九 三 八 三", "九 三 八"),

@@ -85,6 +85,7 @@ _FOR = (  # "password for the NAS", "secret (in case I lose my phone)"
     r"(?:\s*[(（][^()（）\n]{0,40}[)）])?"
 )
 _KEY_END = r"(?:\\?[\"'])?\]?"  # a quoted key's closing quote (maybe escaped), a subscript's bracket
+_ASIDE = r"(?:\s*[(（][^()（）\n]{0,40}[)）])?"  # a word in brackets before the value: `TOKEN（给 nomad 用的）：X`
 _SEP = r"\s*(?::=|=>|->|[:=：])\s*"
 _IS = (  # ("are" before a value with a digit or a sign only: "the key and secret are sent as …" says how)
     r"\s*(?:\bis\s+now\b|\bis\b\s*:?|\bwas\b|\bare\b(?=\s*\S*[\d!@#$%^&*])|\bbecame\b|\bset\s+(?:it\s+)?to\b"
@@ -178,7 +179,7 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         ),
         "phrase",
     ),
-    (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}{_KEY_END}(?:{_SEP}|{_IS})" + NOT_A_LABEL, _WEAK), "weak"),
+    (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}{_KEY_END}{_ASIDE}(?:{_SEP}|{_IS})" + NOT_A_LABEL, _WEAK), "weak"),
     (_rule("secret", rf"(?i){_A}(?:{WEAK_EN}){_Z}\s+" + NOT_A_LABEL, _WEAK), "made"),
     (
         _rule(
@@ -228,7 +229,8 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (
         _rule(
             "password",
-            rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s*(?=[\"'`“「『])|\s+(?=[A-Za-z0-9#*@%!$^&]))" + NOT_A_LABEL,
+            rf"{_ZH_ANY}(?:{ZH}){_ZH_GAP}(?:{_ZH_SEP}|\s*(?=[\"'`“「『])|\s+(?=[A-Za-z0-9#*@%!$^&])"
+            r"|(?<=[）)])\s*(?=[A-Za-z0-9#*@%!$^&]))" + NOT_A_LABEL,  # (or right after a bracketed aside)
             _ZH_TRIGGER,
         ),
         "zh",
@@ -247,6 +249,15 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         _rule("password", rf"(?:{ZH})[^。\n「」『』“”\"]{{0,16}}?(?:{_ZH_VERB})\s*[:：]?\s*(?=[「『“\"])", _ZH_TRIGGER),
         "zhquoted",
     ),
+    (  # the value restated after a description: "管理密码还是老规矩：老婆生日加房号，也就是 X", "the PIN, i.e. X"
+        _rule(
+            "password",
+            rf"(?i)(?:{ZH}|{_A}(?:{STRONG_EN}|{CODE_EN}){_Z})[^。\n]{{0,40}}?(?:也就是|也即|换句话说就是|\bi\.e\.|\bthat\s+is\b)"
+            r"[ \t,，]*[:：]?[ \t]*(?=[A-Za-z0-9#*@%!$^&])" + NOT_A_LABEL,
+            r"(?i)也就是|也即|换句话说|i\.e\.|that\s+is",
+        ),
+        "zhtyped",
+    ),
     (  # a form's bracketed label: "【账号】admin【密码】X", "[password] X"
         _rule("password", rf"(?i)[【\[]\s*(?:{ZH}|password|passwd|pwd|pw)\s*[】\]][ \t:：]*(?=\S)", r"(?i)【|\[\s*p"),
         "strong",
@@ -258,8 +269,8 @@ LEADS: tuple[tuple[Rule, str], ...] = (
             "password",
             r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9]*(?:[_.-]?(?:password|passwd|passphrase|pwd|pass|secret|token|apikey"
             r"|api[_-]?key|access[_-]?key|private[_-]?key|key[_-]?data|credentials?|auth|requirepass|psk"
-            r"|wpa_passphrase))" + _KEY_END + _SEP + NOT_A_LABEL,
-            rf"(?i)(?:pass\w*|pwd|secret|token|key|data|credentials?|auth|psk){_KEY_END}{_SEP}",
+            r"|wpa_passphrase))" + _KEY_END + _ASIDE + _SEP + NOT_A_LABEL,
+            rf"(?i)(?:pass\w*|pwd|secret|token|key|data|credentials?|auth|psk){_KEY_END}{_ASIDE}{_SEP}",
         ),
         "strong",
     ),
@@ -526,7 +537,8 @@ LEADS: tuple[tuple[Rule, str], ...] = (
     (  # a strong word, a few words about it, a colon: "master passphrase — not the hint, the real thing: X"
         _rule(
             "password",
-            rf"(?i){_A}(?:{STRONG_EN}){_Z}[^\n.。:：?？]{{3,60}}?[:：][ \t]*" + NOT_A_LABEL,
+            rf"(?i){_A}(?:{STRONG_EN}){_Z}(?!/)[^\n.。:：?？]{{3,60}}?[:：][ \t]*"
+            + NOT_A_LABEL,  # (not a path's `totp/`)
             rf"(?i)(?:{STRONG_EN})[^.:：]{{3,60}}[:：]",
         ),
         "clause",
@@ -570,6 +582,8 @@ URL_RULES = (
         r"(?i)((?:(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{1,20}://[^\s\"'<>]*?)?"
         + _QUERY[4:]
         + NOT_A_LABEL
+        # (not a blank: `code=AUTH_CODE`, `secret=BASE32SECRET`, `key={key}`)
+        + r"(?!(?-i:[A-Z]+(?:[_ ][A-Z]+)+|[A-Z0-9]*(?:SECRET|TOKEN|KEY|CODE)[A-Z0-9]*)(?:[&\s#\"'<>]|$)|\{|<|\$\{)"
         + r"(?:(?!%26|%2526)[^&\s#\"'<>\\])+)",
         _QUERY,
         1,
@@ -597,8 +611,10 @@ _NAMED_THEN_PRINTED = Screened(
 _TABLE_HEAD = re.compile(
     r"(?i)password|passwd|pwd|\bpass\b|secret|token|api[ _-]?key|credential|pin|code|密码|口令|密钥|令牌|验证码"
 )
-_UNIT = re.compile(
-    r"\s*(?:[-–]?\s*)?(?:digits?|characters?|chars?|letters?|symbols?|long|or more|minimum|位|个字符|字符|个字)", re.I
+_UNIT = re.compile(  # (or a format: "取件码一般是「货架号-层号-编号」的格式")
+    r"\s*(?:[-–]?\s*)?(?:digits?|characters?|chars?|letters?|symbols?|long|or more|minimum|位|个字符|字符|个字)"
+    r"|[」”\"'』]?\s*(?:这样|这种|之类)?的?(?:格式|形式|样式|规则)|[\"']?\s+(?:format|pattern)\b",
+    re.I,
 )
 _LIST_ITEM = re.compile(
     r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9]|\d{3,5}[ -]\d{3,5})[ \t]*"
@@ -623,7 +639,8 @@ def _judge(how: str, text: str, a: int, b: int) -> bool:
     if how == "zhtyped":  # after words on what it is like: a value with a digit, or typed
         return is_value(value, 6) and (_has_digit(value) or typed(value)) and not _described(text, b)
     if how == "zhquoted":  # quoted a few words after the credential word: a value with a digit or a symbol
-        return is_value(value, 4) and any(not c.isalpha() for c in value) and "/" not in value
+        shaped = any(not c.isalpha() for c in value) and "/" not in value
+        return is_value(value, 4) and shaped and not _described(text, b)
     if how == "made":  # "the new key 9XslMuj…": after a weak word and a space only a made token counts
         return made(value) or typed(value) or _hex_key(value)
     if how == "spaced":  # "password ywbM,Ckj2;M": after a credential word and a space, a value of mixed classes
@@ -716,7 +733,7 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
     if how == "strong" and (parts := _CONTINUED.match(text, start)) is not None:  # `KEY = (\n "ab"\n "cd"\n)`
         return [m.span(1) for m in re.finditer(r"[\"']([^\"'\n]*)[\"']", text[: parts.end()]) if m.start() >= start]
     a, b = value_span(text, start, phrase=how == "phrase")
-    if how == "strong" and text[a:b].isalpha() and text[a:b].islower():
+    if how == "strong" and text[a:b].isalpha() and text[a:b].islower() and text[a:b] not in _STOPWORDS:
         b = _words_to_line_end(text, b)  # "pw: violin lantern thunder walrus 5": a passphrase
     return [(a, b), *_same_shape(text, a, b)] if how != "phrase" else [(a, b)]
 
@@ -818,6 +835,8 @@ class ContextDetector:
             spans += login_arguments(text)
         if "\n" in text and (_POINTER.search(text) or _NEXT_LINE.search(text)) and CREDENTIAL_WORD.occurs(text):
             spans += pointed_value(text)
+        if "^" in text or "↑" in text or "上面" in text:
+            spans += values_pointed_up(text)
         spans += human_passwords(text)
         if "://" in text or "/join/" in text or "/invite" in text:
             spans += capability_links(text)
@@ -843,13 +862,35 @@ class ContextDetector:
     def _find(self, text: str, urls: bool = True, near: Callable[[int, int], bool] | None = None) -> list[Span]:
         out = []
         for lead in self._leads.find(text, near):
+            if _inside_reference(text, lead.start):
+                continue  # a name inside a reference to a value: `${REDIS_PASSWORD:?must be set}`, `{.data.password}`
             how = self._how[lead.rank]
             for a, b in _values(how, text, lead.end):
                 if a < b and _judge(how, text, a, b):
                     out.append(Span(a, b, lead.kind, 200 + lead.rank))
         if urls:
-            out += self._urls.find(text)
+            out += [s for s in self._urls.find(text) if not _loopback_default(text, s)]
         return out
+
+
+_LOOPBACK_LOGIN = re.compile(r"://([^\s:/@]+):$")
+_LOOPBACK_HOST = re.compile(r"@(?:localhost|127\.0\.0\.1|\[::1\])(?![\w.-])")
+
+
+def _loopback_default(text: str, span: Span) -> bool:
+    """A login whose password is its user's name on this machine's own address (`amqp://guest:guest@localhost`):
+    a server's documented default, reachable from nowhere else."""
+    user = _LOOPBACK_LOGIN.search(text, max(0, span.start - 64), span.start)
+    same = user is not None and user.group(1) == text[span.start : span.end]
+    return same and _LOOPBACK_HOST.match(text, span.end) is not None
+
+
+_REFERENCE_OPEN = re.compile(r"(?:\$\{|\{\{|%\(|#\{|\{\.|\{\$)[^{}()\n]*$")  # `${X`, `{{ .Values.x`, `{.data.x`
+
+
+def _inside_reference(text: str, at: int) -> bool:
+    """Whether `at` is inside a reference that a shell, a template or a JSONPath fills in (not a value)."""
+    return _REFERENCE_OPEN.search(text, max(0, at - 80), at) is not None
 
 
 # `someone@example.org / Pa55!word`, "the router creds → anna.k / Snowy,1979&": an account, a slash, its password
@@ -1037,6 +1078,8 @@ def typed_near_words(text: str) -> list[Span]:
         for m in _TYPED_TOKEN.finditer(paragraph.group()):
             value = m.group().rstrip(".,;:?")
             a = paragraph.start() + m.start()
+            if "=" in value[1:] and not is_value(value.partition("=")[2], 1):
+                continue  # `spring.datasource.password=${SPRING_DATASOURCE_PASSWORD}`: a key and a reference
             if _near(words, a) and _typed_by_hand(value, lowered):
                 spans.append(Span(a, a + len(value), "password", 264))
     return spans
@@ -1060,7 +1103,7 @@ _PRODUCT_WORDS = frozenset(
     "ryzen core cuda mysql postgres postgresql redis mongo php net dotnet vue react angular hevc avc aac raid cpu gpu "
     "ram ddr pcie usb hdmi lte iso rfc ieee cve cwe error err code status line col row year team group vm pod host "
     "server srv db app api web ui dev prod stage staging qa uat lab chapter section table figure fig slide lecture "
-    "week unit lesson class grade floor building block".split()
+    "week unit lesson class grade floor building block base".split()  # (`base64`)
 )
 HUMAN_NEAR = 48  # characters between the word and the value, on one line
 
@@ -1174,6 +1217,26 @@ def pointed_value(text: str) -> list[Span]:
     return [*spans, Span(start, end, "password", 264)]
 
 
+# a value on a line of its own, then a line that points up at it: "X\n\n^ that one. … the bootstrap token", "↑ 这是密码"
+_POINTED_UP = re.compile(r"(?m)(?<!\S)([^\s]{8,128})\s*(?:\^|↑)(?=\s)|^[ \t]*([^\s]{8,128})[ \t]*\n\s*上面(?:那|这|的)")
+_POINTED_UP_READ = 240  # how far after the pointer a credential word names what it points at
+_POINTED_UP_NAMES = re.compile(
+    r"(?i)\b(?:tokens?|secrets?|keys?|api[ _-]?keys?|pass(?:word|phrase|code)s?|credentials?)\b"
+    r"|密码|令牌|密钥|秘钥|口令"
+)
+
+
+def values_pointed_up(text: str) -> list[Span]:
+    """A made value alone on its line that the next line points back at, where that line names a credential."""
+    spans = []
+    for m in _POINTED_UP.finditer(text):
+        value = m.group(m.lastindex or 1)
+        named = _POINTED_UP_NAMES.search(text, m.end(), m.end() + _POINTED_UP_READ) is not None
+        if named and (made(value) or typed(value) or is_token(value) or _hex_key(value)):
+            spans.append(Span(*m.span(m.lastindex or 1), "password", 264))
+    return spans
+
+
 def values_before_words(text: str) -> list[Span]:
     """A value said first and named after: "went with X as the new password", "把 X 作为新的密码"."""
     spans = []
@@ -1216,7 +1279,7 @@ def slash_pairs(text: str) -> list[Span]:
         and not _PINNED.fullmatch(m.group(1))
     ]
     for m in _PAIR.finditer(text):
-        account, value = m.group(1), m.group(2).rstrip(".,;:")
+        account, value = m.group(1), m.group(2).rstrip(".,;:").rstrip("'\"”’」")  # (a quoted path's close)
         before = text[max(0, m.start() - 60) : m.start()]
         if not ("@" in account or _ACCOUNT_WORDS.search(before) or typed(value) or made(value)):
             continue  # (a footnote's `ops / k%M9FAcVVqb16V`: typed as a password is, it needs no word before it)
@@ -1226,7 +1289,10 @@ def slash_pairs(text: str) -> list[Span]:
 
 
 # a number said of a door, a gate, a safe or a lock: `#487427`, `259988#`, "right 91, left 64, right 88", 左转 35
-_ACCESS_ZH = "门|锁|保险箱|保险柜|保險箱|保險櫃|密码箱|车库|門禁|门禁|支付密码|取件码|验证码|動態碼|动态码|快递柜"
+_ACCESS_ZH = (  # (a door said as one: not 门 in 门诊, 部门, 门户)
+    "(?:大|房|家|单元|防盗|院|楼|后|前|侧|车库|柜|进|开)门|门(?:口|锁|禁|铃)|锁|"
+    "保险箱|保险柜|保險箱|保險櫃|密码箱|车库|門禁|门禁|支付密码|取件码|验证码|動態碼|动态码|快递柜"
+)
 _ACCESS = Screened(
     r"(?i)\b(?:door|gate|garage|locker|keypad|lockbox|key\s?box|key\s?safe|alarm|padlock|combo|combination|intercom"
     rf"|buzzer|lock|deadbolt)\b|(?<![\w-])safe\b(?!\s+to\b)|{_ACCESS_ZH}",

@@ -24,7 +24,7 @@ _TO_ASCII = {
     code: code - 0xFEE0
     for code in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B), 0xFF20, 0xFF0E, 0xFF0D, 0xFF3F]
 }  # (and ＠．－＿; brackets and colons stay full-width: they end a value)
-_ZH_DIGITS = str.maketrans("〇零一幺二两三四五六七八九", "0011223456789")  # (幺 and 两: 1 and 2 read out)
+_ZH_DIGITS = str.maketrans("〇零一幺二两三四五六七八九叉", "0011223456789X")  # (幺, 两: 1, 2 read out; 叉: an id's X)
 _UPPER = re.compile("[A-Z]")
 _LOWER = re.compile("[a-z]")
 _SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{4,}")
@@ -165,13 +165,15 @@ _SAID_SIGNS = {
     "井号": "#", "井字号": "#", "星号": "*", "点": ".", "横杠": "-", "杠": "-", "减号": "-", "下划线": "_",
     "艾特": "@", "感叹号": "!", "叹号": "!", "加号": "+", "百分号": "%", "美元符号": "$", "美元符": "$",
     "dot": ".", "dash": "-", "hyphen": "-", "underscore": "_", "hash": "#", "star": "*", "asterisk": "*",
-    "exclamation mark": "!", "at sign": "@", "dollar sign": "$", "plus": "+",
+    "exclamation mark": "!", "exclamation point": "!", "at sign": "@", "dollar sign": "$", "dollar": "$",
+    "plus": "+", "percent": "%", "percent sign": "%", "ampersand": "&", "caret": "^", "tilde": "~",
+    "equals": "=", "question mark": "?", "slash": "/", "colon": ":", "semicolon": ";", "period": ".",
 }  # fmt: skip
 _ZH_NUMERALS = frozenset("〇零一幺二两三四五六七八九")
 _SAID_DIGITS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine".split())}
 _SAID_CASE = r"(?:大写|小写|uppercase|lowercase|capital|small)(?:的|\s+)?[A-Za-z](?![A-Za-z])"
-_SAID_TOKEN = (
-    rf"[〇零一幺二两三四五六七八九]{{1,4}}|[0-9](?![0-9])|{_SAID_CASE}"
+_SAID_TOKEN = (  # (a letter said alone, `z`, only before a comma: "…, z, capital G, y, …")
+    rf"[〇零一幺二两三四五六七八九]{{1,4}}|[0-9](?![0-9])|{_SAID_CASE}|[a-z](?![^,])"
     rf"|(?i:{'|'.join(sorted(_SAID_DIGITS, key=len, reverse=True))})(?![A-Za-z])"
     rf"|(?i:{'|'.join(sorted(_SAID_SIGNS, key=len, reverse=True))})(?![A-Za-z])"
 )
@@ -205,7 +207,7 @@ def _read_out(parts: list[str]) -> bool:
     """Parts that read out a value: four or more with a sign or a letter said by its case among them, or with three
     digits in Chinese numerals; six or more where all are digits in ASCII or English words ("one, two, three,
     four" counts steps more often than it spells a code)."""
-    said = sum(not (p.isdigit() or p.lower() in _SAID_DIGITS or p[0] in _ZH_NUMERALS) for p in parts)
+    said = sum(not (p.isdigit() or p.lower() in _SAID_DIGITS or p[0] in _ZH_NUMERALS or len(p) == 1) for p in parts)
     chinese = sum(p[0] in _ZH_NUMERALS for p in parts)
     return said > 0 or chinese >= 3 or len(parts) >= 6
 

@@ -6,7 +6,8 @@
   download), written where a host is (a URL, `user@`, `:port`, after ssh/ping/host/server/主机...), and names
   under the suffixes private networks use whatever the list says (`.lan`, `.local`, `.internal`, `.home.arpa`,
   `.fritz.box`, `.consul`, `.ts.net`, ...).
-- Internal-looking subdomains of public domains: `git.corp.example.com`, `jenkins.internal.example.io`, and
+- Internal-looking subdomains of public domains: `git.corp.example.com`, `jenkins.internal.example.io`, a
+  service under an environment's label (`search-1.prod.example.cn`), and
   any subdomain (but `www`) of a sentence that says it is reached from inside (VPN, 内网, intranet).
 """
 
@@ -36,6 +37,8 @@ PRIVATE_SUFFIXES = tuple(
 INTERNAL_LABELS = frozenset(
     "corp internal intranet intra int lan priv private office local home dmz mgmt ad corpnet inside".split()
 )
+# an environment's label under a company's domain, below a service's name: `search-esz2.prod.hexiang-inc.cn`
+ENVIRONMENT_LABELS = frozenset("prod production stg staging dev devel test qa uat preprod pre-prod nonprod".split())
 # a dashed label's last words that say a cloud's private endpoint: `oss-cn-hangzhou-internal`, `s3-vpc`
 _INTERNAL_PARTS = frozenset({"internal", "intranet", "vpc", "private"})
 _FILE_ENDINGS = frozenset(
@@ -132,6 +135,8 @@ def _internal(text: str, m: re.Match[str]) -> bool:
         return m.group().islower() and _in_host_place(text, m)  # code's `Math.PI`, `p.test` are not hosts)
     sub = host[: -len(registrable)].rstrip(".").split(".") if host != registrable else []
     if any(label in INTERNAL_LABELS or set(label.split("-")[1:]) & _INTERNAL_PARTS for label in sub):
+        return True
+    if len(sub) >= 2 and sub[-1] in ENVIRONMENT_LABELS:
         return True
     return bool(sub) and sub != ["www"] and _said_internal(text, m)
 

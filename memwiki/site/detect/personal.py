@@ -119,7 +119,7 @@ _ID_WORDS = {
     # what a card, a policy or a licence is known by: "Member ID X", "MBI X", 保单号 X, 驾驶证档案编号 X
     r"|member\s+(?:id|no\.?|number)|subscriber\s+id|policy\s+(?:no\.?|number|id)|mbi|medicare(?:\s+(?:number|id))?"
     r"|insurance\s+(?:no\.?|number|id)|licen[cs]e\s+(?:no\.?|number)|file\s+(?:no\.?|number)|permit\s+(?:no\.?|number)"
-    r"|社保卡(?:卡号|号)?|保单号码?|保單號碼?|档案编号|檔案編號|驾驶证(?:号|编号)?|駕駛證(?:號|編號)?|会员号|會員號"
+    r"|社保卡(?:卡号|号)?|社会保障卡(?:卡号|号)?|社會保障卡(?:卡號|號)?|医保卡|醫保卡|保单号码?|保單號碼?|档案编号|檔案編號|驾驶证(?:号|编号)?|駕駛證(?:號|編號)?|会员号|會員號"
     r"|医保号|参保号|证书编号|证号|保单|保單|统一社会信用代码|統一社會信用代碼|信用代码|纳税人识别号|納稅人識別號"
     r"|taxpayer\s+id(?:entification)?(?:\s+number)?|orcid(?:\s+id)?"
     # an access card's or a tag's id (`门禁卡卡号 F7C3706D`), a Singapore or Malaysian identity card
@@ -135,7 +135,7 @@ _ID_WORDS = {
 }
 _ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predicate joined the words; `"passport": "X"`
     r"(?:[\"'](?=\s*[:=]))?(?:\s*[(（](?![A-Z0-9]{5,}[)）])[^()（）\n]{0,30}[)）])?(?:\s+(?:for|of|on|pour|für|para|per|di|de|du)\s+[^:：\n.]{0,30}?(?=\s*[:：]|\s+is\b))?"
-    r"(?:号码?|號碼?|编号|編號)?[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
+    r"(?:卡号|卡號|号码?|號碼?|编号|編號)?[\s_]*(?:[:=：]|\bis\b|\bnumber\b|是|为|号是|号码是|号：|,)?[\s_]*"
     r"(?:[\"'“‘`「【\[(（]|t\.me/|-(?=\w))?"  # (or joined by a dash: `MRN-FP75669046`; in brackets: `PESEL (…)`)
 )
 _ID_LEAD = {
@@ -261,6 +261,7 @@ _PAYMENT_LINK = re.compile(
 _HEALTH = Screened(  # (a medicine is screened by its dose: `吃`, `taking` alone are in most texts)
     r"(?i)确诊|確診|诊断|診斷|患有|diagnosed|\bdx\b|medication|treatment|\d\s*(?:mg|mcg|µg|ml|iu|毫克)"
     r"|糖化血红蛋白|血糖|血压|血壓|尿酸|胆固醇|甘油三酯|低密度脂蛋白|肌酐|转氨酶|hba1c|ldl|blood\s+(?:pressure|sugar|glucose)"
+    r"|\bon\s+[a-z-]{4,20}\s+for\b|阳性|陽性|术后|術後|化疗|化療|放疗|放療|透析|positive\s+for|\bstage\s+(?:[0-4]|i{1,3}v?|iv)\b"
 )
 _DIAGNOSIS_ZH = re.compile(  # (not `确诊病例`: a count of cases)
     r"(?:确诊|確診|诊断(?:为|是|出了?)|診斷(?:為|是|出)|患有)(?:为|為|是|了)?\s*(?!病例|人数|人數|数|數|率)"
@@ -268,6 +269,24 @@ _DIAGNOSIS_ZH = re.compile(  # (not `确诊病例`: a count of cases)
 )
 _DIAGNOSIS_EN = re.compile(
     r"(?i)\bdiagnosed\s+with\s+([a-z0-9][^.,;:()\n]{2,50}?)(?=\s+(?:in|on|last|this)\b|[.,;()\n]|$)"
+)
+_POSITIVE_EN = re.compile(
+    r"(?i)\btested\s+positive\s+for\s+([a-z0-9][^.,;:()\n]{1,40}?)(?=\s+(?:in|on|last|this)\b|[.,;()\n]|$)"
+)
+_STAGED = re.compile(
+    r"(?i)\b(stage\s+(?:[0-4]|i{1,3}v?|iv)[abc]?\s+[a-z][a-z -]{2,30}?)(?=[.,;()\n]|\s+(?:and|but)\b|$)"
+)
+# a condition said by its test or its treatment: `HIV 阳性`, `乳腺癌术后`, `在做第三期化疗`
+_CONDITION_ZH = re.compile(
+    r"((?:[A-Za-z0-9]{2,10}|[\u4e00-\u9fff]{2,6})\s*(?:阳性|陽性)(?![率数數])|[\u4e00-\u9fff]{2,8}(?:术后|術後)"
+    r"|(?:在做|在打|在服|在吃)?[^，。,;；\n]{0,8}?(?:化疗|化療|放疗|放療|透析))"
+)
+_CONDITIONS_EN = (
+    r"disorder|disease|syndrome|cancer|diabetes|depression|anxiety|adhd|epilepsy|asthma|hypertension|infection"
+    r"|hepatitis\s*[a-e]?|hiv|aids|arthritis|migraines?|schizophrenia|dementia|leukemia|lymphoma|tumou?r"
+)
+_TREATED_FOR = re.compile(  # "is on lithium for bipolar disorder"
+    rf"(?i)\b(?:is|was|been|still)\s+on\s+([a-z][a-z-]{{3,20}}\s+for\s+[a-z][a-z' -]{{0,30}}?(?:{_CONDITIONS_EN}))\b"
 )
 _CONDITION_NAMED = re.compile(  # "Grace Wu: type 2 diabetes (diagnosed in 2024)", "…: X, started medication …"
     r"(?i)(?<=:\s)([^:\n(),;]{3,60}?)"
@@ -283,13 +302,22 @@ _LAB = re.compile(
 )
 
 
+_SUBJECT = re.compile(  # who it is said of, right before: "Ava Brennan was ", "Grandad has "
+    r"(?<![\w'])[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2}\s+(?:(?:was|is|has|had|got|just|recently|still|been)\s+){0,3}$"
+)
+_SUBJECT_LOWER = re.compile(_SUBJECT.pattern.replace("[A-Z][a-z]", "[a-z][a-z]"))  # (a store lower-cased the text)
+
+
 def _health(text: str) -> list[Span]:
-    """What a person's health is: a diagnosis, a lab result with its value, a medicine and its dose."""
-    spans = [
-        Span(*m.span(1), "health data", 326)
-        for p in (_DIAGNOSIS_ZH, _DIAGNOSIS_EN, _CONDITION_NAMED, _DOSE)
-        for m in p.finditer(text)
-    ]
+    """What a person's health is: a diagnosis, a lab result with its value, a medicine and its dose; in English,
+    with the person it is said of (the name and the condition are the secret together)."""
+    said = (_DIAGNOSIS_ZH, _CONDITION_NAMED, _DOSE, _CONDITION_ZH)
+    spans = [Span(*m.span(1), "health data", 326) for p in said for m in p.finditer(text)]
+    subject = _SUBJECT if any(c.isupper() for c in text) else _SUBJECT_LOWER
+    for p in (_DIAGNOSIS_EN, _POSITIVE_EN, _STAGED, _TREATED_FOR):
+        for m in p.finditer(text):
+            said_of = subject.search(text, max(0, m.start() - 60), m.start())
+            spans.append(Span(said_of.start() if said_of else m.start(1), m.end(1), "health data", 326))
     return spans + [
         Span(*m.span(), "health data", 326) for m in _LAB.finditer(text) if any(c.isdigit() for c in m.group())
     ]
@@ -467,7 +495,23 @@ class PersonalDetector:
                 if handle and not said and not _made_handle(value.group()):
                     continue  # "WeChat group" is not an id: an id needs a separator, a word that says so, or digits
                 spans.append(Span(*value.span(), kind, 322))
+        if 0 in present:  # ("passport" is the first kind)
+            spans += _passports_nearby(text)
         return spans
+
+
+_PASSPORT_SHAPE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{7,8}(?![A-Za-z0-9])")  # `E29141777`, `EA1234567`
+PASSPORT_NEAR = 200  # a passport's number in the lines after the word (a list: "Name: E29141777")
+
+
+def _passports_nearby(text: str) -> list[Span]:
+    """Numbers of a passport's shape in the same paragraph after a passport word, beside names or on a list."""
+    spans = []
+    for word in _ID_LEAD["passport"].finditer(text):
+        end = text.find("\n\n", word.start(), word.start() + PASSPORT_NEAR)
+        window = end if end >= 0 else word.start() + PASSPORT_NEAR
+        spans += [Span(*m.span(), "passport", 322) for m in _PASSPORT_SHAPE.finditer(text, word.end(), window)]
+    return spans
 
 
 def _said_in_capitals(lead: str, value: str) -> bool:
@@ -526,10 +570,13 @@ def _named_iban(candidate: str) -> str:
 
 
 def _some_mac(value: str) -> bool:
-    """Not a placeholder address (`00:00:…`, `aa:bb:cc:dd:ee:ff`, `01:23:45:67:89:ab`)."""
+    """Not a placeholder address (`00:00:…`, `aa:bb:cc:dd:ee:ff`, `01:23:45:67:89:ab`, a run like
+    `00:1A:2B:3C:4D:5E`) nor one of the range RFC 7042 keeps for documentation (`00:00:5E:00:53:xx`)."""
     digits = value.lower().replace(":", "").replace("-", "")
     pairs = [digits[i : i + 2] for i in range(0, 12, 2)]
-    return len(set(digits)) > 2 and not all(p[0] == p[1] for p in pairs) and digits not in "0123456789abcdef"
+    steps = {int(b, 16) - int(a, 16) for a, b in zip(pairs[1:], pairs[2:], strict=False)}
+    placeholder = len(set(digits)) <= 2 or all(p[0] == p[1] for p in pairs) or digits in "0123456789abcdef"
+    return not (placeholder or len(steps) == 1 or digits.startswith("00005e0053"))
 
 
 def _made_handle(value: str) -> bool:

@@ -38,7 +38,7 @@ _B64_LINES = Screened(  # a key's body, its header lost
 )
 _HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sri)[-:]\s*[+/]?$")
 _KEY_WORDS = re.compile(  # (a key's own name: `master.key`, `aes key`, 加密密匙; not a hash's: see _HASH_WORDS)
-    r"(?i)wallet|priv(?:ate)?[ _-]?key|privkey|secret|私钥|钱包|seed|\bkey\b|密钥|密匙|秘钥|session|cookie"
+    r"(?i)wallet|priv(?:ate)?[ _-]?key|privkey|secret|私钥|钱包|seed|\bkeys?\b|密钥|密匙|秘钥|session|cookie"
     r"|[前后後]半段?|(?:first|second|other)\s+half|rest\s+of\s+(?:it|the\s+key)"  # a key sent in two messages
 )
 _HASH_WORDS = re.compile(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|commit|sum\b|摘要|校验")
@@ -48,6 +48,14 @@ _ADVISORY = re.compile(
     r"^(?:GHSA(?:-[2-9cfghjmpqrvwx]{4}){3}|CVE-\d{4}-\d{4,}|(?:PYSEC|RUSTSEC|GO)-\d{4}-\d+)$"
 )  # public ids
 _HEX = re.compile(r"^[0-9a-f]+$|^[0-9A-F]+$")
+
+
+def _upper_key(token: str) -> bool:
+    """128 or 256 bits in capital hex (a Z-Wave or Zigbee key, an AES key as tools print it): digests are written
+    in small letters, and one in capitals (`Get-FileHash`) has a hash's name beside it."""
+    return len(token) in (32, 64) and token.isupper() and any(c.isdigit() for c in token)
+
+
 _VERSIONISH = re.compile(r"^[vV]?\d+(?:[._-]\d+)+(?:[._+-]?[A-Za-z]++\d*+)*+$")  # (possessive: see test_redos)
 _SPLIT = re.compile(r"[_.~/+=-]+")
 _CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -206,10 +214,11 @@ class ShapeDetector:
                 continue  # a public key (`ssh-ed25519 AAAA…`, a known_hosts line), a JWT's header alone
             if hexadecimal:
                 near, before = max(0, m.start() - 40), max(0, m.start() - 80)
-                if _KEY_WORDS.search(text, before, m.start()) and not _HASH_WORDS.search(text, near, m.start()):
+                keyed = _KEY_WORDS.search(text, before, m.start()) or _upper_key(token)
+                if keyed and not _HASH_WORDS.search(text, near if not _upper_key(token) else before, m.start()):
                     spans.append(Span(m.start(), m.end(), "private key", 500))  # a wallet's key, not a digest
             else:
-                a, b = m.start() + _written_head(token), wrapped_end(text, m.start(), m.end())
+                a, b = wrapped_start(text, m.start() + _written_head(token)), wrapped_end(text, m.start(), m.end())
                 spans.append(Span(a, b, "token", 500))
         return spans
 
@@ -308,13 +317,14 @@ def _jwt_header(token: str) -> bool:
     return isinstance(header, dict) and "alg" in header and set(header) <= {"alg", "typ", "kid", "cty", "x5t"}
 
 
-_BYTE_ARRAY = re.compile(r"\[\s*(?:\d{1,3}\s*,\s*){31,}\d{1,3}\s*\]")
+_BYTE = r"(?:0[xX][0-9a-fA-F]{1,2}|\d{1,3})"
+_BYTE_ARRAY = re.compile(rf"\[\s*(?:{_BYTE}\s*,\s*){{15,}}{_BYTE}\s*\]")
 
 
 def _key_bytes(array: str) -> bool:
-    """A JSON list of 32 or 64 bytes is a key's bytes (a Solana keypair file, a seed)."""
-    values = [int(v) for v in re.findall(r"\d+", array)]
-    return len(values) in (32, 64) and max(values) <= 255 and len(set(values)) > 8
+    """A list of 16, 32 or 64 bytes is a key's bytes (a Zigbee network key, a Solana keypair file, a seed)."""
+    values = [int(v, 0) for v in re.findall(r"0[xX][0-9a-fA-F]+|\d+", array)]
+    return len(values) in (16, 32, 64) and max(values) <= 255 and len(set(values)) > 8
 
 
 _QUOTED = Screened(  # (and in the corner brackets Chinese quotes with: 「X」)
@@ -346,6 +356,19 @@ _NEXT_LINE = re.compile(  # (a line break a one-line field made a space: then th
     r"(?:[\"'][ \t]*\+?[ \t]*)?(?:\n[ \t]*[\"']?([A-Za-z0-9+/=_-]{6,})|[ \t][\"']?([A-Za-z0-9+/=_-]{12,}))"
     r"(?=[\"'\s;,)]|$)"
 )
+
+
+_PART_BEFORE = re.compile(r"(?<![^\s])([A-Za-z0-9_+/=-]{12,64})[ \t]*\n?[ \t]*$")
+
+
+def wrapped_start(text: str, start: int) -> int:
+    """A token whose first part was cut off by a line break (or a one-line field's space) before it: that part, when
+    it is typed as a token's head is (`glsa_Fmlm1cvbkslelfzx`: a prefix, a digit, both cases)."""
+    m = _PART_BEFORE.search(text, max(0, start - 80), start)
+    if m is None or m.end() != start:
+        return start
+    part = m.group(1)
+    return m.start(1) if any(c.isdigit() for c in part) and (made(part) or typed(part)) else start
 
 
 def wrapped_end(text: str, start: int, end: int) -> int:

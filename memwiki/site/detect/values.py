@@ -24,13 +24,22 @@ NOT_VALUES = frozenset(
     missing changed needed strong weak short long blank default see below above here there it this that same
     enabled disabled on off ok fine stored saved reset rotated unchanged secret password token key the a an
     your my our their his her its in at for from with via by of to and or not never always also only
-    string str int integer bool boolean number any object bytes char""".split()
+    string str int integer bool boolean number any object bytes char
+    kept written printed noted listed shared managed synced located taped stuck
+    plain plaintext hashed encrypted argon2 argon2id argon2i bcrypt scrypt pbkdf2 sha1 sha256 sha512 md5""".split()
 )
 _PLACEHOLDER = re.compile(
-    r"^(?:\$\{.*|\$\(.*|\{\{.*|\$[A-Z_][A-Z0-9_]*|<[A-Za-z_ -]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
+    r"^(?:\$\{.*|\$\(.*|\{\{.*|<[A-Za-z_ -]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
+    # a variable (`$HOME`, `$db_pass`), not a password that starts with `$` (`$itIyV8hPSq2M`: digits and both cases)
+    r"\$(?!(?-i:(?=[A-Za-z]*[0-9])(?=[A-Z0-9]*[a-z])(?=[a-z0-9]*[A-Z])))[A-Z_][A-Z0-9_]*|"
     r"\[[^\]]*\]|your[-_ ]?\w*|changeme|change[-_]me|redacted.*"
     r"|[\w.-]{0,12}?(?:x{6,}|\*{6,}|0{8,})"  # a format with its value blanked: `sk-xxxxxxxx`, `AKIA********`
     r"|[\w/+=.-]*EXAMPLE(?:KEY)?"  # a provider's documented sample: `AKIAIOSFODNN7EXAMPLE`
+    r"|(?-i:[A-Z]+(?:_[A-Z]+)+)"  # a variable's name in its place: `AUTH_CODE`, `SPRING_DATASOURCE_PASSWORD`
+    r"|(?-i:[A-Z0-9_]*(?:SECRET|TOKEN|KEY|CODE|PASSWORD|VALUE)[A-Z0-9_]*)(?:&\S*)?"  # a blank named so: `BASE32SECRET`
+    r"|//\S*"  # a link's rest after its scheme's colon (`otpauth://…`): no value follows a scheme
+    r"|(?-i:[a-z]+(?:_[a-z]+)*_(?:secret|password|token|key)(?:_[a-z]+)+)"  # a setting's name: `client_secret_basic`
+    r"|[^<>\s]*<[A-Za-z_ -]+>.*|\{[A-Za-z_]\w*\}.*"  # a template's named blank inside: `<user>:<password>@<host>`
     # code that fetches the value at run time: `os.environ['X']`, `getpass.getpass()`, `process.env.X`
     r"|(?:os\.(?:environ|getenv)|getpass|process\.env|system\.getenv|deno\.env|import\.meta\.env|env\(|env\[|input\()"
     r".*"
