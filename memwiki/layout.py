@@ -10,7 +10,9 @@
     sessions.sqlite3        L4 session history with FTS5
     wiki/                   hand-written Markdown concept pages
     vectors/                vectors of session turns, wiki and entity pages, hot entries: one SQLite file per
-                            embedder, by text (memwiki.text_vectors); nothing in it that cannot be made again
+                            embedder, by text (memwiki.text_vectors); and recall's files layer as of the wiki's
+                            and the graph's last state (files_layer.sqlite3, memwiki.files_index); nothing in it
+                            that cannot be made again
 
 `store.json` is `memwiki.config.STORE_FILE`; the L1 files are `memwiki.hot.FILE_NAMES`.
 """

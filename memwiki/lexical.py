@@ -7,10 +7,11 @@ OR of the query's tokens, ranked by FTS5's bm25 (k1 = 1.2, b = 0.75).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from memwiki.errors import MemwikiError
@@ -29,13 +30,18 @@ POSTINGS_BUDGET = 3000
 
 
 class LexicalIndex:
-    """An FTS5 index of memory texts. `path` is a SQLite file, or ":memory:" for a throw-away index."""
+    """An FTS5 index of memory texts. `path` is a SQLite file, or ":memory:" for a throw-away index.
 
-    def __init__(self, path: Path | str) -> None:
+    `db`: a connection to `path` that its owner opened, to keep the index beside the owner's own tables; a write
+    made while the owner holds a transaction on it is part of that transaction, and so is a count
+    (memwiki.files_index keeps its pages and their words in one). Closing the index closes only its own."""
+
+    def __init__(self, path: Path | str, db: sqlite3.Connection | None = None) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
+        self._owned = db is None
+        if db is None and self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db = db if db is not None else sqlite3.connect(self.path, check_same_thread=False)
         self._writes = 0  # commits made through this object, counted once made (see `version`)
         self._watch: sqlite3.Connection | None = None  # a connection that only reads PRAGMA data_version
         self._watch_lock = threading.Lock()
@@ -53,7 +59,8 @@ class LexicalIndex:
             raise MemwikiError(f"{self.path}: cannot open the lexical index ({exc})") from None
 
     def close(self) -> None:
-        self._db.close()
+        if self._owned:
+            self._db.close()
         if self._watch is not None:
             self._watch.close()
 
@@ -84,7 +91,7 @@ class LexicalIndex:
         items = list(items)
         if not items:
             return
-        with self._db:
+        with self._transaction():
             self._delete(ids for ids, _ in items)
             df: Counter[str] = Counter()
             for memory_id, body in items:
@@ -96,15 +103,29 @@ class LexicalIndex:
 
     def clear(self) -> None:
         """Remove every text (before indexing all again, e.g. for another tokenizer version)."""
-        with self._db:
+        with self._transaction():
             for table in ("lex_fts", "lex_ids", "lex_df"):
                 self._db.execute(f"DELETE FROM {table}")
         self._writes += 1
 
     def delete(self, ids: Iterable[str]) -> None:
-        with self._db:
+        with self._transaction():
             self._delete(ids)
         self._writes += 1
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction for a write; the owner's when it holds one on the connection (see the class)."""
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._db.rollback()
+            raise
+        self._db.commit()
 
     def _delete(self, ids: Iterable[str]) -> None:
         df: Counter[str] = Counter()
@@ -133,7 +154,7 @@ class LexicalIndex:
         df: Counter[str] = Counter()
         for (body,) in self._db.execute("SELECT body FROM lex_fts"):
             df.update(set(body.split()))
-        with self._db:
+        with self._transaction():
             self._db.execute("DELETE FROM lex_df")
             self._add_df(df, +1)
 
@@ -180,7 +201,10 @@ class LexicalIndex:
 
     def count(self) -> int:
         """How many texts the index holds; counted again only after a change (`version`): counting reads the whole
-        id table, about 10 ms at a million memories, and `_affordable` asks on most queries of a large store."""
+        id table, about 10 ms at a million memories, and `_affordable` asks on most queries of a large store.
+        Within a transaction of the owner's, counted in it (it may hold another state than the last count saw)."""
+        if self._db.in_transaction:
+            return self._db.execute("SELECT count(*) FROM lex_ids").fetchone()[0]
         version = self.version()
         counted = self._counted
         if counted is None or counted[0] != version:

@@ -3,6 +3,8 @@
 Each layer is ranked by hybrid retrieval: dense (cosine of embedder vectors) fused with lexical (FTS5
 bm25 over CJK-aware tokens). Every layer is asked: a confident-looking hit of a higher layer must not hide the
 answer of a lower one (`Recaller.recall`). Each hit says why it ranked and whether it is confident.
+A store's files layer is kept between processes (`FilesLayer`, memwiki.files_index); given as `wiki_pages`, it is
+read and ranked in memory, to the same hits.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -44,6 +46,45 @@ class L2Index(Protocol):
     def lexical_search(self, query: str, k: int, budget: int = ...) -> list[tuple[str, float]]: ...
 
     def get_with_vectors(self, ids: Sequence[str]) -> tuple[list[Memory], np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class FilePage:
+    """A page of the files layer as a hit shows it: where it comes from and the text it is ranked by (`page_text`)."""
+
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    modified: str
+    text: str
+
+    @classmethod
+    def of(cls, page: WikiPage, text: str) -> FilePage:
+        return cls(page.path, page.title, page.tags, page.modified, text)
+
+
+class FilesView(Protocol):
+    """One state of the files layer, ranked as `Recaller` ranks a layer's texts (`_rank_texts`): ids are positions."""
+
+    vectors: np.ndarray  # one row per page, in order
+
+    def search(self, query: str) -> list[tuple[str, float]]:
+        """Every page the query's words match, best first, as a throw-away `LexicalIndex` of the pages' texts ranks
+        them (ids: positions as strings)."""
+        ...
+
+    def page(self, n: int) -> FilePage: ...
+
+
+T = TypeVar("T")
+
+
+class FilesLayer(Protocol):
+    """The files layer kept between processes (memwiki.files_index.FilesIndex)."""
+
+    def read(self, use: Callable[[FilesView], T]) -> T:
+        """`use` of the layer's current state (one state for the whole call, whoever writes meanwhile)."""
+        ...
 
 
 @dataclass
@@ -190,12 +231,14 @@ class Recaller:
         wiki_pages: Callable[[], Sequence[WikiPage]] | None = None,
         config: RecallConfig | None = None,
         text_vectors: TextVectors | None = None,
+        files: FilesLayer | None = None,
     ) -> None:
         self.embedder = embedder
         self.hot_files = hot_files
         self.l2 = l2
         self.sessions = sessions
-        self.wiki_pages = wiki_pages
+        self.wiki_pages = wiki_pages  # the files layer read every recall (`files`, when given, is asked instead)
+        self.files = files
         self.config = config or RecallConfig()
         # small layers' texts (hot entries, turns, pages): kept with the source, else in this process
         self.text_vectors = text_vectors or TextVectors(None, embedder)
@@ -265,6 +308,8 @@ class Recaller:
             return self.rank_l2(query, k, qv)
         if layer == "L4" and self.sessions is not None:
             return self._recall_sessions(query, qv, k)
+        if layer == "files" and self.files is not None:
+            return self.files.read(lambda view: self._recall_kept_files(view, query, qv, k))
         if layer == "files" and self.wiki_pages is not None:
             return self._recall_files(query, qv, k)
         return []
@@ -316,13 +361,17 @@ class Recaller:
         if not texts:
             return []
         cos = self.text_vectors.of(texts) @ qv
-        dense = sorted(((str(n), float(c)) for n, c in enumerate(cos)), key=lambda x: -x[1])
         index = LexicalIndex(":memory:")
         try:
             index.upsert_words((str(n), body) for n, body in enumerate(self.text_vectors.words(texts)))
             lexical = index.search(query, len(texts))
         finally:
             index.close()
+        return self._rank(cos, lexical)
+
+    def _rank(self, cosines: np.ndarray, lexical: list[tuple[str, float]]) -> list[_Ranked]:
+        """Texts' cosines (by position) fused with their lexical ranking (ids: positions as strings)."""
+        dense = sorted(((str(n), float(c)) for n, c in enumerate(cosines)), key=lambda x: -x[1])
         return fuse(dense, lexical, self.config)
 
     def _recall_hot(self, query: str, qv: np.ndarray, k: int) -> list[Hit]:
@@ -364,12 +413,14 @@ class Recaller:
         pages = list(self.wiki_pages())
         texts = [page_text(p) for p in pages]
         ranked = self._rank_texts(query, qv, texts)[:k]
-        hits = []
-        for r in ranked:
-            p = pages[int(r.id)]
-            prov = {"path": p.path, "title": p.title, "tags": list(p.tags), "modified": p.modified}
-            hits.append(Hit("files", p.path, texts[int(r.id)], r.score, prov, r.why(), r.cosine))
-        return hits
+        return [_file_hit(FilePage.of(pages[int(r.id)], texts[int(r.id)]), r) for r in ranked]
+
+    def _recall_kept_files(self, view: FilesView, query: str, qv: np.ndarray, k: int) -> list[Hit]:
+        """`_recall_files` over a kept state of the layer: its vectors and words are kept with it."""
+        if not len(view.vectors):
+            return []
+        ranked = self._rank(view.vectors @ qv, view.search(query))[:k]
+        return [_file_hit(view.page(int(r.id)), r) for r in ranked]
 
 
 def in_turn(lists: Iterable[list[Hit]]) -> list[Hit]:
@@ -399,6 +450,11 @@ def page_text(page: WikiPage, limit: int = RANKED_CHARS) -> str:
     body = re.sub(r"[#*_`>\[\]|]+", " ", page.body)
     head = " / ".join((page.title, *page.aliases))
     return cut_to_bytes(f"{head}\n{body}"[:limit].strip(), MAX_EMBED_BYTES)
+
+
+def _file_hit(page: FilePage, r: _Ranked) -> Hit:
+    prov = {"path": page.path, "title": page.title, "tags": list(page.tags), "modified": page.modified}
+    return Hit("files", page.path, page.text, r.score, prov, r.why(), r.cosine)
 
 
 def _l2_hit(m: Memory, r: _Ranked) -> Hit:

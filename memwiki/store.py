@@ -19,8 +19,10 @@ from memwiki.core_guard import CoreGuard
 from memwiki.damage import damaged
 from memwiki.embedders import USE_NAME, Embedder, check_embedder, make_embedder
 from memwiki.errors import MemwikiError, NotAStoreError, SourceError, StoreLockedError
+from memwiki.files_index import FILE_NAME as FILES_LAYER_FILE
+from memwiki.files_index import FilesIndex, FilesSources
 from memwiki.graph import KnowledgeGraph
-from memwiki.graph_pages import recall_pages
+from memwiki.graph_pages import entity_pages, recall_pages
 from memwiki.hot import FILE_NAMES, HotMemoryFile
 from memwiki.layout import LAYER_PATHS
 from memwiki.overflow import SinkLog, remember, sink
@@ -136,7 +138,7 @@ class Store:
             )
 
     def close(self) -> None:
-        for name in ("graph", "sessions", "semantic"):
+        for name in ("graph", "sessions", "semantic", "files_index"):
             layer = self.__dict__.pop(name, None)
             if layer is not None and hasattr(layer, "close"):
                 layer.close()
@@ -190,6 +192,14 @@ class Store:
         """The vectors of the store's texts other than L2's (turns, pages, hot entries), made once for every
         process that reads the store."""
         return TextVectors(self.root / LAYER_PATHS["vectors"], self.embedder)
+
+    @cached_property
+    def files_index(self) -> FilesIndex:
+        """Recall's files layer (wiki pages with the graph's facts, and the graph's other entities), kept between
+        processes beside the text vectors (memwiki.files_index)."""
+        graph = self.root / LAYER_PATHS["graph"]
+        sources = FilesSources(self.wiki_dir, graph, lambda: entity_pages(self.graph.entities(), self.graph.triples()))
+        return FilesIndex(self.root / LAYER_PATHS["vectors"] / FILES_LAYER_FILE, sources, self.text_vectors)
 
     @cached_property
     def core_guard(self) -> CoreGuard:
@@ -261,15 +271,14 @@ class Store:
 
     @cached_property
     def recaller(self) -> Recaller:
-        reader = self.reader()
         return Recaller(
             self.embedder,
             hot_files=self.hot_files,
             l2=self.semantic,
             sessions=self.sessions.search,
-            wiki_pages=lambda: recall_pages(reader),
             config=RecallConfig(),
             text_vectors=self.text_vectors,
+            files=self.files_index,
         )
 
     def keep_vectors(self) -> int:

@@ -23,7 +23,6 @@ import logging
 import re
 import sqlite3
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import numpy as np
 
 from memwiki.embedders import Embedder
 from memwiki.errors import EmbedderMismatchError
+from memwiki.textio import set_aside
 from memwiki.tokens import TOKENIZER_VERSION, fts_text
 
 log = logging.getLogger(__name__)
@@ -215,9 +215,8 @@ class TextVectors:
     def _set_aside(self, exc: Exception) -> None:
         """A damaged file is renamed (kept for whoever wants to look) and made again on the next call."""
         assert self.path is not None
-        aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
         try:
-            self.path.rename(aside)
+            aside = set_aside(self.path)
             log.warning("%s: not readable (%s); set aside as %s, vectors are made again", self.path, exc, aside.name)
         except OSError:
             log.warning("%s: not readable (%s); vectors are kept in this process only", self.path, exc)

@@ -8,7 +8,7 @@ import fcntl
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -39,6 +39,18 @@ def atomic_write_text(path: Path, text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def set_aside(path: Path, companions: Sequence[str] = ()) -> Path:
+    """Rename a damaged file to `<name>.damaged-<local time>`, kept for whoever wants to look, with each of its
+    companions `<name><suffix>` beside it (SQLite's `-wal`: one left under the old name would be read with the file
+    made anew); the new path. OSError when it cannot be renamed."""
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    path.rename(aside)
+    for suffix in companions:
+        with contextlib.suppress(FileNotFoundError):
+            Path(f"{path}{suffix}").rename(Path(f"{aside}{suffix}"))
+    return aside
 
 
 def _same_file(fh: IO[str], path: Path) -> bool:
@@ -90,15 +102,16 @@ def file_lock(lock_path: Path, timeout: float = 10.0) -> Iterator[None]:
         fh.close()
 
 
-def walk_files(root: str, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
+def walk_files(root: str, prefix: str = "", links: bool = True) -> Iterator[tuple[str, os.stat_result]]:
     """(path relative to `root` with "/", stat) of every file under `root`, in no order (os.scandir: pathlib's
-    rglob and a stat per file cost more than the work of a 10k-page rebuild's first second)."""
+    rglob and a stat per file cost more than the work of a 10k-page rebuild's first second). Folders behind a
+    symbolic link are not entered; files behind one are listed (their target's stat), unless `links` is False."""
     with os.scandir(root) as entries:
         for entry in entries:
             rel = prefix + entry.name
             if entry.is_dir(follow_symlinks=False):
-                yield from walk_files(entry.path, rel + "/")
-            elif entry.is_file():
+                yield from walk_files(entry.path, rel + "/", links)
+            elif entry.is_file(follow_symlinks=links):
                 try:
                     yield rel, entry.stat()
                 except FileNotFoundError:  # removed meanwhile (a journal file SQLite dropped)

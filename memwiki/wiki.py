@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -12,8 +14,8 @@ import yaml
 from memwiki.errors import InputFormatError
 from memwiki.markers import flagged
 from memwiki.source import WikiPage
-from memwiki.textio import read_text
-from memwiki.times import mtime_iso
+from memwiki.textio import read_text, walk_files
+from memwiki.times import stored_time
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*$\n?", re.DOTALL | re.MULTILINE)
@@ -62,25 +64,33 @@ def parse_page(text: str, rel_path: str) -> WikiPage:
     )
 
 
-def iter_wiki_pages(folder: Path) -> Iterator[WikiPage]:
-    """Every `*.md` under `folder`, in path order. A page that cannot be read is skipped with a warning
-    naming it, so one bad page does not hide the others."""
+def page_files(folder: Path) -> list[tuple[str, os.stat_result]]:
+    """(path relative to `folder` with "/", stat) of every `*.md` page under it, in path order (folder by folder,
+    as pathlib orders paths); symbolic links are left out. What `iter_wiki_pages` reads."""
     if not folder.is_dir():
-        return
-    for path in sorted(folder.rglob("*.md")):
-        if path.is_symlink() or not path.is_file():
-            continue
-        rel = path.relative_to(folder).as_posix()
+        return []
+    files = [(rel, st) for rel, st in walk_files(str(folder), links=False) if rel.endswith(".md")]
+    return sorted(files, key=lambda file: file[0].split("/"))
+
+
+def read_page(folder: Path, rel: str, stat: os.stat_result) -> WikiPage | None:
+    """The page at `rel` under `folder` (`stat`: its file's, listed by `page_files`); None when it was removed
+    meanwhile. InputFormatError when it is not UTF-8 or its frontmatter is broken."""
+    try:
+        page = parse_page(read_text(folder / rel), rel)
+    except FileNotFoundError:
+        return None
+    return replace(page, modified=stored_time(stat.st_mtime))
+
+
+def iter_wiki_pages(folder: Path) -> Iterator[WikiPage]:
+    """Every `*.md` under `folder`, in path order (`page_files`). A page that cannot be read is skipped with a
+    warning naming it, so one bad page does not hide the others."""
+    for rel, stat in page_files(folder):
         try:
-            page = parse_page(read_text(path), rel)
+            page = read_page(folder, rel, stat)
         except InputFormatError as exc:
             warnings.warn(str(exc), stacklevel=2)
             continue
-        yield WikiPage(
-            path=page.path,
-            title=page.title,
-            aliases=page.aliases,
-            tags=page.tags,
-            body=page.body,
-            modified=mtime_iso(path),
-        )
+        if page is not None:
+            yield page

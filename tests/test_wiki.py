@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memwiki.errors import InputFormatError
-from memwiki.wiki import iter_wiki_pages, parse_page
+from memwiki.wiki import iter_wiki_pages, page_files, parse_page
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,15 @@ def test_bad_pages_are_named_and_skipped(tmp_path: Path) -> None:
         pages = list(iter_wiki_pages(tmp_path))
     assert [p.title for p in pages] == ["Good"]
     assert sorted(str(w.message).split(":")[0].rsplit("/", 1)[-1] for w in caught) == ["bad.md", "binary.md", "list.md"]
+
+
+def test_page_files_lists_the_pages_in_path_order_without_links(tmp_path: Path) -> None:
+    for rel in ("a/b.md", "a-b.md", "a-b/c.md", ".hidden/z.md", ".md", "Z.md", "notes.MD", "real.txt", "d.md/x.txt"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("# page\n", encoding="utf-8")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.txt")
+    (tmp_path / "linked").symlink_to(tmp_path / "a", target_is_directory=True)
+    listed = [rel for rel, _ in page_files(tmp_path)]
+    # what pathlib's rglob gives, ordered as pathlib orders paths (folder by folder: a/b.md before a-b.md)
+    assert listed == [".hidden/z.md", ".md", "Z.md", "a/b.md", "a-b/c.md", "a-b.md"]
+    assert [p.path for p in iter_wiki_pages(tmp_path)] == listed
