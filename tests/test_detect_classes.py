@@ -504,6 +504,7 @@ ORDINARY = [
     "password hashing: bcrypt (cost 12)",
     "门诊统筹额度今年还剩 1500 左右",
     "核酸检测阳性率见周报",
+    "passwd: files systemd",  # (nsswitch.conf: where account names are looked up)
     "ssh login.hpc.univ-example.edu",
     "npm login --registry https://npm.example.com",
     "login with python311 installed",

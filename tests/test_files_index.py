@@ -49,6 +49,8 @@ def demo() -> Path:
 def store_dir(demo: Path, tmp_path: Path) -> Path:
     root = tmp_path / "store"
     shutil.copytree(demo, root)
+    for kept in (root / LAYER_PATHS["vectors"]).glob(f"{FILE_NAME}*"):  # (the demo's, kept by an earlier test's recall)
+        kept.unlink()
     wiki = root / LAYER_PATHS["wiki"]
     for n in range(12):
         (wiki / f"tie-{n}.md").write_text(f"# Tie {n}\nRotate the backup keys.\n", encoding="utf-8")

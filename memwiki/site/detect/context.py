@@ -743,7 +743,7 @@ _LETTER_CODE = re.compile(  # (a digit among letters, none of them a word's: `xi
 )
 _STOPWORDS = frozenset(
     "a an the is are be been must should can will to of and or for in on at by with your you my it this that not "
-    "no at least chars characters long letters digits rule rules see use here there than".split()
+    "no at least chars characters long letters digits rule rules see use here there than files".split()
 )
 _QUOTED_VALUE = re.compile(r"[`\"'“「]([^\n`\"'”」]{4,128})[`\"'”」]")
 _GROUPED_CODE = re.compile(r"\d{3,4}[ -]\d{3,4}(?![\d-])")  # a code in two groups, as an SMS writes it

@@ -25,7 +25,7 @@ NOT_VALUES = frozenset(
     enabled disabled on off ok fine stored saved reset rotated unchanged secret password token key the a an
     your my our their his her its in at for from with via by of to and or not never always also only
     string str int integer bool boolean number any object bytes char
-    kept written printed noted listed shared managed synced located taped stuck
+    kept written printed noted listed shared managed synced located taped stuck files compat
     plain plaintext hashed encrypted argon2 argon2id argon2i bcrypt scrypt pbkdf2 sha1 sha256 sha512 md5""".split()
 )
 _PLACEHOLDER = re.compile(
