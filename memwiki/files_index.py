@@ -149,6 +149,7 @@ class FilesIndex:
         self._index: LexicalIndex | None = None
         self._set_aside = False  # a damaged file is set aside once per process; then the layer is kept in memory
         self._read_state: tuple[str, np.ndarray, dict[str, int]] | None = None  # the last state read: its matrix
+        self.embedded = 0  # texts whose vectors this object had made (`refresh` says how many a call made)
 
     def read(self, use: Callable[[KeptView], T]) -> T:
         """`use` of the layer's current state, kept up to date first when the wiki or the graph changed."""
@@ -159,6 +160,13 @@ class FilesIndex:
                     return self._read(state, use)
                 except (sqlite3.Error, OSError, UnicodeError, _Damaged) as exc:
                     self._recover(exc)
+
+    def refresh(self) -> int:
+        """Bring the layer up to date (after a write to the wiki or the graph): a changed page is read, the vectors
+        and words of new texts are made and kept; how many texts were embedded."""
+        before = self.embedded
+        self.read(lambda view: None)
+        return self.embedded - before
 
     def close(self) -> None:
         """Let go of the file (opened again on the next read)."""
@@ -236,7 +244,9 @@ class FilesIndex:
         entities = list(self.sources.entity_pages()) if read_graph else kept_entities
         pages = with_entities(wiki, entities)
         texts = [page_text(p) for p in pages]
-        new = list({key: t for t in texts if (key := text_key(t)) not in kept_keys}.values())
+        new = {key: t for t in texts if (key := text_key(t)) not in kept_keys}
+        self.embedded += len(self.text_vectors.unkept(new))
+        new = list(new.values())
         self.text_vectors.of(new)
         self.text_vectors.words(new)
         kept_graph = None

@@ -22,12 +22,12 @@ from memwiki.errors import MemwikiError, NotAStoreError, SourceError, StoreLocke
 from memwiki.files_index import FILE_NAME as FILES_LAYER_FILE
 from memwiki.files_index import FilesIndex, FilesSources
 from memwiki.graph import KnowledgeGraph
-from memwiki.graph_pages import entity_pages, recall_pages
+from memwiki.graph_pages import entity_pages
 from memwiki.hot import FILE_NAMES, HotMemoryFile
 from memwiki.layout import LAYER_PATHS
 from memwiki.overflow import SinkLog, remember, sink
 from memwiki.persona import read_persona, write_persona
-from memwiki.recall import Hit, RecallConfig, Recaller, page_text, turn_text
+from memwiki.recall import Hit, RecallConfig, Recaller, turn_text
 from memwiki.recovery import REBUILD_SUFFIX, finish_interrupted, recovery_lock
 from memwiki.semantic import SemanticMemory
 from memwiki.sessions import SessionHistory
@@ -289,8 +289,9 @@ class Store:
         return self.text_vectors.ensure(texts) + self.keep_page_vectors()
 
     def keep_page_vectors(self) -> int:
-        """`keep_vectors` for the wiki and entity pages only (after a graph write: no turn changed)."""
-        return self.text_vectors.ensure(page_text(p) for p in recall_pages(self.reader()))
+        """`keep_vectors` for the wiki and entity pages only (after a graph write: no turn changed), by bringing
+        recall's files layer up to date: only the pages whose files changed are read again."""
+        return self.files_index.refresh()
 
     def recall(self, query: str, k: int = 5, all_layers: bool = False) -> list[Hit]:
         return self.recaller.recall(query, k=k, all_layers=all_layers)

@@ -104,14 +104,19 @@ class TextVectors:
     def ensure(self, texts: Iterable[str]) -> int:
         """Make and keep the vectors of `texts` that are not kept yet (where a text is written); how many."""
         by_key = {text_key(t): t for t in texts}
-        held = set(self._select("key", list(by_key)))
-        missing = [k for k in by_key if k not in held]
+        missing = self.unkept(by_key)
         if missing:
             self._store(missing, self._embed([by_key[k] for k in missing]))
         rows = self._select("key, version", list(by_key), "words")
         worded = {key for key, version in rows if version == TOKENIZER_VERSION}
         self.words([t for k, t in by_key.items() if k not in worded])
         return len(missing)
+
+    def unkept(self, keys: Iterable[bytes]) -> list[bytes]:
+        """The `keys` (`text_key`s) whose vectors no process has kept yet."""
+        keys = list(keys)
+        held = set(self._select("key", keys))
+        return [k for k in keys if k not in held]
 
     # -- embedding and memory -------------------------------------------------------------------------
 

@@ -47,7 +47,7 @@ from memwiki.source import CATEGORIES, Memory  # noqa: E402
 from memwiki.store import Store  # noqa: E402
 from memwiki.textio import atomic_write_text  # noqa: E402
 
-GEN_VERSION = 3  # 3: Chinese drawn as words, like the English (2 drew single characters)
+GEN_VERSION = 4  # 4: one session writer for both shapes (turns a minute apart); 3: Chinese drawn as words
 WORK = ROOT / ".cache" / "bench_build"
 TYPES = ("person", "project", "tool", "service", "concept", "place")
 PREDICATES = ("uses", "depends_on", "runs_on", "owned_by", "part_of", "talks_to", "stored_in")
@@ -83,6 +83,23 @@ def _paragraph(rng: random.Random, links: list[str]) -> str:
 
 
 # ── generation ───────────────────────────────────────────────────────────────────────────────────────
+
+
+def _session_lines(rng: random.Random, sessions: int, turns: int, names: list[str]) -> list[str]:
+    """`sessions` sessions of `turns` turns as `memwiki import` reads them (JSON lines), each turn linking a name."""
+    lines = []
+    for s in range(sessions):
+        for m in range(turns):
+            row = {
+                "session_id": f"session-{s}",
+                "role": "user" if m % 2 == 0 else "assistant",
+                "content": _paragraph(rng, [f"[[{rng.choice(names)}]]"]),
+                "time": f"2026-{1 + s % 11:02d}-{1 + s % 28:02d}T{8 + m % 12:02d}:{m:02d}:00Z",
+            }
+            if m == 0:
+                row["title"] = f"Session {s}: {rng.choice(WORDS)} {rng.choice(WORDS)}"
+            lines.append(json.dumps(row, ensure_ascii=False))
+    return lines
 
 
 def _finish(store: Store, dest: Path, session_lines: list[str], n: int, t0: float) -> Path:
@@ -153,19 +170,7 @@ def generate_store(n: int, dest: Path) -> Path:
         ]
         for start in range(0, len(memories), 256):
             store.semantic.upsert(memories[start : start + 256])
-        lines = []
-        for s in range(n // 100):
-            for m in range(8):
-                row = {
-                    "session_id": f"session-{s}",
-                    "role": "user" if m % 2 == 0 else "assistant",
-                    "content": _paragraph(rng, [f"[[{rng.choice(wiki_titles + entity_names)}]]"]),
-                    "time": f"2026-{1 + s % 11:02d}-{1 + s % 28:02d}T{8 + m:02d}:00:00Z",
-                }
-                if m == 0:
-                    row["title"] = f"Session {s}: {rng.choice(WORDS)} {rng.choice(WORDS)}"
-                lines.append(json.dumps(row, ensure_ascii=False))
-        return _finish(store, dest, lines, n, t0)
+        return _finish(store, dest, _session_lines(rng, n // 100, 8, wiki_titles + entity_names), n, t0)
 
 
 def generate_memory_store(n: int, dest: Path) -> Path:
@@ -202,19 +207,7 @@ def generate_memory_store(n: int, dest: Path) -> Path:
                     for i in range(start, min(n, start + 1000))
                 ]
             )
-        lines = []
-        for s in range(max(1, n // 50)):
-            for m in range(20):
-                row = {
-                    "session_id": f"session-{s}",
-                    "role": "user" if m % 2 == 0 else "assistant",
-                    "content": _paragraph(rng, [f"[[{rng.choice(titles + names)}]]"]),
-                    "time": f"2026-{1 + s % 11:02d}-{1 + s % 28:02d}T{8 + m % 12:02d}:{m:02d}:00Z",
-                }
-                if m == 0:
-                    row["title"] = f"Session {s}: {rng.choice(WORDS)} {rng.choice(WORDS)}"
-                lines.append(json.dumps(row, ensure_ascii=False))
-        return _finish(store, dest, lines, n, t0)
+        return _finish(store, dest, _session_lines(rng, max(1, n // 50), 20, titles + names), n, t0)
 
 
 def make_vectors(store_path: Path) -> tuple[int, float]:

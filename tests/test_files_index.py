@@ -24,8 +24,9 @@ from memwiki.files_index import FILE_NAME, RACY_NS
 from memwiki.graph_pages import recall_pages
 from memwiki.jsonable import jsonable
 from memwiki.layout import LAYER_PATHS
-from memwiki.recall import Recaller
+from memwiki.recall import Recaller, page_text
 from memwiki.store import Store
+from memwiki.text_vectors import text_key
 
 ROOT = Path(__file__).resolve().parent.parent
 K = 8
@@ -207,3 +208,20 @@ def test_a_layer_that_cannot_be_kept_is_kept_in_memory(store_dir: Path, caplog: 
         assert answers(store.recaller) == want
     assert "kept in this process's memory" in caplog.text
     assert kept_file(store_dir).is_dir()
+
+
+def test_a_graph_write_makes_the_vectors_of_the_pages_it_changed_and_no_others(store_dir: Path) -> None:
+    """`Store.keep_page_vectors` (after `memwiki kg add` or an MCP graph write) goes through the kept layer."""
+    with Store.open(store_dir) as store:
+        with pytest.warns(UserWarning, match="broken.md"):
+            store.keep_page_vectors()  # the layer as the demo left it
+        store.graph.add_triple("Quokka Cluster", "runs_on", "Juniper", valid_from="2026-11-30")
+        with pytest.warns(UserWarning, match="broken.md"):
+            made = store.keep_page_vectors()
+        with pytest.warns(UserWarning, match="broken.md"):
+            texts = [page_text(p) for p in recall_pages(store.reader())]
+        assert any("Quokka Cluster" in t for t in texts)
+        assert made >= 1  # the new entity's page, and the pages whose facts changed
+        assert store.text_vectors.unkept(text_key(t) for t in texts) == []
+        with pytest.warns(UserWarning, match="broken.md"):
+            assert store.keep_page_vectors() == 0  # nothing new since

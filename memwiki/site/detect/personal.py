@@ -495,11 +495,12 @@ class PersonalDetector:
                 if handle and not said and not _made_handle(value.group()):
                     continue  # "WeChat group" is not an id: an id needs a separator, a word that says so, or digits
                 spans.append(Span(*value.span(), kind, 322))
-        if 0 in present:  # ("passport" is the first kind)
+        if _PASSPORT in present:
             spans += _passports_nearby(text)
         return spans
 
 
+_PASSPORT = list(_ID_LEAD).index("passport")  # (its place among the kinds `_ID_PRESENT` tells)
 _PASSPORT_SHAPE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{7,8}(?![A-Za-z0-9])")  # `E29141777`, `EA1234567`
 PASSPORT_NEAR = 200  # a passport's number in the lines after the word (a list: "Name: E29141777")
 
