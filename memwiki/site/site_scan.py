@@ -17,12 +17,15 @@ for a secret.
 
 What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded,
 `.gz` files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
-page). Files byte-identical to one of the build's static inputs at the same path, or a tail of it (the theme's
-files, the plugin's own assets, the browser model exported from its package), are not read: no memory reaches
-them. A file whose size, time and inode are those of a file found clean in the last build is not read again.
-A line the same detectors found clean in the last build is not read by them again (a rebuild rewrites MkDocs'
-search index and a few lists whole for one changed memory); the secrets this build redacted are looked for in
-every line.
+page). In what memwiki generated, the net reads each distinct piece of text once: a sentence of a page's text, its
+tags' attribute values, a string of JSON data (a memory's text is on its page, quoted by concept pages, in the
+search data and in MkDocs' index); tag names and the page's own attributes (`class`, `style`) are not text.
+
+Files byte-identical to one of the build's static inputs at the same path, or a tail of it (the theme's files, the
+plugin's own assets, the browser model exported from its package), are not read: no memory reaches them. A file
+whose size, time and inode are those of a file found clean in the last build is not read again. A line (a piece)
+the same detectors found clean in the last build is not read by them again (a rebuild rewrites MkDocs' search index
+and a few lists whole for one changed memory); the secrets this build redacted are looked for in every line.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -147,19 +150,104 @@ def _json_strings(text: str) -> str:
 
 
 def _strings(value: object) -> str:
-    """The keys and strings of a parsed JSON value, one a line."""
+    """The keys and strings of a parsed JSON value, one a line, each after a `"` (as in the file: a string alone on
+    its line is no part of a token wrapped over lines with the next)."""
     out: list[str] = []
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            out.append(item)
+            out.append(f'"{item}')
         elif isinstance(item, dict):
-            out += [k for k in item if isinstance(k, str)]
+            out += [f'"{k}' for k in item if isinstance(k, str)]
             stack += item.values()
         elif isinstance(item, list):
             stack += item
     return "\n".join(out)
+
+
+_MARKUP = frozenset({".html", ".htm", ".xml", ".svg"})
+_TAG = re.compile(r"<(/?[A-Za-z][\w:-]*)((?:[^<>\"']|\"[^\"]*\"|'[^']*')*)>")
+_ATTRIBUTE = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+# attributes whose values are memwiki's or the theme's own (styling, drawing, roles), never text of a record
+_OWN_ATTRIBUTES = frozenset(
+    "class style d viewbox xmlns rel role type tabindex aria-hidden fill stroke width height target lang dir"
+    " charset async defer loading crossorigin for method autocomplete spellcheck".split()
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+_SCRIPT_DATA = re.compile(r"\s*(?:var|let|const|window\.)[\w.$]*\s*=\s*")
+
+
+@dataclass
+class _Seen:
+    """What one scan has read: lines as they are, and (for the net) pieces of text as they read (`same_text`)."""
+
+    lines: set[str] = field(default_factory=set)
+    pieces: set[str] = field(default_factory=set)
+
+
+_SPACE_BY_CJK_MARK = re.compile(r" ?([\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]) ?")
+
+
+def same_text(text: str) -> str:
+    """`text` as it reads whatever its layout: the same words laid out by a page, a JSON string or MkDocs' index
+    (which puts a zero-width space between Chinese words, and a page a space before the mark after a link) are one.
+    White space is kept where it parts words (`abcd efgh` is no `abcdefgh`)."""
+    text = " ".join(text.replace("\u200b", "").split())
+    return text if text.isascii() else _SPACE_BY_CJK_MARK.sub(r"\1", text)
+
+
+def _markup_text(line: str) -> tuple[str, list[str]]:
+    """A line of HTML as its text (each tag a space) and the values of its tags' attributes that may come from a
+    record (an `href`, an `id`, a `title`, `data-*`; not `class`, `style` or a path's `d`, the page's own)."""
+    if "<" not in line:
+        return line, []
+    values: list[str] = []
+
+    def attributes(tag: re.Match[str]) -> str:
+        if tag.group(2).strip():
+            for a in _ATTRIBUTE.finditer(tag.group(2)):
+                if a.group(1).lower() not in _OWN_ATTRIBUTES:
+                    values.append(next(v for v in a.groups()[1:] if v is not None))
+            rest = _ATTRIBUTE.sub(" ", tag.group(2)).strip()  # (what is not `name=value`: kept as written)
+            if rest:
+                values.append(rest)
+        return " "
+
+    return _TAG.sub(attributes, line), values
+
+
+def _fresh_pieces(lines: list[str], seen: set[str], markup: bool) -> list[tuple[str, int]]:
+    """These lines as text to read, each without the pieces read already in this scan, with the index of the line.
+    A piece is a sentence of a line's text, or its tags' attribute values: a memory's text is quoted by a concept
+    page, listed in the search data and in MkDocs' index, each in its own markup; its sentences are read once."""
+    out = []
+    for i, line in enumerate(lines):
+        text, values = _markup_text(line) if markup else (line, [])
+        pieces = _SENTENCE_END.split(_without_labels(_decoded(text)))
+        if values:  # (quoted, as in the tag: a lone value is no line of a token wrapped over lines)
+            pieces.append(" ".join(f'"{_without_labels(_decoded(v))}"' for v in values))
+        fresh = []
+        for piece in pieces:
+            key = same_text(piece)
+            if key and key not in seen:
+                seen.add(key)
+                fresh.append(piece)
+        if fresh:
+            out.append((" ".join(fresh), i))
+    return out
+
+
+def _script_data(text: str) -> str:
+    """A script that only sets one variable to JSON data (the search data): its keys and strings, one a line;
+    any other script as it is."""
+    m = _SCRIPT_DATA.match(text)
+    if m is None or text[m.end() : m.end() + 1] not in "{[":
+        return text
+    try:
+        return _strings(json.loads(text[m.end() :].rstrip().rstrip(";")))
+    except ValueError:
+        return text
 
 
 _LINE_KEY = 12  # bytes of a line's hash kept for the next build
@@ -319,7 +407,7 @@ class SiteScan:
         """Scan these files (counted on this scan): what was found, and which files were clean."""
         leaks: list[Leak] = []
         clean: list[tuple[str, int, int, int]] = []
-        seen_lines: set[str] = set()
+        seen = _Seen()
         for path, stamp in todo:
             if stamp[0] in self.numbers:
                 self.skipped_numbers += 1
@@ -328,7 +416,7 @@ class SiteScan:
                 self.skipped_static += 1
                 clean.append(stamp)
                 continue
-            found = self._scan_file(path, stamp[0], seen_lines)
+            found = self._scan_file(path, stamp[0], seen)
             leaks += found
             if not found:
                 clean.append(stamp)
@@ -353,7 +441,7 @@ class SiteScan:
         self.skipped_numbers += part.counts[3]
         self._clean_now |= part.clean_lines
 
-    def _scan_file(self, path: Path, rel: str, seen_lines: set[str]) -> list[Leak]:
+    def _scan_file(self, path: Path, rel: str, seen: _Seen) -> list[Leak]:
         try:
             data = path.read_bytes()
             if path.suffix == ".gz":
@@ -376,17 +464,20 @@ class SiteScan:
         detectors = self.net if self.net is not None and rel in self.generated else self.detectors
         if path.suffix == ".json":
             if self.net is not None and rel.endswith(SEARCH_INDEX):
-                return self._scan_search_index(text, rel, seen_lines)
+                return self._scan_search_index(text, rel, seen)
             text = _json_strings(text)
-        return outside + self._scan_text(text, rel, seen_lines, detectors)
+        elif path.suffix == ".js":
+            text = _script_data(text)
+        markup = path.suffix in _MARKUP
+        return outside + self._scan_text(text, rel, seen, detectors, markup)
 
-    def _scan_search_index(self, text: str, rel: str, seen_lines: set[str]) -> list[Leak]:
+    def _scan_search_index(self, text: str, rel: str, seen: _Seen) -> list[Leak]:
         """MkDocs' search index: memwiki's pages' entries by the net, the others' by the detectors. An entry found
         clean by the last build is not read again (a rebuild rewrites the 20 MB index for one changed memory),
         unless this build redacted secrets: their copies are looked for in every line."""
         pending: list[bytes] = []
 
-        def seen(doc: object, ours: bool) -> bool:
+        def clean_before(doc: object, ours: bool) -> bool:
             if not isinstance(doc, dict):
                 return False
             key = _line_key(b"d" if ours else b"e", "\0".join(f"{k}\0{v}" for k, v in doc.items()))
@@ -396,40 +487,49 @@ class SiteScan:
             pending.append(key)
             return False
 
-        mine, theirs = _search_index_parts(text, self.generated, seen if self._known is None else None)
+        mine, theirs = _search_index_parts(text, self.generated, clean_before if self._known is None else None)
         leaks = [
-            *self._scan_text(mine, rel, seen_lines, self.net),  # type: ignore[arg-type]
-            *self._scan_text(theirs, rel, seen_lines, self.detectors),
+            *self._scan_text(mine, rel, seen, self.net, markup=True),  # type: ignore[arg-type]
+            *self._scan_text(theirs, rel, seen, self.detectors),
         ]
         if not leaks:
             self._clean_now.update(pending)
         return leaks
 
-    def _scan_text(self, text: str, rel: str, seen_lines: set[str], detectors: Detectors) -> list[Leak]:
+    def _scan_text(self, text: str, rel: str, seen: _Seen, detectors: Detectors, markup: bool = False) -> list[Leak]:
         lines = text.splitlines()
         # each distinct line once per build, in the file's order (a secret may follow its keyword on the next line)
-        fresh = [line for line in dict.fromkeys(lines) if line and line not in seen_lines]
-        seen_lines.update(fresh)
-        tag = b"n" if detectors is self.net else b"f"
-        keys = {line: _line_key(tag, line) for line in fresh}
-        # the detectors read the lines they did not find clean last build; the secrets this build redacted are
-        # looked for in every line (one RE2 pass: a line clean last build may hold a secret redacted only now)
-        todo = [line for line in fresh if keys[line] not in self._clean_before]
-        self._clean_now.update(keys[line] for line in fresh if keys[line] in self._clean_before)
+        fresh = [line for line in dict.fromkeys(lines) if line and line not in seen.lines]
+        seen.lines.update(fresh)
+        if detectors is self.net:  # what memwiki generated: each distinct piece of text once per build
+            units = _fresh_pieces(fresh, seen.pieces, markup)
+            keys = [_line_key(b"n", text) for text, _ in units]
+        else:
+            units = [(_without_labels(_decoded(line)), i) for i, line in enumerate(fresh)]
+            keys = [_line_key(b"f", line) for line in fresh]
+        # the detectors read the units they did not find clean last build; the secrets this build redacted are
+        # looked for in every fresh line (one RE2 pass: a line clean last build may hold a secret redacted only now)
+        todo = [unit for unit, key in zip(units, keys, strict=True) if key not in self._clean_before]
+        self._clean_now.update(key for key in keys if key in self._clean_before)
         self.read_lines += len(todo)
-        leaks = self._find(todo, lines, rel, detectors)
+        found = self._find(todo, detectors)
+        dirty = {i for _, i in found}
+        self._clean_now.update(key for (_, i), key in zip(units, keys, strict=True) if i not in dirty)
         if self._known is not None:
-            leaks += self._find(fresh, lines, rel, None)
-        found = {lines[leak.line - 1] for leak in leaks}
-        self._clean_now.update(key for line, key in keys.items() if line not in found)
-        return leaks
-
-    def _find(self, fresh: list[str], lines: list[str], rel: str, detectors: Detectors | None) -> list[Leak]:
-        """What `detectors` (None: the secrets this build redacted) find in `fresh`, by the line of `lines`."""
-        if not fresh:
+            found += self._find([(_without_labels(_decoded(line)), i) for i, line in enumerate(fresh)], None)
+        if not found:
             return []
-        decoded = [_without_labels(_decoded(line)) for line in fresh]
-        joined = "\n".join(decoded)
+        numbers: dict[str, int] = {}  # each fresh line's number in the file (only for a file with a finding)
+        for n, line in enumerate(lines, 1):
+            numbers.setdefault(line, n)
+        return [Leak(kind, rel, numbers[fresh[i]]) for kind, i in found]
+
+    def _find(self, units: list[tuple[str, int]], detectors: Detectors | None) -> list[tuple[str, int]]:
+        """What `detectors` (None: the secrets this build redacted) find in these texts, as (kind, the text's
+        line among the fresh lines)."""
+        if not units:
+            return []
+        joined = "\n".join(text for text, _ in units)
         if detectors is not None:
             spans = detectors.find(joined)
         else:
@@ -437,11 +537,9 @@ class SiteScan:
             spans = [Span(*m.span(), "redacted secret", 0) for m in self._known.finditer(joined.lower())]
         if not spans:
             return []
-        starts, at = [], 0  # where each fresh line starts in `joined`, to name the line of a finding
-        for line in decoded:
+        starts, at = [], 0  # where each text starts in `joined`, to name the line of a finding
+        for text, _ in units:
             starts.append(at)
-            at += len(line) + 1
-        wanted = set(fresh)
-        numbers = {line: n for n, line in enumerate(lines, 1) if line in wanted}  # (only for a file with a finding)
-        line_of = [numbers[fresh[max(0, min(bisect.bisect_right(starts, s.start) - 1, len(fresh) - 1))]] for s in spans]
-        return [Leak(s.kind, rel, n) for s, n in zip(spans, line_of, strict=True)]
+            at += len(text) + 1
+        last = len(units) - 1
+        return [(s.kind, units[max(0, min(bisect.bisect_right(starts, s.start) - 1, last))][1]) for s in spans]

@@ -328,7 +328,8 @@ def _key_bytes(array: str) -> bool:
 
 
 _QUOTED = Screened(  # (and in the corner brackets Chinese quotes with: 「X」)
-    r"""((?<![\w])['"`‘“]|[「『])([^\s'"`‘’“”「」『』]{8,64})(['"`’”」』])""",
+    r"""([`'"‘“「『])(?<!\w['"`‘“])([^\s'"`‘’“”「」『』]{8,64})(['"`’”」』])""",  # (a quote first: Python's
+    # engine then skips to the next quote; the look-behind after it keeps a quote after a letter out)
     r"""['"`‘“「『][^\s'"`‘’“”「」『』]{8,64}['"`’”」』]""",
 )
 _TOKEN_LINES = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*)+$")
