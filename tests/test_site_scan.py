@@ -72,3 +72,29 @@ def test_same_text_parts_words_as_written() -> None:
     differ; a space between two words does (`abcd efgh ijkl mnop` is an app password, `abcdefghijklmnop` no)."""
     assert same_text("  concept 3844 ，导入\u200b接口。 ") == same_text("concept 3844，导入接口。")
     assert same_text("abcd efgh ijkl mnop") != same_text("abcdefghijklmnop")
+
+
+def test_a_rescan_reads_only_new_lines_and_never_trusts_a_line_sharing_a_finding(tmp_path: Path) -> None:
+    """With the last scan remembered, a generated file rewritten whole is read for its new lines only; a line
+    whose sentence the net found a token in elsewhere is not remembered clean, so it is read when that other
+    copy is gone."""
+    site_dir, cache = tmp_path / "site", tmp_path / "scan.cache"
+    rows = [f"<p>{s}</p>" for s in SENTENCES]
+    _write(site_dir / "list.html", "\n".join(rows) + "\n")
+    _write(site_dir / "a.html", f"<p>Its key is {TOKEN}. Kept in the vault.</p>\n")
+    _write(site_dir / "b.html", f"<p>Moved last week. Its key is {TOKEN}.</p>\n")
+
+    def scan() -> tuple[SiteScan, list[tuple[str, str, int]]]:
+        generated = {p.relative_to(site_dir).as_posix() for p in site_dir.rglob("*") if p.is_file()}
+        net = Detectors(library=False, net=True)
+        scanner = SiteScan(Detectors(library=False), [], cache=cache, generated=generated, net=net)
+        return scanner, sorted(leak.row for leak in scanner.scan(site_dir))
+
+    first, leaks = scan()
+    assert [(path, kind) for kind, path, _ in leaks] == [("a.html", "token")]  # (b's copy: read once, in a)
+    rows.insert(10, "<p>The NAS in the hall keeps nothing.</p>")
+    _write(site_dir / "list.html", "\n".join(rows) + "\n")
+    (site_dir / "a.html").unlink()
+    second, leaks = scan()
+    assert [(path, kind) for kind, path, _ in leaks] == [("b.html", "token")]
+    assert second.read_lines == 2  # the new row, and b's line

@@ -175,7 +175,6 @@ _OWN_ATTRIBUTES = frozenset(
     " charset async defer loading crossorigin for method autocomplete spellcheck".split()
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
-_SCRIPT_DATA = re.compile(r"\s*(?:var|let|const|window\.)[\w.$]*\s*=\s*")
 
 
 @dataclass
@@ -217,37 +216,19 @@ def _markup_text(line: str) -> tuple[str, list[str]]:
     return _TAG.sub(attributes, line), values
 
 
-def _fresh_pieces(lines: list[str], seen: set[str], markup: bool) -> list[tuple[str, int]]:
-    """These lines as text to read, each without the pieces read already in this scan, with the index of the line.
-    A piece is a sentence of a line's text, or its tags' attribute values: a memory's text is quoted by a concept
-    page, listed in the search data and in MkDocs' index, each in its own markup; its sentences are read once."""
-    out = []
-    for i, line in enumerate(lines):
-        text, values = _markup_text(line) if markup else (line, [])
-        pieces = _SENTENCE_END.split(_without_labels(_decoded(text)))
-        if values:  # (quoted, as in the tag: a lone value is no line of a token wrapped over lines)
-            pieces.append(" ".join(f'"{_without_labels(_decoded(v))}"' for v in values))
-        fresh = []
-        for piece in pieces:
-            key = same_text(piece)
-            if key and key not in seen:
-                seen.add(key)
-                fresh.append(piece)
-        if fresh:
-            out.append((" ".join(fresh), i))
-    return out
-
-
-def _script_data(text: str) -> str:
-    """A script that only sets one variable to JSON data (the search data): its keys and strings, one a line;
-    any other script as it is."""
-    m = _SCRIPT_DATA.match(text)
-    if m is None or text[m.end() : m.end() + 1] not in "{[":
-        return text
-    try:
-        return _strings(json.loads(text[m.end() :].rstrip().rstrip(";")))
-    except ValueError:
-        return text
+def _pieces(line: str, markup: bool) -> list[list[str]]:
+    """A line's pieces of text, by the lines it reads as: its sentences, and its tags' attribute values (quoted, as
+    in the tag: a lone value is no line of a token wrapped over lines). A JSON string's `\\n` is a line break. A
+    memory's text is quoted by a concept page, listed in the search data and in MkDocs' index, each in its own
+    markup: its sentences are the same pieces in each."""
+    text, values = _markup_text(line) if markup else (line, [])
+    text = _without_labels(_decoded(text))
+    if not markup:  # (JSON data: the search data's strings)
+        text = text.replace("\\n", "\n")
+    pieces = [_SENTENCE_END.split(row) for row in text.split("\n")]
+    if values:
+        pieces.append([" ".join(f'"{_without_labels(_decoded(v))}"' for v in values)])
+    return pieces
 
 
 _LINE_KEY = 12  # bytes of a line's hash kept for the next build
@@ -317,7 +298,7 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "4"  # 3: lines found clean are remembered too; 4: and the search index's entries
+    VERSION = "5"  # 3: lines found clean are remembered too; 4: and the search index's entries; 5: pieces
 
     def __init__(
         self,
@@ -347,6 +328,8 @@ class SiteScan:
         # search index and a few lists for one changed memory: their other lines need no second read)
         self._clean_before: set[bytes] = set()
         self._clean_now: set[bytes] = set()
+        self._dirty: set[str] = set()  # pieces of generated text the net found something in (this process)
+        self._held = 0  # lines not remembered clean for a piece the net found something in elsewhere
 
     def check(self, site_dir: Path, apart: Apart | None = None) -> list[Leak]:
         """`scan`, with each finding logged as a warning (so `mkdocs build --strict` fails), value never shown."""
@@ -416,9 +399,10 @@ class SiteScan:
                 self.skipped_static += 1
                 clean.append(stamp)
                 continue
+            held = self._held
             found = self._scan_file(path, stamp[0], seen)
             leaks += found
-            if not found:
+            if not found and self._held == held:  # (a file sharing a finding's piece is read again next time)
                 clean.append(stamp)
         return leaks, clean
 
@@ -466,8 +450,6 @@ class SiteScan:
             if self.net is not None and rel.endswith(SEARCH_INDEX):
                 return self._scan_search_index(text, rel, seen)
             text = _json_strings(text)
-        elif path.suffix == ".js":
-            text = _script_data(text)
         markup = path.suffix in _MARKUP
         return outside + self._scan_text(text, rel, seen, detectors, markup)
 
@@ -501,21 +483,11 @@ class SiteScan:
         # each distinct line once per build, in the file's order (a secret may follow its keyword on the next line)
         fresh = [line for line in dict.fromkeys(lines) if line and line not in seen.lines]
         seen.lines.update(fresh)
-        if detectors is self.net:  # what memwiki generated: each distinct piece of text once per build
-            units = _fresh_pieces(fresh, seen.pieces, markup)
-            keys = [_line_key(b"n", text) for text, _ in units]
+        if detectors is self.net:
+            found = self._read_generated(fresh, seen.pieces, markup)
         else:
-            units = [(_without_labels(_decoded(line)), i) for i, line in enumerate(fresh)]
-            keys = [_line_key(b"f", line) for line in fresh]
-        # the detectors read the units they did not find clean last build; the secrets this build redacted are
-        # looked for in every fresh line (one RE2 pass: a line clean last build may hold a secret redacted only now)
-        todo = [unit for unit, key in zip(units, keys, strict=True) if key not in self._clean_before]
-        self._clean_now.update(key for key in keys if key in self._clean_before)
-        self.read_lines += len(todo)
-        found = self._find(todo, detectors)
-        dirty = {i for _, i in found}
-        self._clean_now.update(key for (_, i), key in zip(units, keys, strict=True) if i not in dirty)
-        if self._known is not None:
+            found = self._read_lines(fresh, detectors)
+        if self._known is not None:  # (one RE2 pass: a line clean last build may hold a secret redacted only now)
             found += self._find([(_without_labels(_decoded(line)), i) for i, line in enumerate(fresh)], None)
         if not found:
             return []
@@ -523,6 +495,54 @@ class SiteScan:
         for n, line in enumerate(lines, 1):
             numbers.setdefault(line, n)
         return [Leak(kind, rel, numbers[fresh[i]]) for kind, i in found]
+
+    def _read_lines(self, fresh: list[str], detectors: Detectors) -> list[tuple[str, int]]:
+        """What `detectors` find in these lines but those they found clean in the last build: (kind, line)."""
+        keys = [_line_key(b"f", line) for line in fresh]
+        todo = [
+            (_without_labels(_decoded(line)), i) for i, line in enumerate(fresh) if keys[i] not in self._clean_before
+        ]
+        self.read_lines += len(todo)
+        found = self._find(todo, detectors)
+        dirty = {i for _, i in found}
+        self._clean_now.update(key for i, key in enumerate(keys) if i not in dirty)
+        return found
+
+    def _read_generated(self, fresh: list[str], seen: set[str], markup: bool) -> list[tuple[str, int]]:
+        """What the net finds in these lines of a generated file, reading each piece of text once in this scan
+        (`_pieces`) and no line found clean in the last build: (kind, line). A line is clean when the net found
+        nothing in any of its pieces (here, or in the line where a piece was read first)."""
+        units: list[tuple[str, int]] = []  # a line's new pieces, as one text (by the lines it reads as)
+        keys: dict[int, list[str]] = {}  # the pieces of each line read, as they read (`same_text`)
+        for i, line in enumerate(fresh):
+            if _line_key(b"N", line) in self._clean_before:
+                self._clean_now.add(_line_key(b"N", line))
+                continue
+            rows = []
+            keys[i] = []
+            for row in _pieces(line, markup):
+                new = []
+                for piece in row:
+                    key = same_text(piece)
+                    if key:
+                        keys[i].append(key)
+                        if key not in seen:
+                            seen.add(key)
+                            new.append(piece)
+                if new:
+                    rows.append(" ".join(new))
+            if rows:
+                units.append(("\n".join(rows), i))
+        self.read_lines += len(units)
+        found = self._find(units, self.net)  # type: ignore[arg-type]
+        for _, i in found:
+            self._dirty.update(keys[i])
+        for i, line_keys in keys.items():
+            if self._dirty.intersection(line_keys):
+                self._held += 1
+            else:
+                self._clean_now.add(_line_key(b"N", fresh[i]))
+        return found
 
     def _find(self, units: list[tuple[str, int]], detectors: Detectors | None) -> list[tuple[str, int]]:
         """What `detectors` (None: the secrets this build redacted) find in these texts, as (kind, the text's
