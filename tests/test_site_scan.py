@@ -98,3 +98,18 @@ def test_a_rescan_reads_only_new_lines_and_never_trusts_a_line_sharing_a_finding
     second, leaks = scan()
     assert [(path, kind) for kind, path, _ in leaks] == [("b.html", "token")]
     assert second.read_lines == 2  # the new row, and b's line
+
+
+def test_the_search_index_is_read_entry_by_entry_in_any_layout() -> None:
+    """MkDocs' index is split into its entries as written (compact, spaced, or with other keys after `docs`), each
+    entry exactly the JSON of one document."""
+    from memwiki.site.site_scan import _index_entries
+
+    index = {
+        "config": {"lang": ["en"]},
+        "docs": [{"location": f"p{n}.html", "title": "T", "text": "a"} for n in (1, 2)],
+    }
+    for text in (json.dumps(index), json.dumps(index, separators=(",", ":")), json.dumps({**index, "after": 1})):
+        settings, entries = _index_entries(text)
+        assert [json.loads(e) for e in entries] == index["docs"]
+        assert settings["config"] == index["config"]

@@ -118,24 +118,49 @@ def derived_forms(secret: str) -> set[str]:
 SEARCH_INDEX = "search/search_index.json"  # MkDocs' own search index: every page's text, generated or not
 
 
+_ENTRY = '{"location":'
+_DOCS_OPEN = re.compile(r'"docs"\s*:\s*\[\s*$')
+_LOCATION = re.compile(r'\{"location":\s*')
+
+
+def _index_entries(text: str) -> tuple[Any, list[str]]:
+    """MkDocs' search index as its settings and each entry's JSON as written (a rebuild rewrites the index whole:
+    an entry is known again by its bytes, without parsing 20 MB); parsed whole when it is laid out otherwise."""
+    head, *entries = text.split(_ENTRY)
+    opening = _DOCS_OPEN.search(head)
+    if entries and opening is not None and text.rstrip().endswith("]}"):
+        entries[-1] = entries[-1].rstrip()[:-2]
+        raw = [_ENTRY + (e.rstrip()[:-1] if e.rstrip().endswith(",") else e.rstrip()) for e in entries]
+        try:
+            return json.loads(head[: opening.start()].rstrip().rstrip(",") + "}"), raw
+        except ValueError:
+            pass
+    index = json.loads(text)  # (ValueError: no JSON at all)
+    docs = index.get("docs") if isinstance(index, dict) else None
+    settings = {k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else index
+    return settings, [json.dumps(d, ensure_ascii=False) for d in docs] if isinstance(docs, list) else []
+
+
 def _search_index_parts(
-    text: str, generated: Collection[str], seen: Callable[[object, bool], bool] | None = None
+    text: str, generated: Collection[str], seen: Callable[[str, bool], bool] | None = None
 ) -> tuple[str, str]:
-    """MkDocs' search index split in two: the strings of memwiki's generated pages, and all the others; `seen(doc,
-    ours)`: the entries not to read again (a rebuild splices in those of the pages it reused, as they were)."""
+    """MkDocs' search index split in two: the strings of memwiki's generated pages, and all the others; `seen(entry,
+    ours)`: the entries (as written) not to read again (a rebuild splices in those of the pages it reused)."""
     try:
-        index = json.loads(text)
-        docs = index["docs"]
-    except (ValueError, KeyError, TypeError):
+        settings, entries = _index_entries(text)
+        mine, theirs = [], [settings]
+        for raw in entries:
+            doc, start = None, _LOCATION.match(raw)
+            location = json.JSONDecoder().raw_decode(raw, start.end())[0] if start is not None else None
+            if not isinstance(location, str):
+                doc = json.loads(raw)
+                location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
+            page = location.split("#", 1)[0]
+            ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
+            if seen is None or not seen(raw, ours):
+                (mine if ours else theirs).append(doc if doc is not None else json.loads(raw))
+    except ValueError:
         return "", _json_strings(text)
-    mine, theirs = [], []
-    for doc in docs if isinstance(docs, list) else []:
-        location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
-        page = location.split("#", 1)[0]
-        ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
-        if seen is None or not seen(doc, ours):
-            (mine if ours else theirs).append(doc)
-    theirs.append({k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {})
     return _strings(mine), _strings(theirs)
 
 
@@ -298,7 +323,7 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "5"  # 3: lines found clean are remembered too; 4: and the search index's entries; 5: pieces
+    VERSION = "6"  # 3: lines found clean are remembered; 4: and the search index's entries; 5: pieces; 6: entries raw
 
     def __init__(
         self,
@@ -459,10 +484,8 @@ class SiteScan:
         unless this build redacted secrets: their copies are looked for in every line."""
         pending: list[bytes] = []
 
-        def clean_before(doc: object, ours: bool) -> bool:
-            if not isinstance(doc, dict):
-                return False
-            key = _line_key(b"d" if ours else b"e", "\0".join(f"{k}\0{v}" for k, v in doc.items()))
+        def clean_before(entry: str, ours: bool) -> bool:
+            key = _line_key(b"d" if ours else b"e", entry)
             if key in self._clean_before:
                 self._clean_now.add(key)
                 return True
