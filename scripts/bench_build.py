@@ -220,7 +220,7 @@ def make_vectors(store_path: Path) -> tuple[int, float]:
     return made, time.perf_counter() - t0
 
 
-def write_memwiki_project(dest: Path, store: Path, page_cache: bool = True) -> Path:
+def write_memwiki_project(dest: Path, store: Path, page_cache: bool = True, privacy: str = "public") -> Path:
     docs = dest / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     (docs / "index.md").unlink(missing_ok=True)  # the plugin generates the home page
@@ -237,6 +237,8 @@ def write_memwiki_project(dest: Path, store: Path, page_cache: bool = True) -> P
         "theme": MKDOCS_THEME,
         "plugins": ["search", {"memwiki": {"store": str(store), "cache_dir": str(cache), "page_cache": page_cache}}],
     }
+    if privacy != "public":  # (the private profile: no gate, no final scan)
+        cfg["plugins"][1]["memwiki"]["profile"] = privacy  # type: ignore[index]
     return _write_config(dest, cfg)
 
 
@@ -318,13 +320,14 @@ def _sample_tree(pid: int, peak: list[float], stop: threading.Event) -> None:
 BUILD_FLAGS: list[str] = []  # `--strict`: every build must pass MkDocs' strict mode (the privacy scan included)
 
 
-def run_build(config: Path, site: Path, profile: Path | None = None) -> Build:
-    """One `mkdocs build` in a child process: wall time and the child's peak RSS (wait4's ru_maxrss)."""
+def run_build(config: Path, site: Path, profile: Path | None = None, code: Path = ROOT) -> Build:
+    """One `mkdocs build` in a child process: wall time and the child's peak RSS (wait4's ru_maxrss). `code`: the
+    checkout whose memwiki the build imports (first on PYTHONPATH: the installed entry point finds it there)."""
     cmd = [sys.executable]
     if profile is not None:
         cmd += ["-m", "cProfile", "-o", str(profile)]
     cmd += ["-m", "mkdocs", "build", "-f", str(config), "-d", str(site), *BUILD_FLAGS]
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(code) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     log = config.parent / "build.log"
     with log.open("w") as out:
         t0 = time.perf_counter()
