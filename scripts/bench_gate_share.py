@@ -5,7 +5,8 @@ The store `scripts/bench_build.py` generates (10k concepts by default) is built 
 model export kept) with the public profile (every record through the gate, every output file through the final
 scan) and with the private profile (neither), alternately, `--runs` times each, with this checkout's code and with
 the baseline's (its memwiki first on PYTHONPATH). Printed per checkout and profile: the median wall time, CPU time
-and peak RSS; then each checkout's share, (public - private) / private, with the load average before and after.
+and peak RSS; then each checkout's share, (public - private) / public: what the gate and the scan take of a public
+build; with the load average before and after.
 
     python scripts/bench_build.py --sizes 10000 --generate-only
     git worktree add /tmp/memwiki-base <rev>
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<10} {profile:<8} {median[name, profile]:>9.1f} {cpu:>7.0f} {peak:>8.0f}  {runs}")
     for name in checkouts:
         extra = median[name, "public"] - median[name, "private"]
-        print(f"{name}: gate and scan {extra:.1f}s, {extra / median[name, 'private']:.0%} of the private build")
+        print(f"{name}: gate and scan {extra:.1f}s, {extra / median[name, 'public']:.0%} of the public build")
     print(f"load average (1, 5, 15 min) and speed probe: {before} before, {_load()} after")
     return 0
 

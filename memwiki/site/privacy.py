@@ -546,7 +546,7 @@ class PrivacyFilter:
             self._private_names, self._private_sessions = set(saved[0]), set(saved[1])
             return
         names: set[str] = set()
-        pages = list(self.source.wiki_pages())
+        pages = self._source_pages
         self._judge(pages)
         for page in pages:
             if self.rules.private(page):
@@ -839,9 +839,12 @@ class PrivacyFilter:
                 page = replace(page, body=markers.without_private_sections(page.body)[0])
             return self._record(page)
 
-        return self._count(
-            "wiki", list(self.source.wiki_pages()), lambda p: not (public and self.rules.private(p)), show
-        )
+        return self._count("wiki", self._source_pages, lambda p: not (public and self.rules.private(p)), show)
+
+    @functools.cached_property
+    def _source_pages(self) -> list[WikiPage]:
+        """The source's wiki pages, read once a build (what is withheld by name is learnt from them too)."""
+        return list(self.source.wiki_pages())
 
     def fingerprint(self) -> str:
         return hashlib.sha1(f"{self.source.fingerprint()}:{self._rules_key()}".encode()).hexdigest()
