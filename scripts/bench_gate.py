@@ -3,7 +3,8 @@
 The gate is timed as a build uses it: every layer of a store read through `PrivacyFilter` (persona, hot memory,
 sinks, memories, graph, sessions with their messages, wiki pages), each string cleaned once, with a worker process
 per core but one beside it when this checkout has them (memwiki.site.gate_workers). The scan is
-`SiteScan` over a built site (no scan cache: every file read). Each side runs in its own process, importing
+`SiteScan` over a built site (no scan cache: every file read but the search's vector slices, which a build names as
+numbers). Each side runs in its own process, importing
 memwiki from its own checkout, `--runs` times alternately; the median, the process's peak RSS and the ratio
 to the baseline are printed with the load average.
 
@@ -69,9 +70,11 @@ else:
         from memwiki.site.detectors import Detectors
     from memwiki.site.site_scan import SiteScan
     import material
-    from memwiki.site.site_build import ASSETS
+    from memwiki.site import site_build
     exports = (Path(site).parent / "cache" / "use").glob("*/")  # the browser embedder's model
-    static = [Path(material.__file__).parent / "templates", ASSETS, *exports]  # a build skips copies of its inputs
+    vis = [site_build.PYVIS_VIS] if hasattr(site_build, "PYVIS_VIS") else []  # the graph's vis-network files
+    static = [Path(material.__file__).parent / "templates", site_build.ASSETS, *vis, *exports]  # (a build skips copies
+    # of its inputs)
     t0 = time.perf_counter()
     try:  # this checkout: the independent net over what memwiki generated (every page but the docs' own)
         docs = {p.stem for p in Path(site).parent.glob("docs/**/*.md")}
@@ -79,7 +82,8 @@ else:
             p.relative_to(site).as_posix() for p in Path(site).rglob("*") if p.is_file() and p.stem not in docs
         }
         net = Detectors(library=False, net=True)
-        scan = SiteScan(Detectors(library=False), static, generated=generated, net=net)
+        numbers = {g for g in generated if g.startswith("assets/memwiki/search/vectors/")}  # (as a build names them)
+        scan = SiteScan(Detectors(library=False), static, generated=generated, net=net, numbers=numbers)
     except TypeError:  # the baseline: every class over every file
         scan = SiteScan(Detectors(library=False), static)
     leaks = scan.scan(Path(site))

@@ -775,3 +775,15 @@ def test_a_keys_id_joined_to_its_secret_by_a_colon_is_withheld_with_it() -> None
     assert [text[s.start : s.end] for s in Detectors().find(text)] == [key]
     text = "token:ghp_abcdefghijklmnopqrstuvwxyz0123456789"
     assert [text[s.start : s.end] for s in Detectors().find(text)] == [text[6:]]
+
+
+def test_a_quoted_password_is_found_after_a_space_or_a_corner_bracket_not_after_a_letter() -> None:
+    """The quote-first pattern reads as the old one: a quote opening after a letter is an apostrophe (`it's`), a
+    Chinese corner bracket opens a quote after any character."""
+
+    def passwords(text: str) -> list[str]:
+        return [text[s.start : s.end] for s in ShapeDetector().find(text) if s.kind == "password"]
+
+    assert passwords("the key is '8ECa(#!LRGfHp' now") == ["8ECa(#!LRGfHp"]
+    assert passwords("密码「8ECa(#!LRGfHp」") == ["8ECa(#!LRGfHp"]
+    assert passwords("it's8ECa(#!LRGfHp' now") == []

@@ -17,15 +17,12 @@ for a secret.
 
 What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded,
 `.gz` files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
-page). In what memwiki generated, the net reads each distinct piece of text once: a sentence of a page's text, its
-tags' attribute values, a string of JSON data (a memory's text is on its page, quoted by concept pages, in the
-search data and in MkDocs' index); tag names and the page's own attributes (`class`, `style`) are not text.
-
-Files byte-identical to one of the build's static inputs at the same path, or a tail of it (the theme's files, the
-plugin's own assets, the browser model exported from its package), are not read: no memory reaches them. A file
-whose size, time and inode are those of a file found clean in the last build is not read again. A line (a piece)
-the same detectors found clean in the last build is not read by them again (a rebuild rewrites MkDocs' search index
-and a few lists whole for one changed memory); the secrets this build redacted are looked for in every line.
+page). Files byte-identical to one of the build's static inputs at the same path, or a tail of it (the theme's
+files, the plugin's own assets, the browser model exported from its package), are not read: no memory reaches
+them. A file whose size, time and inode are those of a file found clean in the last build is not read again.
+A line the same detectors found clean in the last build is not read by them again (a rebuild rewrites MkDocs'
+search index and a few lists whole for one changed memory); the secrets this build redacted are looked for in
+every line.
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,49 +115,24 @@ def derived_forms(secret: str) -> set[str]:
 SEARCH_INDEX = "search/search_index.json"  # MkDocs' own search index: every page's text, generated or not
 
 
-_ENTRY = '{"location":'
-_DOCS_OPEN = re.compile(r'"docs"\s*:\s*\[\s*$')
-_LOCATION = re.compile(r'\{"location":\s*')
-
-
-def _index_entries(text: str) -> tuple[Any, list[str]]:
-    """MkDocs' search index as its settings and each entry's JSON as written (a rebuild rewrites the index whole:
-    an entry is known again by its bytes, without parsing 20 MB); parsed whole when it is laid out otherwise."""
-    head, *entries = text.split(_ENTRY)
-    opening = _DOCS_OPEN.search(head)
-    if entries and opening is not None and text.rstrip().endswith("]}"):
-        entries[-1] = entries[-1].rstrip()[:-2]
-        raw = [_ENTRY + (e.rstrip()[:-1] if e.rstrip().endswith(",") else e.rstrip()) for e in entries]
-        try:
-            return json.loads(head[: opening.start()].rstrip().rstrip(",") + "}"), raw
-        except ValueError:
-            pass
-    index = json.loads(text)  # (ValueError: no JSON at all)
-    docs = index.get("docs") if isinstance(index, dict) else None
-    settings = {k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else index
-    return settings, [json.dumps(d, ensure_ascii=False) for d in docs] if isinstance(docs, list) else []
-
-
 def _search_index_parts(
-    text: str, generated: Collection[str], seen: Callable[[str, bool], bool] | None = None
+    text: str, generated: Collection[str], seen: Callable[[object, bool], bool] | None = None
 ) -> tuple[str, str]:
-    """MkDocs' search index split in two: the strings of memwiki's generated pages, and all the others; `seen(entry,
-    ours)`: the entries (as written) not to read again (a rebuild splices in those of the pages it reused)."""
+    """MkDocs' search index split in two: the strings of memwiki's generated pages, and all the others; `seen(doc,
+    ours)`: the entries not to read again (a rebuild splices in those of the pages it reused, as they were)."""
     try:
-        settings, entries = _index_entries(text)
-        mine, theirs = [], [settings]
-        for raw in entries:
-            doc, start = None, _LOCATION.match(raw)
-            location = json.JSONDecoder().raw_decode(raw, start.end())[0] if start is not None else None
-            if not isinstance(location, str):
-                doc = json.loads(raw)
-                location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
-            page = location.split("#", 1)[0]
-            ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
-            if seen is None or not seen(raw, ours):
-                (mine if ours else theirs).append(doc if doc is not None else json.loads(raw))
-    except ValueError:
+        index = json.loads(text)
+        docs = index["docs"]
+    except (ValueError, KeyError, TypeError):
         return "", _json_strings(text)
+    mine, theirs = [], []
+    for doc in docs if isinstance(docs, list) else []:
+        location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
+        page = location.split("#", 1)[0]
+        ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
+        if seen is None or not seen(doc, ours):
+            (mine if ours else theirs).append(doc)
+    theirs.append({k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {})
     return _strings(mine), _strings(theirs)
 
 
@@ -175,85 +147,19 @@ def _json_strings(text: str) -> str:
 
 
 def _strings(value: object) -> str:
-    """The keys and strings of a parsed JSON value, one a line, each after a `"` (as in the file: a string alone on
-    its line is no part of a token wrapped over lines with the next)."""
+    """The keys and strings of a parsed JSON value, one a line."""
     out: list[str] = []
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            out.append(f'"{item}')
+            out.append(item)
         elif isinstance(item, dict):
-            out += [f'"{k}' for k in item if isinstance(k, str)]
+            out += [k for k in item if isinstance(k, str)]
             stack += item.values()
         elif isinstance(item, list):
             stack += item
     return "\n".join(out)
-
-
-_MARKUP = frozenset({".html", ".htm", ".xml", ".svg"})
-_TAG = re.compile(r"<(/?[A-Za-z][\w:-]*)((?:[^<>\"']|\"[^\"]*\"|'[^']*')*)>")
-_ATTRIBUTE = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
-# attributes whose values are memwiki's or the theme's own (styling, drawing, roles), never text of a record
-_OWN_ATTRIBUTES = frozenset(
-    "class style d viewbox xmlns rel role type tabindex aria-hidden fill stroke width height target lang dir"
-    " charset async defer loading crossorigin for method autocomplete spellcheck".split()
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
-
-
-@dataclass
-class _Seen:
-    """What one scan has read: lines as they are, and (for the net) pieces of text as they read (`same_text`)."""
-
-    lines: set[str] = field(default_factory=set)
-    pieces: set[str] = field(default_factory=set)
-
-
-_SPACE_BY_CJK_MARK = re.compile(r" ?([\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]) ?")
-
-
-def same_text(text: str) -> str:
-    """`text` as it reads whatever its layout: the same words laid out by a page, a JSON string or MkDocs' index
-    (which puts a zero-width space between Chinese words, and a page a space before the mark after a link) are one.
-    White space is kept where it parts words (`abcd efgh` is no `abcdefgh`)."""
-    text = " ".join(text.replace("\u200b", "").split())
-    return text if text.isascii() else _SPACE_BY_CJK_MARK.sub(r"\1", text)
-
-
-def _markup_text(line: str) -> tuple[str, list[str]]:
-    """A line of HTML as its text (each tag a space) and the values of its tags' attributes that may come from a
-    record (an `href`, an `id`, a `title`, `data-*`; not `class`, `style` or a path's `d`, the page's own)."""
-    if "<" not in line:
-        return line, []
-    values: list[str] = []
-
-    def attributes(tag: re.Match[str]) -> str:
-        if tag.group(2).strip():
-            for a in _ATTRIBUTE.finditer(tag.group(2)):
-                if a.group(1).lower() not in _OWN_ATTRIBUTES:
-                    values.append(next(v for v in a.groups()[1:] if v is not None))
-            rest = _ATTRIBUTE.sub(" ", tag.group(2)).strip()  # (what is not `name=value`: kept as written)
-            if rest:
-                values.append(rest)
-        return " "
-
-    return _TAG.sub(attributes, line), values
-
-
-def _pieces(line: str, markup: bool) -> list[list[str]]:
-    """A line's pieces of text, by the lines it reads as: its sentences, and its tags' attribute values (quoted, as
-    in the tag: a lone value is no line of a token wrapped over lines). A JSON string's `\\n` is a line break. A
-    memory's text is quoted by a concept page, listed in the search data and in MkDocs' index, each in its own
-    markup: its sentences are the same pieces in each."""
-    text, values = _markup_text(line) if markup else (line, [])
-    text = _without_labels(_decoded(text))
-    if not markup:  # (JSON data: the search data's strings)
-        text = text.replace("\\n", "\n")
-    pieces = [_SENTENCE_END.split(row) for row in text.split("\n")]
-    if values:
-        pieces.append([" ".join(f'"{_without_labels(_decoded(v))}"' for v in values)])
-    return pieces
 
 
 _LINE_KEY = 12  # bytes of a line's hash kept for the next build
@@ -323,7 +229,7 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "6"  # 3: lines found clean are remembered; 4: and the search index's entries; 5: pieces; 6: entries raw
+    VERSION = "4"  # 3: lines found clean are remembered too; 4: and the search index's entries
 
     def __init__(
         self,
@@ -353,8 +259,6 @@ class SiteScan:
         # search index and a few lists for one changed memory: their other lines need no second read)
         self._clean_before: set[bytes] = set()
         self._clean_now: set[bytes] = set()
-        self._dirty: set[str] = set()  # pieces of generated text the net found something in (this process)
-        self._held = 0  # lines not remembered clean for a piece the net found something in elsewhere
 
     def check(self, site_dir: Path, apart: Apart | None = None) -> list[Leak]:
         """`scan`, with each finding logged as a warning (so `mkdocs build --strict` fails), value never shown."""
@@ -415,7 +319,7 @@ class SiteScan:
         """Scan these files (counted on this scan): what was found, and which files were clean."""
         leaks: list[Leak] = []
         clean: list[tuple[str, int, int, int]] = []
-        seen = _Seen()
+        seen_lines: set[str] = set()
         for path, stamp in todo:
             if stamp[0] in self.numbers:
                 self.skipped_numbers += 1
@@ -424,10 +328,9 @@ class SiteScan:
                 self.skipped_static += 1
                 clean.append(stamp)
                 continue
-            held = self._held
-            found = self._scan_file(path, stamp[0], seen)
+            found = self._scan_file(path, stamp[0], seen_lines)
             leaks += found
-            if not found and self._held == held:  # (a file sharing a finding's piece is read again next time)
+            if not found:
                 clean.append(stamp)
         return leaks, clean
 
@@ -450,7 +353,7 @@ class SiteScan:
         self.skipped_numbers += part.counts[3]
         self._clean_now |= part.clean_lines
 
-    def _scan_file(self, path: Path, rel: str, seen: _Seen) -> list[Leak]:
+    def _scan_file(self, path: Path, rel: str, seen_lines: set[str]) -> list[Leak]:
         try:
             data = path.read_bytes()
             if path.suffix == ".gz":
@@ -473,106 +376,60 @@ class SiteScan:
         detectors = self.net if self.net is not None and rel in self.generated else self.detectors
         if path.suffix == ".json":
             if self.net is not None and rel.endswith(SEARCH_INDEX):
-                return self._scan_search_index(text, rel, seen)
+                return self._scan_search_index(text, rel, seen_lines)
             text = _json_strings(text)
-        markup = path.suffix in _MARKUP
-        return outside + self._scan_text(text, rel, seen, detectors, markup)
+        return outside + self._scan_text(text, rel, seen_lines, detectors)
 
-    def _scan_search_index(self, text: str, rel: str, seen: _Seen) -> list[Leak]:
+    def _scan_search_index(self, text: str, rel: str, seen_lines: set[str]) -> list[Leak]:
         """MkDocs' search index: memwiki's pages' entries by the net, the others' by the detectors. An entry found
         clean by the last build is not read again (a rebuild rewrites the 20 MB index for one changed memory),
         unless this build redacted secrets: their copies are looked for in every line."""
         pending: list[bytes] = []
 
-        def clean_before(entry: str, ours: bool) -> bool:
-            key = _line_key(b"d" if ours else b"e", entry)
+        def seen(doc: object, ours: bool) -> bool:
+            if not isinstance(doc, dict):
+                return False
+            key = _line_key(b"d" if ours else b"e", "\0".join(f"{k}\0{v}" for k, v in doc.items()))
             if key in self._clean_before:
                 self._clean_now.add(key)
                 return True
             pending.append(key)
             return False
 
-        mine, theirs = _search_index_parts(text, self.generated, clean_before if self._known is None else None)
+        mine, theirs = _search_index_parts(text, self.generated, seen if self._known is None else None)
         leaks = [
-            *self._scan_text(mine, rel, seen, self.net, markup=True),  # type: ignore[arg-type]
-            *self._scan_text(theirs, rel, seen, self.detectors),
+            *self._scan_text(mine, rel, seen_lines, self.net),  # type: ignore[arg-type]
+            *self._scan_text(theirs, rel, seen_lines, self.detectors),
         ]
         if not leaks:
             self._clean_now.update(pending)
         return leaks
 
-    def _scan_text(self, text: str, rel: str, seen: _Seen, detectors: Detectors, markup: bool = False) -> list[Leak]:
+    def _scan_text(self, text: str, rel: str, seen_lines: set[str], detectors: Detectors) -> list[Leak]:
         lines = text.splitlines()
         # each distinct line once per build, in the file's order (a secret may follow its keyword on the next line)
-        fresh = [line for line in dict.fromkeys(lines) if line and line not in seen.lines]
-        seen.lines.update(fresh)
-        if detectors is self.net:
-            found = self._read_generated(fresh, seen.pieces, markup)
-        else:
-            found = self._read_lines(fresh, detectors)
-        if self._known is not None:  # (one RE2 pass: a line clean last build may hold a secret redacted only now)
-            found += self._find([(_without_labels(_decoded(line)), i) for i, line in enumerate(fresh)], None)
-        if not found:
-            return []
-        numbers: dict[str, int] = {}  # each fresh line's number in the file (only for a file with a finding)
-        for n, line in enumerate(lines, 1):
-            numbers.setdefault(line, n)
-        return [Leak(kind, rel, numbers[fresh[i]]) for kind, i in found]
-
-    def _read_lines(self, fresh: list[str], detectors: Detectors) -> list[tuple[str, int]]:
-        """What `detectors` find in these lines but those they found clean in the last build: (kind, line)."""
-        keys = [_line_key(b"f", line) for line in fresh]
-        todo = [
-            (_without_labels(_decoded(line)), i) for i, line in enumerate(fresh) if keys[i] not in self._clean_before
-        ]
+        fresh = [line for line in dict.fromkeys(lines) if line and line not in seen_lines]
+        seen_lines.update(fresh)
+        tag = b"n" if detectors is self.net else b"f"
+        keys = {line: _line_key(tag, line) for line in fresh}
+        # the detectors read the lines they did not find clean last build; the secrets this build redacted are
+        # looked for in every line (one RE2 pass: a line clean last build may hold a secret redacted only now)
+        todo = [line for line in fresh if keys[line] not in self._clean_before]
+        self._clean_now.update(keys[line] for line in fresh if keys[line] in self._clean_before)
         self.read_lines += len(todo)
-        found = self._find(todo, detectors)
-        dirty = {i for _, i in found}
-        self._clean_now.update(key for i, key in enumerate(keys) if i not in dirty)
-        return found
+        leaks = self._find(todo, lines, rel, detectors)
+        if self._known is not None:
+            leaks += self._find(fresh, lines, rel, None)
+        found = {lines[leak.line - 1] for leak in leaks}
+        self._clean_now.update(key for line, key in keys.items() if line not in found)
+        return leaks
 
-    def _read_generated(self, fresh: list[str], seen: set[str], markup: bool) -> list[tuple[str, int]]:
-        """What the net finds in these lines of a generated file, reading each piece of text once in this scan
-        (`_pieces`) and no line found clean in the last build: (kind, line). A line is clean when the net found
-        nothing in any of its pieces (here, or in the line where a piece was read first)."""
-        units: list[tuple[str, int]] = []  # a line's new pieces, as one text (by the lines it reads as)
-        keys: dict[int, list[str]] = {}  # the pieces of each line read, as they read (`same_text`)
-        for i, line in enumerate(fresh):
-            if _line_key(b"N", line) in self._clean_before:
-                self._clean_now.add(_line_key(b"N", line))
-                continue
-            rows = []
-            keys[i] = []
-            for row in _pieces(line, markup):
-                new = []
-                for piece in row:
-                    key = same_text(piece)
-                    if key:
-                        keys[i].append(key)
-                        if key not in seen:
-                            seen.add(key)
-                            new.append(piece)
-                if new:
-                    rows.append(" ".join(new))
-            if rows:
-                units.append(("\n".join(rows), i))
-        self.read_lines += len(units)
-        found = self._find(units, self.net)  # type: ignore[arg-type]
-        for _, i in found:
-            self._dirty.update(keys[i])
-        for i, line_keys in keys.items():
-            if self._dirty.intersection(line_keys):
-                self._held += 1
-            else:
-                self._clean_now.add(_line_key(b"N", fresh[i]))
-        return found
-
-    def _find(self, units: list[tuple[str, int]], detectors: Detectors | None) -> list[tuple[str, int]]:
-        """What `detectors` (None: the secrets this build redacted) find in these texts, as (kind, the text's
-        line among the fresh lines)."""
-        if not units:
+    def _find(self, fresh: list[str], lines: list[str], rel: str, detectors: Detectors | None) -> list[Leak]:
+        """What `detectors` (None: the secrets this build redacted) find in `fresh`, by the line of `lines`."""
+        if not fresh:
             return []
-        joined = "\n".join(text for text, _ in units)
+        decoded = [_without_labels(_decoded(line)) for line in fresh]
+        joined = "\n".join(decoded)
         if detectors is not None:
             spans = detectors.find(joined)
         else:
@@ -580,9 +437,11 @@ class SiteScan:
             spans = [Span(*m.span(), "redacted secret", 0) for m in self._known.finditer(joined.lower())]
         if not spans:
             return []
-        starts, at = [], 0  # where each text starts in `joined`, to name the line of a finding
-        for text, _ in units:
+        starts, at = [], 0  # where each fresh line starts in `joined`, to name the line of a finding
+        for line in decoded:
             starts.append(at)
-            at += len(text) + 1
-        last = len(units) - 1
-        return [(s.kind, units[max(0, min(bisect.bisect_right(starts, s.start) - 1, last))][1]) for s in spans]
+            at += len(line) + 1
+        wanted = set(fresh)
+        numbers = {line: n for n, line in enumerate(lines, 1) if line in wanted}  # (only for a file with a finding)
+        line_of = [numbers[fresh[max(0, min(bisect.bisect_right(starts, s.start) - 1, len(fresh) - 1))]] for s in spans]
+        return [Leak(s.kind, rel, n) for s, n in zip(spans, line_of, strict=True)]
