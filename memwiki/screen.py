@@ -67,17 +67,11 @@ class Screened:
     are a group of their own: one automaton over every screen would grow its states for texts most never read.)"""
 
     def __init__(self, pattern: str, screen: str | None = None, flags: int = 0, group: str = "detectors") -> None:
-        self._source = (pattern, flags)
+        self.pattern = re.compile(pattern, flags)
         self.screen = screen or pattern
         re2.compile(self.screen)  # (a screen RE2 cannot read fails here, not at the first text read)
         self._group = _GROUPS.setdefault(group, _Screens())
         self._index = self._group.add(self.screen)
-
-    @functools.cached_property
-    def pattern(self) -> re.Pattern[str]:
-        """The Python pattern, compiled when a screen first lets a text through (a rebuild that judges one new text
-        compiles the few its screens let through, not the hundreds of every detector)."""
-        return re.compile(*self._source)
 
     def occurs(self, text: str) -> bool:
         """Whether the screen occurs in `text`: the pattern may match."""
