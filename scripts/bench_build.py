@@ -18,6 +18,7 @@ per page, <= 1.5 GB peak, rebuild after one memory changed <= 5 s.
     python scripts/bench_build.py --sizes 1000,10000 --runs 3
     python scripts/bench_build.py --sizes 10000 --runs 1 --profile   # where the time goes (cProfile)
     python scripts/bench_build.py --shape memories --sizes 100000 --runs 1 --no-baseline  # 100k memories
+    python scripts/bench_build.py --code /tmp/before   # the code before (git worktree add /tmp/before REV)
 
 `--shape memories` counts L2 memories instead (n/50 sessions of 20 turns, n/5 facts, n/100 wiki pages: an agent's
 long use). Generated stores are kept in `.cache/bench_build/<N>/` (`memories-<N>/`) and reused by later runs.
@@ -416,7 +417,13 @@ def _row(label: str, n_pages: int, builds: list[Build], stats: dict[str, float])
 
 
 def bench_size(
-    n: int, runs: int, profile: bool, page_cache: bool = True, baseline: bool = True, shape: str = "concepts"
+    n: int,
+    runs: int,
+    profile: bool,
+    page_cache: bool = True,
+    baseline: bool = True,
+    shape: str = "concepts",
+    code: Path = ROOT,
 ) -> list[dict[str, object]]:
     base = WORK / (str(n) if shape == "concepts" else f"{shape}-{n}")
     t0 = time.perf_counter()
@@ -429,20 +436,29 @@ def bench_size(
     trash = base / "trash"  # see set_aside
     shutil.rmtree(trash, ignore_errors=True)
     try:
-        return _measure(n, runs, profile, baseline, base, store, project, site, trash)
+        return _measure(n, runs, profile, baseline, base, store, project, site, trash, code)
     finally:
         shutil.rmtree(trash, ignore_errors=True)
 
 
 def _measure(
-    n: int, runs: int, profile: bool, baseline: bool, base: Path, store: Path, project: Path, site: Path, trash: Path
+    n: int,
+    runs: int,
+    profile: bool,
+    baseline: bool,
+    base: Path,
+    store: Path,
+    project: Path,
+    site: Path,
+    trash: Path,
+    code: Path,
 ) -> list[dict[str, object]]:
     rows = []
     cold = []
     for r in range(runs):
         set_aside(site, trash)
         clear_caches(base / "memwiki" / "cache", trash)
-        cold.append(run_build(project, site))
+        cold.append(run_build(project, site, code=code))
         b = cold[-1]
         line = f"[{n}] memwiki cold build {r + 1}: {b.seconds:.1f}s ({b.cpu_s:.0f}s CPU), {b.peak_mb:.0f} MB"
         print(line, file=sys.stderr)
@@ -452,7 +468,7 @@ def _measure(
     warm = []
     for r in range(runs):
         change_one_memory(store, r)
-        warm.append(run_build(project, site))
+        warm.append(run_build(project, site, code=code))
         reused = re.search(r"(\d+) generated pages, (\d+) reused", warm[-1].log)
         print(
             f"[{n}] rebuild after one memory changed {r + 1}: {warm[-1].seconds:.1f}s"
@@ -474,7 +490,7 @@ def _measure(
         out = base / "build.prof"
         set_aside(site, trash)
         clear_caches(base / "memwiki" / "cache", trash)
-        run_build(project, site, profile=out)
+        run_build(project, site, profile=out, code=code)
         print_profile(out)
     return rows
 
@@ -515,6 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true", help="skip the plain mkdocs build")
     parser.add_argument("--generate-only", action="store_true", help="only generate the stores")
     parser.add_argument("--strict", action="store_true", help="build with `mkdocs build --strict` (a failure stops)")
+    parser.add_argument(
+        "--code", type=Path, default=ROOT, help="the checkout whose memwiki builds (a worktree of the code before)"
+    )
     args = parser.parse_args(argv)
     results: dict[str, list[dict[str, object]]] = {}
     loads: dict[str, str] = {}
@@ -527,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.strict:
             BUILD_FLAGS[:] = ["--strict"]
         results[str(n)] = bench_size(
-            n, max(1, args.runs), args.profile, not args.no_page_cache, not args.no_baseline, args.shape
+            n, max(1, args.runs), args.profile, not args.no_page_cache, not args.no_baseline, args.shape, args.code
         )
         loads[str(n)] = f"{before} before, {_load()} after"
     cols = ("build", "pages", "median_s", "pages_per_s", "KB_per_page", "site_MB", "site_KB_per_page", "peak_MB")
@@ -537,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             print(f"{n:>6}  " + "  ".join(f"{row[c]!s:>14}" if c != "build" else f"{row[c]!s:<36}" for c in cols))
     for n, load in loads.items():
-        print(f"{n:>6}  load average (1, 5, 15 min) and speed probe: {load}; {os.cpu_count()} CPUs")
+        print(f"{n:>6}  load average (1, 5, 15 min) and speed probe: {load}; {os.cpu_count()} CPUs; code {args.code}")
     if args.json:
         args.json.write_text(json.dumps({"results": results, "load_average": loads}, indent=1))
     return 0

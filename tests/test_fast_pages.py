@@ -1,10 +1,10 @@
-"""The fast page path (speed.theme_frame + speed.search_entries) against MkDocs' own rendering.
+"""The fast page path (speed.theme_frame) against MkDocs' own rendering.
 
 The demo wiki is built twice with real MkDocs + Material, the page cache off: once with `fast_pages: false`
-(every generated page rendered by MkDocs, its search entries made by Material's search plugin) and once with
-`fast_pages: true`. Every page must come out the same (up to the whitespace Jinja leaves between tags), and so
-must the search index. Chinese is in the demo; hostile text (tests/hostile.py's payloads as L2 memories and
-session turns, of the kinds the demo used to hold) is added to a copy of the demo store, so both paths see both.
+(every generated page rendered by MkDocs) and once with `fast_pages: true`. Every page must come out the same
+(up to the whitespace Jinja leaves between tags), and so must the search index. Chinese is in the demo; hostile
+text (tests/hostile.py's payloads as L2 memories and session turns, of the kinds the demo used to hold) is
+added to a copy of the demo store, so both paths see both.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ import pytest
 from mkdocs.structure.toc import get_toc
 
 from memwiki.demo import build_demo_store
-from memwiki.site.speed import cache_file
-from memwiki.site.speed.search_entries import EntryMaker, sections
 from memwiki.site.speed.theme_frame import ThemeFrame, probe_name
 from memwiki.source import Memory
 from memwiki.store import Store
@@ -98,36 +96,14 @@ def test_fast_pages_are_the_pages_mkdocs_renders(both: tuple[Path, Path, object]
     assert not differing, f"{len(differing)} pages differ, e.g. {differing[:3]}"
 
 
-def test_fast_search_entries_are_materials(both: tuple[Path, Path, object]) -> None:
+def test_both_paths_write_the_same_search_index(both: tuple[Path, Path, object]) -> None:
     slow, fast, _ = both
 
-    def docs(site: Path) -> list[dict]:
+    def docs(site: Path) -> list[str]:
         index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
-        return sorted(index["docs"], key=lambda d: json.dumps(d, sort_keys=True, ensure_ascii=False))
+        return sorted(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in index["docs"])
 
-    slow_docs, fast_docs = docs(slow), docs(fast)
-    assert any("\u200b" in d["text"] for d in fast_docs), "Chinese should be segmented with jieba"
-    assert slow_docs == fast_docs
-
-
-def test_sections_follow_materials_parser_on_hostile_and_odd_html() -> None:
-    from material.plugins.search.plugin import Parser
-
-    samples = [
-        '<h1 id="t">T<a class="headerlink" href="#t">¶</a></h1><p>a &lt;script&gt; &amp; b</p>',
-        '<p>before</p><h2 id="x">X &amp; <code>y</code></h2><ul><li>one</li><li> </li></ul><pre>a\n\n b</pre>',
-        '<div data-search-exclude><p>hidden</p></div><p>shown</p><script>var x = "<p>";</script><p>after</p>',
-        '<h3 id="a">A</h3><div><h4 id="b">B</h4><p>in b</p></div><p>back in a?</p><!-- c --><br/><img src=x>',
-        "<p>中文 text 混合</p><sub>2</sub><sup></sup><ol><li><p>nested</p></li></ol>",
-        '<p>a</p><div/><my-el data-x="1">custom</my-el><h2 id="z">Z</h2><p>after</p><span/>tail',
-    ]
-    for sample in samples:
-        parser = Parser()
-        parser.feed(sample)
-        parser.close()
-        expected = [(s.id, "".join(s.title), "".join(s.text), s.is_excluded()) for s in parser.data]
-        got = [(s.id, "".join(s.title), "".join(s.text), "data-search-exclude" in s.el.attrs) for s in sections(sample)]
-        assert got == expected, sample
+    assert docs(slow) == docs(fast)
 
 
 def test_shell_refuses_a_page_layout_it_does_not_know() -> None:
@@ -135,32 +111,6 @@ def test_shell_refuses_a_page_layout_it_does_not_know() -> None:
 
     with pytest.raises(MemwikiError, match="fast_pages: false"):
         ThemeFrame.parse("<html><body><p>no markers</p></body></html>", "abc")
-
-
-def test_entry_maker_segments_each_run_once() -> None:
-    maker = EntryMaker(segment=True)
-    toc = get_toc([{"level": 1, "id": "t", "name": "记忆", "children": []}])
-    html = '<h1 id="t">记忆</h1><p>长期记忆库在嵌入服务器上</p><p>长期记忆库在嵌入服务器上</p>'
-    entries = maker.entries(html, toc, "x.html", "记忆", {})
-    assert entries[0]["location"] == "x.html"
-    assert "\u200b" in entries[0]["text"] and len(maker._runs) == 2
-
-
-def test_segmented_runs_are_kept_across_builds(tmp_path: Path) -> None:
-    cache = tmp_path / "segments.marshal"
-    toc = get_toc([{"level": 1, "id": "t", "name": "t", "children": []}])
-    page = '<h1 id="t">t</h1><p>嵌入服务器上的长期记忆库</p>'
-    first = EntryMaker(segment=True, cache=cache)
-    entries = first.entries(page, toc, "x.html", "t", {})
-    remembered = first.entries(page, toc, "y.html", "t", {}, remember=True)
-    first.save()
-    runs, pages = cache_file.load(cache, first.key)
-    assert "嵌入服务器上的长期记忆库" in runs and len(pages) == 1
-    second = EntryMaker(segment=True, cache=cache)
-    assert second.entries(page, toc, "x.html", "t", {}) == entries
-    assert not second._added  # nothing new to segment: jieba was not asked
-    assert second.entries(page, toc, "y.html", "t", {}, remember=True) == remembered
-    assert second.entries(page + "<p>more</p>", toc, "y.html", "t", {}, remember=True) != remembered
 
 
 def test_sitemap_lists_every_page_and_no_probe(tmp_path: Path) -> None:

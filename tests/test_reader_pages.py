@@ -248,14 +248,6 @@ def test_cards_and_entity_pages_carry_a_flag_to_their_finding(site: Path) -> Non
     assert 'class="mw-flags"' not in read(site, "concepts/embed-01.html")
 
 
-def test_side_by_side_texts_are_not_indexed_again_with_the_audit(site: Path) -> None:
-    import json
-
-    docs = json.loads(read(site, "search/search_index.json"))["docs"]
-    assert not [d["location"] for d in docs if d["location"].startswith("audit") and "Backups run nightly" in d["text"]]
-    assert any("m-10" in d["text"] for d in docs if d["location"].startswith("audit"))  # the finding itself is
-
-
 def test_a_rebuild_follows_a_new_mention_and_a_new_duplicate(store_path: Path, tmp_path: Path) -> None:
     """Pages kept by the page cache are made again when what they show from other layers changes."""
     store = tmp_path / "store"

@@ -17,7 +17,7 @@ class GeneratedPage:
     markdown: str
     section: str = ""  # section index it is listed on ("concepts", "sessions", ...); "" = top level
     in_nav: bool = False  # only a few pages go into the navigation; the rest hang off section indexes
-    meta: dict[str, Any] = field(default_factory=dict)  # "lexical": False keeps it out of the theme's text search
+    meta: dict[str, Any] = field(default_factory=dict)  # "order": its place in the navigation
     # changes when the page's content changes (used to skip unchanged pages on rebuild); made from the title and
     # the Markdown unless given
     fingerprint: str = ""

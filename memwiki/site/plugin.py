@@ -48,8 +48,8 @@ class MemwikiConfig(base.Config):
     privacy = c.Type(dict, default={})
     today = c.Optional(c.Type(str))  # fixes "today" for the expired-facts check (reproducible builds)
     page_cache = c.Type(bool, default=True)  # off: nothing derived from the memory is kept across builds
-    # Material only: pages outside the nav filled into a frame of the theme's HTML (speed.theme_frame), and search
-    # entries of generated pages made by speed.search_entries; off: MkDocs and the theme do every page
+    # Material only: pages outside the nav filled into a frame of the theme's HTML (speed.theme_frame); off: MkDocs
+    # and the theme render every page
     fast_pages = c.Type(bool, default=True)
     render_workers = c.Type(int, default=0)  # processes writing those pages: 0 = one per CPU on large sites
     graph_max_nodes = c.Type(int, default=300)
@@ -114,9 +114,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     def on_page_content(self, html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
         return self._store.page_content(html, page)
 
-    @event_priority(100)  # before the search plugin adds this page's entries (MkDocs renders pages one by one here)
+    @event_priority(100)  # before other plugins read the navigation (MkDocs renders pages one by one here)
     def on_page_context(self, context: Any, /, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:  # noqa: ANN401
-        self._store.page_context(page, config)
         self._marked = section_page(page, nav)
         if self._marked is not None:
             self._marked.active = True  # (and its parents: MkDocs marks the section the reader is in)
@@ -136,14 +135,14 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     def on_env(self, env: Environment, /, *, config: MkDocsConfig, files: Files) -> Environment:
         return self._store.environment(env)
 
-    @event_priority(50)  # before the search plugin writes its index
+    @event_priority(50)  # before other plugins read the site
     def _write_rest(self, *, config: MkDocsConfig) -> None:
         self._store.write_rest(config)
         log.info("memwiki: seconds spent: %s", ", ".join(f"{k} {v:.1f}" for k, v in self._times().items()))
 
-    @event_priority(-100)  # after the search plugin has written its index
+    @event_priority(-100)  # after other plugins have written into the site
     def _complete(self, *, config: MkDocsConfig) -> None:
-        self._store.complete(Path(config.site_dir))
+        self._store.complete()
 
     @event_priority(-200)  # last: every plugin has written into the site
     def _scan(self, *, config: MkDocsConfig) -> None:

@@ -112,32 +112,8 @@ def derived_forms(secret: str) -> set[str]:
     return {f for f in forms if len(f) >= 8}
 
 
-SEARCH_INDEX = "search/search_index.json"  # MkDocs' own search index: every page's text, generated or not
-
-
-def _search_index_parts(
-    text: str, generated: Collection[str], seen: Callable[[object, bool], bool] | None = None
-) -> tuple[str, str]:
-    """MkDocs' search index split in two: the strings of memwiki's generated pages, and all the others; `seen(doc,
-    ours)`: the entries not to read again (a rebuild splices in those of the pages it reused, as they were)."""
-    try:
-        index = json.loads(text)
-        docs = index["docs"]
-    except (ValueError, KeyError, TypeError):
-        return "", _json_strings(text)
-    mine, theirs = [], []
-    for doc in docs if isinstance(docs, list) else []:
-        location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
-        page = location.split("#", 1)[0]
-        ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
-        if seen is None or not seen(doc, ours):
-            (mine if ours else theirs).append(doc)
-    theirs.append({k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {})
-    return _strings(mine), _strings(theirs)
-
-
 def _json_strings(text: str) -> str:
-    """A JSON file's keys and strings, one a line, decoded by the JSON parser (a search index escapes every
+    """A JSON file's keys and strings, one a line, decoded by the JSON parser (MkDocs' search index escapes every
     non-ASCII character); the text as it is when it does not parse."""
     try:
         value = json.loads(text)
@@ -229,7 +205,7 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "4"  # 3: lines found clean are remembered too; 4: and the search index's entries
+    VERSION = "5"  # 3: lines found clean are remembered too; 5: the search index read as any JSON file
 
     def __init__(
         self,
@@ -255,8 +231,8 @@ class SiteScan:
         self.skipped_numbers = 0
         forms = sorted({f.lower() for secret in known for f in derived_forms(secret)})
         self._known = re2.compile("|".join(re.escape(f) for f in forms), _KNOWN_OPTIONS) if forms else None
-        # lines found clean by the same detectors in the last build (a 10k site's rebuild rewrites MkDocs' 20 MB
-        # search index and a few lists for one changed memory: their other lines need no second read)
+        # lines found clean by the same detectors in the last build (a 10k site's rebuild rewrites the search data
+        # and a few lists for one changed memory: their other lines need no second read)
         self._clean_before: set[bytes] = set()
         self._clean_now: set[bytes] = set()
 
@@ -375,35 +351,8 @@ class SiteScan:
             return outside
         detectors = self.net if self.net is not None and rel in self.generated else self.detectors
         if path.suffix == ".json":
-            if self.net is not None and rel.endswith(SEARCH_INDEX):
-                return self._scan_search_index(text, rel, seen_lines)
             text = _json_strings(text)
         return outside + self._scan_text(text, rel, seen_lines, detectors)
-
-    def _scan_search_index(self, text: str, rel: str, seen_lines: set[str]) -> list[Leak]:
-        """MkDocs' search index: memwiki's pages' entries by the net, the others' by the detectors. An entry found
-        clean by the last build is not read again (a rebuild rewrites the 20 MB index for one changed memory),
-        unless this build redacted secrets: their copies are looked for in every line."""
-        pending: list[bytes] = []
-
-        def seen(doc: object, ours: bool) -> bool:
-            if not isinstance(doc, dict):
-                return False
-            key = _line_key(b"d" if ours else b"e", "\0".join(f"{k}\0{v}" for k, v in doc.items()))
-            if key in self._clean_before:
-                self._clean_now.add(key)
-                return True
-            pending.append(key)
-            return False
-
-        mine, theirs = _search_index_parts(text, self.generated, seen if self._known is None else None)
-        leaks = [
-            *self._scan_text(mine, rel, seen_lines, self.net),  # type: ignore[arg-type]
-            *self._scan_text(theirs, rel, seen_lines, self.detectors),
-        ]
-        if not leaks:
-            self._clean_now.update(pending)
-        return leaks
 
     def _scan_text(self, text: str, rel: str, seen_lines: set[str], detectors: Detectors) -> list[Leak]:
         lines = text.splitlines()

@@ -378,7 +378,7 @@ def _side(columns: list[tuple[str, str]], marked: bool = False) -> str:
         )
     # the texts are indexed on their own pages (cards, digests), not again with the audit; no div inside it (the
     # search parsers end an excluded element at the first closing tag of its name)
-    return f'<div class="mw-side" data-search-exclude="texts">{"".join(cells)}</div>'
+    return f'<div class="mw-side">{"".join(cells)}</div>'
 
 
 def _conflict_table(s: Site, groups: list[list[Triple]], page: str) -> str:
@@ -524,7 +524,7 @@ def _kind_pages(ctx: BuildContext, kind: str, items: list) -> tuple[str, list[Ge
         md += pager(base, n, pages, uri, du) + _listing(ctx, kind, chunk, uri) + pager(base, n, pages, uri, du)
         if n == pages:
             md += _left_out(len(items), listed)
-        out.append(GeneratedPage(uri, title, md, meta={"lexical": False}))
+        out.append(GeneratedPage(uri, title, md))
     link = (
         f'<a href="{esc(href(AUDIT, paged_uri(base, 1), directory_urls=du))}">the first {listed:,} on {pages} pages</a>'
     )

@@ -42,8 +42,7 @@ def backlinks(s: Site, concept: Concept, *, heading: str = "Backlinks") -> str:
             f'<li><a href="{esc(url)}">{esc(b.title)}</a>'
             f'<blockquote class="mw-context">{s.renderer.inline(b.sentence, here)}</blockquote></li>'
         )
-    # other pages' sentences: indexed where they are written, not again here
-    links = block(f"<ul>{''.join(items)}</ul>", cls="mw-backlinks", attrs=' data-search-exclude="backlinks"')
+    links = block(f"<ul>{''.join(items)}</ul>", cls="mw-backlinks")
     return f"\n## {heading}\n" + links
 
 
@@ -79,8 +78,7 @@ def mentioned_in(s: Site, concept: Concept) -> str:
     tail = f'<p class="mw-muted">{more:,} more not listed.</p>' if more > 0 else ""
     places = f"{len(found):,} place" + ("s name" if len(found) != 1 else " names")
     intro = f"{places} it or an alias without a <code>[[link]]</code>.\n"
-    # other pages' sentences: indexed where they are written, not again here
-    listing = block(f"<ul>{''.join(items)}</ul>{tail}", cls="mw-mentions", attrs=' data-search-exclude="mentions"')
+    listing = block(f"<ul>{''.join(items)}</ul>{tail}", cls="mw-mentions")
     return head + intro + listing
 
 
@@ -179,7 +177,7 @@ def _list_pages(s: Site, chunks: list[list[Concept]], list_uris: list[str], memo
             def make(uri: str = uri, head: str = head, chunk: list[Concept] = chunk) -> GeneratedPage:
                 items = "".join(_item(s, uri, c) for c in chunk)
                 body = frontmatter(head) + f"# {head}\n" + block(f"<ul class='mw-columns'>{items}</ul>", cls="mw-index")
-                return GeneratedPage(uri, head, body, section="concepts", meta={"lexical": False})  # titles only
+                return GeneratedPage(uri, head, body, section="concepts")
 
             shown = [(c.title, c.src_uri, c.kind, c.entity.type if c.entity else "", len(c.backlinks)) for c in chunk]
             pages.append(memo.page(uri, (head, shown), make))

@@ -59,5 +59,5 @@ def build(ctx: BuildContext) -> BuildResult:
         )
     elif profile == "public":
         md += "Nothing was withheld: no record was private and no secret was found.\n"
-    page = GeneratedPage(PRIVACY, TITLE, md, meta={"lexical": False})  # linked from the home page
+    page = GeneratedPage(PRIVACY, TITLE, md)  # linked from the home page
     return [page], []

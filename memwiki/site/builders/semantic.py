@@ -125,7 +125,7 @@ def _listing(
             cards = [card(s, m, uri, with_room=with_room, flags=flag_html(s, flagged(m), uri)) for m in chunk]
             md += block("".join(cards), cls="mw-memories")
             md += pager(base, n, pages, uri, s.directory_urls)
-            return GeneratedPage(uri, head, md, section="memory", meta={"lexical": False})  # the search page has them
+            return GeneratedPage(uri, head, md, section="memory")
 
         # a card's anchor and room link are claimed among all memories (see memwiki.site.builders._paths)
         claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]

@@ -4,9 +4,8 @@ Rendering Markdown and the theme template is most of a build's time. A generated
 navigation depends only on its own Markdown and on the site's layout (mkdocs.yml, the navigation, the
 plugin's code, the MkDocs / Material versions); when both fingerprints match the last build, the page is
 not given to MkDocs at all: after the build its cached HTML is copied into site_dir (unless last build's copy
-is still there, see `_place`) and its search-index entries (recorded per page, from on_page_context on) are
-spliced into the index the search plugin writes (`complete_search_index`). Every file in site_dir is a file
-of its own: a deploy step may edit one in place, and the next build puts the cached page back.
+is still there, see `_place`). Every file in site_dir is a file of its own: a deploy step may edit one in
+place, and the next build puts the cached page back.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.structure.pages import Page
 
 from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.render import page_url
@@ -70,15 +68,6 @@ def _layout_base(config: MkDocsConfig) -> str:
             if path.is_file():
                 digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def search_index(config: MkDocsConfig) -> Any:  # noqa: ANN401 - material's SearchIndex
-    """The search plugin's index (its `entries` list), or None when there is no such plugin."""
-    for plugin in config.plugins.values():
-        index = getattr(plugin, "search_index", None)
-        if index is not None and hasattr(index, "entries"):
-            return index
-    return None
 
 
 def output_path(src_uri: str, directory_urls: bool) -> str:
@@ -157,13 +146,13 @@ def _manifest_file(folder: Path) -> cache_file.JournaledDict:
 
 
 def load_manifest(folder: Path) -> dict[str, dict[str, Any]]:
-    """src_uri -> {"fp", "layout", "search"} of the pages cached in `folder` ({} when none or damaged)."""
+    """src_uri -> {"fp", "layout"} of the pages cached in `folder` ({} when none or damaged)."""
     return _manifest_file(folder).data
 
 
 class PageCache:
-    """The cache folder of one site: the manifest (what each page was made from, its search entries), one
-    HTML file per cached page, and the records of the files the last build put into the site (`PLACED`)."""
+    """The cache folder of one site: the manifest (what each page was made from), one HTML file per cached
+    page, and the records of the files the last build put into the site (`PLACED`)."""
 
     def __init__(self, folder: Path, config: MkDocsConfig) -> None:
         self.folder = folder
@@ -177,7 +166,6 @@ class PageCache:
         self.manifest = self._manifest.data
         self.seen: set[str] = set()
         self.hits: list[str] = []
-        self._marks: dict[str, int] = {}
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-pagecache")
         self._pending: list[Future[None]] = []
         self.assets: dict[str, str] = {}  # dest_uri -> cache file, see put_asset
@@ -230,34 +218,20 @@ class PageCache:
         self.assets[dest_uri] = path
         self._assets_used.add(name)
 
-    def begin(self, page: Page) -> None:
-        """Remember where this page's search entries start (called in on_page_context, before the search plugin)."""
-        index = search_index(self.config)
-        self._marks[page.file.src_uri] = len(index.entries) if index is not None else 0
-
-    def store(self, generated: GeneratedPage, page: Page, html: str) -> None:
-        """Keep a page MkDocs rendered, with the search entries the search plugin added since `begin`."""
-        index = search_index(self.config)
-        start = self._marks.pop(page.file.src_uri, None)
-        self.put(generated, html, index.entries[start:] if index is not None and start is not None else [])
-
-    def put(self, generated: GeneratedPage, html: str, entries: list[dict[str, Any]]) -> None:
-        """Keep a page's final HTML and its search entries for the next build."""
+    def store(self, generated: GeneratedPage, html: str) -> None:
+        """Keep a page's final HTML for the next build."""
         # file I/O off the build's thread; finish() waits and raises what failed
         self._pending.append(self._writer.submit(_write, self.html_path(generated.src_uri), html))
-        self._keep(generated, entries)
+        self._keep(generated)
 
-    def record(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
+    def record(self, generated: GeneratedPage) -> None:
         """Note a page whose final HTML was written to `html_path` and into the site by someone else
         (memwiki.site.speed.parallel_pages)."""
-        self._keep(generated, entries)
+        self._keep(generated)
         self._written.append(generated.src_uri)
 
-    def _keep(self, generated: GeneratedPage, entries: list[dict[str, Any]]) -> None:
-        """The manifest's entry of a page; its search entries are kept as the JSON the search plugin writes for
-        them (see `complete_search_index`)."""
-        fragment = ",".join(json.dumps(e, separators=(",", ":"), default=str) for e in entries)
-        self._manifest.set(generated.src_uri, {"fp": generated.fingerprint, "layout": self.layout, "search": fragment})
+    def _keep(self, generated: GeneratedPage) -> None:
+        self._manifest.set(generated.src_uri, {"fp": generated.fingerprint, "layout": self.layout})
 
     def begin_restore(self, site_dir: Path) -> None:
         """Start putting the reused pages and the builders' assets into the site, in a thread, while MkDocs
@@ -320,28 +294,6 @@ class PageCache:
             ticked = False
         # (a clock that does not tick within half a second: no record, the next build copies every file)
         cache_file.dump(self.folder / PLACED, cache_file.version(PLACED), (site, records if ticked else {}))
-
-    def complete_search_index(self, site_dir: Path) -> None:
-        """Put the reused pages' search entries into the search index the search plugin has just written.
-
-        They are kept as the JSON that plugin writes for them (Material: one `json.dumps` with
-        `separators=(",", ":")`), so they are spliced in as text: making 30k entries into dicts for it to
-        serialise again was a tenth of a 10k rebuild. The file is then byte for byte what the plugin would have
-        written with those entries at the end of its list (tests compare). An index of another shape is read
-        and written again as JSON."""
-        fragments = [f for u in self.hits if (f := self.manifest[u].get("search"))]
-        path = site_dir / "search" / "search_index.json"
-        if not fragments or search_index(self.config) is None or not path.is_file():
-            return
-        text = path.read_text(encoding="utf-8")
-        if text.endswith("]}") and '"docs":[' in text:
-            sep = "" if text.endswith('"docs":[]}') else ","
-            text = text[:-2] + sep + ",".join(fragments) + "]}"
-        else:
-            data = json.loads(text)
-            data["docs"] = list(data.get("docs", [])) + json.loads("[" + ",".join(fragments) + "]")
-            text = json.dumps(data, separators=(",", ":"), default=str)
-        cache_file.replace_file(path, text.encode("utf-8"))
 
     def drain(self) -> None:
         """Wait for the cache writes and the restore of this build; raise the first that failed. (No thread of

@@ -4,13 +4,16 @@ Per build, `PageStore` decides for each generated page one of three ways into th
 
 - reused: its final HTML is the last build's (speed.html_cache): MkDocs never sees it; after the build the
   cached file is copied into the site (or found there already: a plain `mkdocs build` keeps the last site
-  through MkDocs' clean, speed.kept_site), with its search entries;
+  through MkDocs' clean, speed.kept_site);
 - framed (Material, `fast_pages`): a page outside the navigation is not given to MkDocs either. One probe page
   per folder is; its rendered HTML is cut into a frame (speed.theme_frame) that each page of the folder fills
-  with its own title, TOC and content, written by worker processes (speed.parallel_pages) with its search
-  entries made as Material's search makes them (speed.search_entries);
+  with its own title, TOC and content, written by worker processes (speed.parallel_pages);
 - rendered by MkDocs and the theme: pages in the navigation, and everything when `fast_pages` is off. Their
   raw HTML blocks are set aside while Python-Markdown reads the rest (speed.raw_blocks).
+
+No generated page goes into the theme's search index: the site's search is memwiki's (every layer, the pages
+included, builders.search), the theme's is never started, and its index would only be one more public copy of
+every memory's text for the final scan to read.
 
 It also keeps the theme's compiled templates across builds, lists the pages MkDocs never saw in sitemap.xml,
 and ends with the site a clean build would leave.
@@ -36,17 +39,15 @@ from mkdocs.structure.pages import Page
 from memwiki.errors import MemwikiError
 from memwiki.site.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.render import page_url
-from memwiki.site.speed.html_cache import PageCache, output_path, search_index
+from memwiki.site.speed.html_cache import PageCache, output_path
 from memwiki.site.speed.kept_site import KeptSite
 from memwiki.site.speed.parallel_pages import WriteJob, write_pages
 from memwiki.site.speed.raw_blocks import join, new_nonce, split
-from memwiki.site.speed.search_entries import EntryMaker, strip_search_attrs
 from memwiki.site.speed.theme_frame import ThemeFrame, frame_folder, framed_ok, probe_markdown, probe_name
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 PAGES = "pages"  # in cache_dir: the page cache (speed.html_cache)
 JINJA = "jinja"  # in cache_dir: the theme's compiled templates
-SEGMENTS = "segments.marshal"  # in cache_dir: Chinese runs segmented for the search index (speed.search_entries)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,6 @@ class PageStore:
         self.framed: list[GeneratedPage] = []  # pages filled into their folder's frame after the build
         self.probes: dict[str, str] = {}  # probe src_uri -> the folder it stands for
         self.frames: dict[str, ThemeFrame] = {}  # folder -> the theme's page for it
-        self.entries: EntryMaker | None = None  # search entries of generated pages (instead of the search plugin's)
         self.times: dict[str, float] = {}  # where this build's time went, logged at its end
 
     # ── before the builders ──
@@ -120,12 +120,6 @@ class PageStore:
         features = config.theme.get("features") or []
         # Material without toc.integrate (that feature moves the TOC into the navigation the frame leaves out)
         framing = self.fast_pages and config.theme.name == "material" and "toc.integrate" not in features
-        index = search_index(config)
-        if index is not None and framing:  # with fast_pages off, MkDocs and the theme do all of it
-            segments = self.cache_dir / SEGMENTS if self.cache_dir is not None else None
-            # Material segments Chinese whenever jieba is installed, with the dictionaries it was given
-            dictionaries = (index.config.get("jieba_dict"), index.config.get("jieba_dict_user"))
-            self.entries = EntryMaker(True, segments, dictionaries)
         taken = {f.src_uri for f in files}  # (files.get_file_from_path per page was a tenth of a 10k rebuild)
         for asset in assets:
             if asset.dest_uri in taken:
@@ -169,28 +163,13 @@ class PageStore:
     # ── while MkDocs renders ──
 
     def page_markdown(self, page: Page) -> None:
-        generated = self.rendered_pages.get(page.file.src_uri)
-        if generated is not None and generated.meta.get("lexical") is False:
-            page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}  # Material's search skips it
+        """A generated page is kept out of the theme's search index (see the module's text)."""
+        if page.file.src_uri in self.rendered_pages:
+            page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}
 
     def page_content(self, html: str, page: Page) -> str:
         blocks = self.blocks.pop(page.file.src_uri, None)
         return join(html, self.nonce, blocks) if blocks else html
-
-    def page_context(self, page: Page, config: MkDocsConfig) -> None:
-        """Before the search plugin indexes a generated page: note where its entries start, or make them."""
-        generated = self.rendered_pages.get(page.file.src_uri)
-        if generated is None:
-            return
-        if self.cache is not None:
-            self.cache.begin(page)
-        index = search_index(config)
-        if self.entries is not None and index is not None:  # the entries Material's search plugin would make
-            if generated.meta.get("lexical") is not False:
-                made = self.entries.entries(page.content, page.toc, page.url, page.title, page.meta, remember=True)
-                index.entries.extend(made)
-            page.content = strip_search_attrs(page.content)
-            page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}  # so it does not again
 
     def page_done(self, page: Page, output: str) -> None:
         """A page MkDocs has rendered: a probe becomes its folder's frame; a generated page is cached."""
@@ -203,7 +182,7 @@ class PageStore:
             return
         generated = self.rendered_pages.get(page.file.src_uri)
         if generated is not None and self.cache is not None and not generated.in_nav:
-            self.cache.store(generated, page, output)
+            self.cache.store(generated, output)
 
     def sitemap(self, context: dict[str, Any], config: MkDocsConfig) -> dict[str, Any]:
         """sitemap.xml's pages: what MkDocs rendered but the probes, and the pages it never saw."""
@@ -229,12 +208,9 @@ class PageStore:
     # ── after MkDocs ──
 
     def write_rest(self, config: MkDocsConfig) -> None:
-        """Write the framed pages, drop the probes, put the reused pages in place (before the search plugin
-        writes its index)."""
+        """Write the framed pages, drop the probes, put the reused pages in place."""
         t0 = time.perf_counter()
         self._write_framed(config)
-        if self.entries is not None:
-            self.entries.save()
         t1 = time.perf_counter()
         if self.cache is not None:
             self.cache.restore(Path(config.site_dir))
@@ -249,13 +225,9 @@ class PageStore:
             len(self.cache.hits) if self.cache is not None else 0,
         )
 
-    def complete(self, site_dir: Path) -> None:
-        """After the search plugin: the reused pages' search entries into its index; what the last site held and
-        this build did not write swept away."""
-        if self.cache is None:
-            return
-        self.cache.complete_search_index(site_dir)
-        if self.kept is not None:
+    def complete(self) -> None:
+        """After MkDocs: what the last site held and this build did not write swept away."""
+        if self.cache is not None and self.kept is not None:
             t0 = time.perf_counter()
             removed = self.kept.sweep(self.cache.placed)
             if removed >= 0:  # (-1: not swept, and said why)
@@ -276,7 +248,6 @@ class PageStore:
     def _write_framed(self, config: MkDocsConfig) -> None:
         site_dir = Path(config.site_dir)
         du = config.use_directory_urls
-        index = search_index(config)
         missing = sorted({frame_folder(p.src_uri) for p in self.framed} - self.frames.keys())
         if missing:
             raise PluginError(
@@ -291,17 +262,15 @@ class PageStore:
             mdx_configs=config.mdx_configs,
             site_dir=str(site_dir),
             directory_urls=du,
-            entries=self.entries if index is not None else None,
             cache_path=self.cache.html_path if self.cache is not None else None,
         )
         if self.cache is not None:
             self.cache.drain()  # no writer thread running while workers fork
         workers = self.render_workers if self.may_fork else 1  # no forking under `mkdocs serve`
-        for page, entries in zip(self.framed, write_pages(job, workers), strict=True):
-            if index is not None:
-                index.entries.extend(entries)
-            if self.cache is not None:
-                self.cache.record(page, entries)
+        write_pages(job, workers)
+        if self.cache is not None:
+            for page in self.framed:
+                self.cache.record(page)
         for probe in self.probes:
             (site_dir / output_path(probe, du)).unlink(missing_ok=True)
             if du:

@@ -1,14 +1,13 @@
 """Writing the pages made from folder frames (memwiki.site.speed.theme_frame), on every CPU of the machine.
 
-Converting a page's Markdown, filling its frame and making its search entries (Chinese segmented with jieba)
-is independent from page to page and was most of a large cold build. `write_pages` splits the pages into
-slices for worker processes forked from the build (they inherit the pages, frames and converter settings, so
-nothing big is pickled), or does them in this process when there are few pages or one CPU. Each page's HTML
-is written into the site, and into the page cache when there is one (two files: the site's may be edited in
-place later). Workers send back each page's search entries and the Chinese runs they segmented.
+Converting a page's Markdown and filling its frame is independent from page to page. `write_pages` splits
+the pages into slices for worker processes forked from the build (they inherit the pages, frames and
+converter settings, so nothing big is pickled), or does them in this process when there are few pages or one
+CPU. Each page's HTML is written into the site, and into the page cache when there is one (two files: the
+site's may be edited in place later).
 
 Forking is done on Linux only, after the page cache's writer thread has finished; the workers run only
-this module's Python (Markdown, jieba, file writes). Threads of libraries the build used (e.g. a Chroma
+this module's Python (Markdown, file writes). Threads of libraries the build used (e.g. a Chroma
 client's runtime) are not copied into a forked child, and nothing a worker calls waits on their locks.
 """
 
@@ -23,10 +22,8 @@ from typing import Any
 from urllib.parse import quote
 
 from memwiki.site.generated import GeneratedPage
-from memwiki.site.render import page_url
 from memwiki.site.speed.cache_file import replace_file
 from memwiki.site.speed.html_cache import output_path
-from memwiki.site.speed.search_entries import EntryMaker, strip_search_attrs
 from memwiki.site.speed.theme_frame import FastPages, ThemeFrame, frame_folder
 from memwiki.workers import cores
 
@@ -45,7 +42,6 @@ class WriteJob:
     mdx_configs: dict[str, Any]
     site_dir: str
     directory_urls: bool
-    entries: EntryMaker | None  # None: no search index to add to
     cache_path: Any = None  # src_uri -> where the page cache keeps its HTML (None: no page cache)
 
 
@@ -60,31 +56,22 @@ def _place(job: WriteJob, page: GeneratedPage, html: str) -> None:
     replace_file(f"{job.site_dir}/{output_path(page.src_uri, job.directory_urls)}", data)
 
 
-def _write_slice(bounds: tuple[int, int]) -> tuple[list[list[dict[str, Any]]], dict[str, str]]:
-    """Pages [start, stop) of the job: their search entries, and the Chinese runs segmented here."""
+def _write_slice(bounds: tuple[int, int]) -> None:
+    """Write pages [start, stop) of the job."""
     job = _JOB
     assert job is not None
     start, stop = bounds
     converter = FastPages(job.markdown_extensions, job.mdx_configs, job.nonce)
-    out: list[list[dict[str, Any]]] = []
     for page in job.pages[start:stop]:
         done = converter.convert(page.markdown)
-        content, entries = done.content, []
-        if job.entries is not None:  # what Material's search plugin does
-            if page.meta.get("lexical") is not False:
-                url = quote(page_url(page.src_uri, job.directory_urls))
-                entries = job.entries.entries(content, done.toc, url, page.title, done.meta)
-            content = strip_search_attrs(content)
         stem = posixpath.splitext(posixpath.basename(page.src_uri))[0]
         frame = job.frames[frame_folder(page.src_uri)]
-        _place(job, page, frame.fill(title=page.title, content=content, toc=done.toc, name=quote(stem)))
-        out.append(entries)
-    return out, (job.entries.segmented() if job.entries is not None else {})
+        _place(job, page, frame.fill(title=page.title, content=done.content, toc=done.toc, name=quote(stem)))
 
 
-def write_pages(job: WriteJob, workers: int = 0) -> list[list[dict[str, Any]]]:
-    """Write every page of `job`; returns each page's search entries, in order. `workers`: 0 = as many as
-    there are CPUs (when the pages are many), 1 = in this process."""
+def write_pages(job: WriteJob, workers: int = 0) -> None:
+    """Write every page of `job`. `workers`: 0 = as many as there are CPUs (when the pages are many), 1 = in this
+    process."""
     global _JOB
     n = len(job.pages)
     if workers <= 0:
@@ -95,16 +82,11 @@ def write_pages(job: WriteJob, workers: int = 0) -> list[list[dict[str, Any]]]:
     _JOB = job
     try:
         if workers <= 1 or n == 0:
-            results = [_write_slice(b) for b in slices]
+            for bounds in slices:
+                _write_slice(bounds)
         else:
             context = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                results = list(pool.map(_write_slice, slices))
+                list(pool.map(_write_slice, slices))  # (raises what a worker raised)
     finally:
         _JOB = None
-    entries: list[list[dict[str, Any]]] = []
-    for slice_entries, runs in results:
-        entries += slice_entries
-        if job.entries is not None:
-            job.entries.learn(runs)
-    return entries
