@@ -107,3 +107,40 @@ def test_names_found_in_a_text_are_kept_for_the_next_build_with_the_names_looked
     assert again == first == [[("rust", 7, 11)], [], [("云知识库", 1, 5)], [("rust", 16, 20)]]
     other, redone = build("rust", "知识库")  # other names: every text is read again
     assert redone == len(texts) and other[2] == [("知识库", 2, 5)]
+
+
+def test_a_few_texts_are_searched_as_every_name_searches_them() -> None:
+    """A rebuild's few changed texts are searched with only the names they may hold (`_find_few`): the spans
+    must be those of the pattern of every name, whatever the case folding, spaces or word ends."""
+    names = [
+        "rust",
+        "Cloud Knowledge Base",
+        "KB",
+        "云知识库",
+        "知识库",
+        "embed-01",
+        "Straße",
+        "okay",
+        "stash",
+        "ΣΟΦΙΑ",
+        "Ǆemal",
+        "ﬆudio",
+        "naïve café",
+        "a1",
+    ]
+    rng = random.Random(7)
+    names += [
+        "".join(rng.choice(string.ascii_letters + "知识库服务") for _ in range(rng.randint(2, 9))) for _ in range(300)
+    ]
+    mentions = MentionIndex(_index(*names).concepts)
+    texts = [
+        "we use RUST here, trust me; CLOUD   KNOWLEDGE\nBASE and kb-2 and KBs",
+        "去云知识库里查知识库, then embed-01/EMBED-01x",
+        "STRASSE or straße or STRAẞE; o\u212aay and staſh and ſtash",  # a Kelvin sign, a long s
+        "σοφια and ΣΟΦΙΑ and σοφιας; ǅemal ǆemal; ﬅudio STUDIO",
+        "NAÏVE\tCAFÉ, naive cafe, a1 a12 xa1 1a1",
+        "",
+        *("".join(rng.choice(string.ascii_letters + " 知识库服务\n") for _ in range(400)) for _ in range(20)),
+    ]
+    assert [mentions._find_few(t) for t in texts] == mentions._find([*texts, *[""] * 50])[: len(texts)]
+    assert mentions._find_few(texts[0]) == [(7, 11), (28, 50), (55, 57)]

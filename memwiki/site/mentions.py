@@ -4,8 +4,9 @@ or a graph entity by its title, name or an alias, with or without a `[[wikilink]
 Names match case-insensitively (RE2's Unicode case folding), Chinese included; a name that begins or ends
 with a Latin letter or digit matches only as a whole word there (RE2's `\\b` is ASCII: `学rust服务` names
 `rust`, `trust` does not). All names are one RE2 pattern, leftmost-longest (`云知识库` is not also `知识库`),
-run once over all the texts joined: linear in the texts whatever the number of names (10k memories of about
-300 characters and 5k names: 0.2 s to compile, 0.9 s to scan, on a shared 2-CPU machine).
+run once over all the texts joined: linear in the texts whatever the number of names. A rebuild's few changed
+texts do not pay for that pattern of every name: they are searched with one of the names they may hold
+(`MentionIndex._find_few`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
 _ASCII_WORD = re.compile(r"[0-9A-Za-z_]")
 _KEPT_KIND = "mentions"  # in the build's TextCache: (digest of the names looked for, spans of names found)
 _GLOSS = re.compile(r"([^()（）]+?)\s*[(（]([^()（）]+)[)）]")
+FEW_TEXTS = 50  # at most this many texts to search: each with a pattern of only the names it may hold
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,20 @@ def _pattern(name: str) -> str:
     if _ASCII_WORD.match(name[-1]):
         body += r"\b"
     return body
+
+
+def _compile(names: list[str]) -> re2._Regexp:
+    """One leftmost-longest, case-insensitive RE2 pattern of these names."""
+    options = re2.Options()
+    options.longest_match = True
+    options.case_sensitive = False
+    options.max_mem = 256 << 20  # the DFA of thousands of names: RE2's default 8 MB makes it fall back
+    return re2.compile("|".join(_pattern(n) for n in names), options)
+
+
+def _folded(text: str) -> str:
+    """Case-folded, runs of white space as one space: where a name's folded form is, if RE2 finds the name."""
+    return " ".join(text.casefold().split())
 
 
 def _clean(text: str) -> str:
@@ -143,11 +159,12 @@ class MentionIndex:
 
     @functools.cached_property
     def _regex(self) -> re2._Regexp:
-        options = re2.Options()
-        options.longest_match = True
-        options.case_sensitive = False
-        options.max_mem = 256 << 20  # the DFA of thousands of names: RE2's default 8 MB makes it fall back
-        return re2.compile("|".join(_pattern(n) for n in self._names), options)
+        return _compile(self._names)
+
+    @functools.cached_property
+    def _folded(self) -> list[str]:
+        """Each name as `_folded` text holds it wherever RE2 finds it (same order as `_names`)."""
+        return [_folded(n) for n in self._names]
 
     def scan(self, sources: Iterable[tuple[str, TextSource]], kept: TextCache | None = None) -> None:
         """Find every name in these (layer, text) pairs, in one pass over those `kept` has no names of (where
@@ -188,9 +205,9 @@ class MentionIndex:
 
     def _find(self, texts: list[str]) -> list[list[tuple[int, int]]]:
         """The spans of names in each text, found in one RE2 pass over them all, joined."""
+        if len(texts) <= FEW_TEXTS:
+            return [self._find_few(text) for text in texts]
         spans: list[list[tuple[int, int]]] = [[] for _ in texts]
-        if not texts:
-            return spans
         starts, at = [], 0
         for text in texts:
             starts.append(at)
@@ -200,6 +217,14 @@ class MentionIndex:
             n = bisect_right(starts, at) - 1
             spans[n].append((at - starts[n], to - starts[n]))
         return spans
+
+    def _find_few(self, text: str) -> list[tuple[int, int]]:
+        """`_find` for one text, with a pattern of the names whose folded form is in the folded text: a name RE2
+        finds is always among them (its matches are case-fold orbits, and Python's casefold maps an orbit to one
+        string), and leftmost-longest over fewer names that can match gives the same spans."""
+        folded = _folded(text)
+        names = [n for n, f in zip(self._names, self._folded, strict=True) if f in folded]
+        return [m.span() for m in _compile(names).finditer(text)] if names else []
 
     def of(self, concept: Concept) -> list[Mention]:
         """The places that name `concept`, in the order they were scanned."""
