@@ -112,6 +112,27 @@ def derived_forms(secret: str) -> set[str]:
     return {f for f in forms if len(f) >= 8}
 
 
+SEARCH_INDEX = "search/search_index.json"  # MkDocs' search index (with Material, of hand-written pages only)
+
+
+def _search_index_parts(text: str, generated: Collection[str]) -> tuple[str, str]:
+    """MkDocs' search index split in two: the strings of memwiki's generated pages (the search plugins of the
+    `mkdocs` and `readthedocs` themes index every page), and all the others."""
+    try:
+        index = json.loads(text)
+        docs = index["docs"]
+    except (ValueError, KeyError, TypeError):
+        return "", _json_strings(text)
+    mine, theirs = [], []
+    for doc in docs if isinstance(docs, list) else []:
+        location = str(doc.get("location", "")) if isinstance(doc, dict) else ""
+        page = location.split("#", 1)[0]
+        ours = page in generated or (page.endswith("/") and f"{page}index.html" in generated)
+        (mine if ours else theirs).append(doc)
+    theirs.append({k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {})
+    return _strings(mine), _strings(theirs)
+
+
 def _json_strings(text: str) -> str:
     """A JSON file's keys and strings, one a line, decoded by the JSON parser (MkDocs' search index escapes every
     non-ASCII character); the text as it is when it does not parse."""
@@ -205,7 +226,7 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "5"  # 3: lines found clean are remembered too; 5: the search index read as any JSON file
+    VERSION = "5"  # 3: lines found clean are remembered too; 5: no memo of the search index's entries
 
     def __init__(
         self,
@@ -351,6 +372,12 @@ class SiteScan:
             return outside
         detectors = self.net if self.net is not None and rel in self.generated else self.detectors
         if path.suffix == ".json":
+            if self.net is not None and rel.endswith(SEARCH_INDEX):
+                mine, theirs = _search_index_parts(text, self.generated)
+                return [
+                    *self._scan_text(mine, rel, seen_lines, self.net),
+                    *self._scan_text(theirs, rel, seen_lines, self.detectors),
+                ]
             text = _json_strings(text)
         return outside + self._scan_text(text, rel, seen_lines, detectors)
 

@@ -11,9 +11,10 @@ Per build, `PageStore` decides for each generated page one of three ways into th
 - rendered by MkDocs and the theme: pages in the navigation, and everything when `fast_pages` is off. Their
   raw HTML blocks are set aside while Python-Markdown reads the rest (speed.raw_blocks).
 
-No generated page goes into the theme's search index: the site's search is memwiki's (every layer, the pages
-included, builders.search), the theme's is never started, and its index would only be one more public copy of
-every memory's text for the final scan to read.
+No generated page goes into Material's search index (`search.exclude`; the search plugin of the `mkdocs` and
+`readthedocs` themes indexes every page): the site's search is memwiki's (every layer, the pages included,
+builders.search), the theme's is never started, and its index would only be one more public copy of every
+memory's text for the final scan to read.
 
 It also keeps the theme's compiled templates across builds, lists the pages MkDocs never saw in sitemap.xml,
 and ends with the site a clean build would leave.
