@@ -199,7 +199,11 @@ LEADS: tuple[tuple[Rule, str], ...] = (
         "code",
     ),
     (
-        _rule("code", r"(?i)(?<![A-Za-z<>/])code(?![A-Za-z>])\s*(?:[:=：]|\bis\b)\s*", r"(?i)code\s*(?:[:=：]|is)"),
+        _rule(  # ("the setup code was X" says as much as "is")
+            "code",
+            r"(?i)(?<![A-Za-z<>/])code(?![A-Za-z>])\s*(?:[:=：]|\bis\b|\bwas\b)\s*",
+            r"(?i)code\s*(?:[:=：]|is|was)",
+        ),
         "code",
     ),
     (

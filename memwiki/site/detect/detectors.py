@@ -15,7 +15,7 @@ from memwiki.site.detect.context import CREDENTIAL_WORD, ContextDetector
 from memwiki.site.detect.hosts import HostDetector
 from memwiki.site.detect.personal import PersonalDetector
 from memwiki.site.detect.providers import ProviderDetector
-from memwiki.site.detect.shapes import ShapeDetector, wrapped_end
+from memwiki.site.detect.shapes import ShapeDetector, wrapped_end, wrapped_start
 from memwiki.site.detect.spans import Span, disjoint
 from memwiki.site.detect.values import is_value, made_code
 
@@ -250,5 +250,7 @@ def _whole(text: str, span: Span) -> Span:
         if head is not None and made_code(head.group(1)) and not head.group(1).isupper():  # (`API_KEY:` is a name)
             a = head.start()  # a key's id and its secret joined by `:` (`AAAAkdsxpxm:APA91b…`): one key
     if b - a >= 12:
+        if span.kind in _WHOLE_TOKEN_KINDS:
+            a = wrapped_start(text, a)
         b = wrapped_end(text, a, b)
     return Span(a, b, span.kind, span.rank) if (a, b) != (span.start, span.end) else span

@@ -360,16 +360,24 @@ _NEXT_LINE = re.compile(  # (a line break a one-line field made a space: then th
 
 
 _PART_BEFORE = re.compile(r"(?<![^\s])([A-Za-z0-9_+/=-]{12,64})[ \t]*\n?[ \t]*$")
+# a provider token's head: a short lower-case prefix and `_`, then both cases and digits (`glsa_ZfiptxroqpQ4ymly`)
+_PREFIXED_HEAD = re.compile(r"[a-z]{2,8}_(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{12,}")
 
 
 def wrapped_start(text: str, start: int) -> int:
     """A token whose first part was cut off by a line break (or a one-line field's space) before it: that part, when
-    it is typed as a token's head is (`glsa_Fmlm1cvbkslelfzx`: a prefix, a digit, both cases)."""
+    it is typed as a token's head is (`glsa_Fmlm1cvbkslelfzx`: a prefix, a digit, both cases). Across a line break
+    itself, a run of two kinds of character is enough (`nlWTWkNAwLJEWKxy`): a 12-character run alone on the end of
+    the line before a token is seldom anything but its head; across a space, a head with a provider's prefix."""
     m = _PART_BEFORE.search(text, max(0, start - 80), start)
     if m is None or m.end() != start:
         return start
     part = m.group(1)
-    return m.start(1) if any(c.isdigit() for c in part) and (made(part) or typed(part)) else start
+    if any(c.isdigit() for c in part) and (made(part) or typed(part)):
+        return m.start(1)
+    if "\n" in text[m.end(1) : start]:
+        return m.start(1) if len({_class(c) for c in part if c.isalnum()}) >= 2 else start
+    return m.start(1) if _PREFIXED_HEAD.fullmatch(part) else start
 
 
 def wrapped_end(text: str, start: int, end: int) -> int:
