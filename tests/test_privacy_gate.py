@@ -280,6 +280,35 @@ def test_workers_judge_a_layer_only_when_they_take_off_more_than_they_cost() -> 
     assert not Judges(PrivacyRules(), 0).wanted(wiki * 100)
 
 
+def test_the_texts_of_a_withheld_record_are_not_sent_to_the_judges_again(
+    store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large layer's strings are sent to the judging workers once: the next build finds every verdict kept, those
+    of the records it withheld (and so never showed) included."""
+    from memwiki.site import gate_workers
+
+    sent: list[str] = []
+
+    def judged_here(self: gate_workers.Judges, pairs: list[tuple[str, str]]) -> list[object]:
+        sent.extend(raw for raw, _ in pairs)
+        return gate_workers.judge(self.rules, list(pairs))
+
+    monkeypatch.setattr(gate_workers, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(gate_workers.Judges, "judge", judged_here)
+
+    def build() -> list[object]:
+        sent.clear()
+        with Store.open(store_dir) as store:
+            gate = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32, cache_dir=tmp_path / "cache", workers=1)
+            shown = list(gate.memories())
+            gate.save()
+            return shown
+
+    first = build()
+    assert "[private] the divorce lawyer is Zhang." in sent and len(sent) > 5
+    assert build() == first and sent == []
+
+
 def test_a_text_judged_by_one_build_is_shown_by_the_next_without_being_judged_again(
     store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

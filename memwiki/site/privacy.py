@@ -472,11 +472,15 @@ class PrivacyFilter:
         if not self.rules.public or not self._judges.workers:
             return
         memo = self._memo
+        salt = self._folders_salt
+        # (a text an earlier build judged but never showed: its record was withheld; shown now, it is judged here)
         todo = {
             text
             for record in records
             for text in strings(record)
-            if text and text not in self._cleaned and (memo is None or memo.shown(text, self._folders_salt) is None)
+            if text
+            and text not in self._cleaned
+            and (memo is None or (memo.shown(text, salt) is None and memo.private(text) is None))
         }
         if not self._judges.wanted(todo):  # (a session's few messages: nothing more is done for them here)
             return
