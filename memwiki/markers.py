@@ -125,8 +125,9 @@ _NOUNS = r"note|notes|entry|memo|page|info|only|stuff|thought|笔记|筆記|备�
 _START = r"^(?:\d{1,3}[.)])?\W{0,6}"  # a line's start, past a list item's number or bullet and bold: "- **Private:**"
 _MARKED = Screened(
     rf"<!--\s*(?:{_WORDS}|{_SAYINGS})\s*-->"  # an HTML comment
-    # in brackets (`[!PRIVATE]` too), or opening them (`(私密，…)`); not a call's arguments: `HMAC(secret, body)`
-    rf"|(?<![A-Za-z0-9_])[\[(<{{]\s*!?\s*(?:(?:{_WORDS}|{_SAYINGS})\s*[,，;；/、]?\s*){{1,3}}[\])>}}]"
+    # in brackets (`[!PRIVATE]` too), or opening them (`(私密，…)`); not a call's arguments: `HMAC(secret, body)`, but
+    # Chinese in brackets right after a word: `weekend plan（不公开）`
+    rf"|(?:(?<![A-Za-z0-9_])|(?=.\s*[^\x00-\x7f]))[\[(<{{]\s*!?\s*(?:(?:{_WORDS}|{_SAYINGS})\s*[,，;；/、]?\s*){{1,3}}[\])>}}]"
     rf"|(?<![A-Za-z0-9_])[\[(<{{]\s*(?:{_WORDS})\s*[,，;；:：、-][^\])>}}\n]{{0,40}}[\])>}}]"
     rf"|(?:^|\s)(?://|--)\s*(?:{_WORDS})\W{{0,3}}$"  # a code comment's marker at the end: `… // private`
     rf"|(?:^|(?<=[\s,;]))[#@](?:{_WORDS})(?![A-Za-z0-9_-])"  # a hashtag, a mention: `#private`, `#私密` (its spaces

@@ -15,6 +15,8 @@ MARKED = [
     "- **Private:** the garden gate",
     "1. **Private** - the garden gate",
     "【私密】花园的门",
+    "the code name of the weekend plan（不公开）",  # Chinese in brackets right after a word
+    "weekend project（私密） relates to the plan",
     "(Private) the garden gate",
     "[ private ] the garden gate",
     "<private> the garden gate",
@@ -57,6 +59,7 @@ MARKED = [
 ]
 NOT_MARKED = [
     "HMAC-SHA256(secret, body) 的结果放在签名头里",  # a call's arguments, not a bracketed marker
+    "sign it with hmac(private_key, body) first",
     "sign(private_key) returns bytes",
     "private data pipeline is slow",
     "Private equity notes from the talk",
