@@ -376,8 +376,6 @@ def _side(columns: list[tuple[str, str]], marked: bool = False) -> str:
             f'<section class="mw-side-item"><header class="mw-side-head">{head}</header>'
             f"{_side_text(text, against)}</section>"
         )
-    # the texts are indexed on their own pages (cards, digests), not again with the audit; no div inside it (the
-    # search parsers end an excluded element at the first closing tag of its name)
     return f'<div class="mw-side">{"".join(cells)}</div>'
 
 
