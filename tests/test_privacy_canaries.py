@@ -11,6 +11,7 @@ import pytest
 
 from memwiki.site import site_scan
 from memwiki.site.detect import Detectors
+from memwiki.site.detect.detectors import _views
 from memwiki.site.site_scan import SiteScan
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.store import Store
@@ -138,6 +139,29 @@ def test_the_search_index_lines_found_clean_are_not_read_again(tmp_path: Path) -
     docs[7]["text"] += " (kept by lin.xiao.secret@mailbox.org)"  # a secret redacted in this build, seen elsewhere
     third, leaks = scan(known=("the NAS keeps 3 snapshots",))
     assert sorted(leak.kind for leak in leaks) == ["email", "redacted secret"]
+
+
+def test_the_search_data_is_read_once_with_its_strings_as_the_browser_reads_them(tmp_path: Path) -> None:
+    """The site search's data (`window.X = JSON`, a row a line) is read with each string's escapes decoded where it
+    stands: a key block written with `\\n` escapes is found as the key it is, a file name and the keys around it are
+    no token wrapped over lines, and the text needs no second reading in a view of JSON written as text."""
+    site_dir = tmp_path / "site"
+    data = site_dir / "assets" / "memwiki" / "search" / "search-data.js"
+    data.parent.mkdir(parents=True)
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----"
+    rows = [["mem-1", f"note {n}: the NAS keeps snapshots for {n} days\nand prunes them weekly"] for n in range(40)]
+    value = {"slices": [["5022d23d864fb3a9b246.bin", 1024]], "entity": rows}
+    written = json.dumps(value, ensure_ascii=False).replace("], [", "],\n[")  # (a row a line)
+    data.write_text(f"window.MemwikiSearchData = {written};\n", encoding="utf-8")
+    scanner = SiteScan(Detectors(library=False), [], generated={str(data.relative_to(site_dir))})
+    scanner.net = Detectors(library=False, net=True)
+    assert scanner.scan(site_dir) == []
+    assert scanner.read_lines == 1 + 39 + 2  # (the head with row 0, the other rows, their second line and the last)
+    assert _views(site_scan._script_data(data.read_text(encoding="utf-8")) or "") == []
+    rows[7][1] = f"the deploy key: {key}"
+    written = json.dumps(value, ensure_ascii=False).replace("], [", "],\n[")
+    data.write_text(f"window.MemwikiSearchData = {written};\n", encoding="utf-8")
+    assert [leak.kind for leak in scanner.scan(site_dir)] == ["private key"]
 
 
 def test_strict_build_fails_on_a_secret_in_a_hand_written_page(tmp_path: Path) -> None:

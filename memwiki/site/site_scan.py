@@ -15,8 +15,9 @@ slices of the same vectors, which the build names) are not read: a vector's byte
 what a token looks like. memwiki's own labels (`[redacted: kind · tag]`, JSON-escaped or not) are never taken
 for a secret.
 
-What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded,
-`.gz` files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
+What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded
+(a script that only sets a global to JSON, the search's data, with every string decoded where it stands), `.gz`
+files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
 page). Files byte-identical to one of the build's static inputs at the same path, or a tail of it (the theme's
 files, the plugin's own assets, the browser model exported from its package), are not read: no memory reaches
 them. A file whose size, time and inode are those of a file found clean in the last build is not read again.
@@ -131,6 +132,26 @@ def _search_index_parts(text: str, generated: Collection[str]) -> tuple[str, str
         (mine if ours else theirs).append(doc)
     theirs.append({k: v for k, v in index.items() if k != "docs"} if isinstance(index, dict) else {})
     return _strings(mine), _strings(theirs)
+
+
+_SCRIPT_DATA = re.compile(r"\s*window\.[A-Za-z_$][\w$]*\s*=\s*")
+_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _script_data(text: str) -> str | None:
+    """A script that sets a global to a JSON value (the site search's data) with each string as the browser reads
+    it, between its quotes, where it stands: escapes decoded (a string's `\\n` a line break: no second reading of
+    the text in the view of JSON written as text, memwiki.site.detect.detectors._views). None for other scripts."""
+    if _SCRIPT_DATA.match(text) is None:
+        return None
+    return _JSON_STRING.sub(_decoded_string, text)
+
+
+def _decoded_string(m: re.Match[str]) -> str:
+    try:
+        return f'"{json.loads(m.group())}"'
+    except ValueError:
+        return m.group()
 
 
 def _json_strings(text: str) -> str:
@@ -379,6 +400,8 @@ class SiteScan:
                     *self._scan_text(theirs, rel, seen_lines, self.detectors),
                 ]
             text = _json_strings(text)
+        elif path.suffix == ".js" and (strings := _script_data(text)) is not None:
+            text = strings
         return outside + self._scan_text(text, rel, seen_lines, detectors)
 
     def _scan_text(self, text: str, rel: str, seen_lines: set[str], detectors: Detectors) -> list[Leak]:

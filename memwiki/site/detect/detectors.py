@@ -82,9 +82,10 @@ class Detectors:
         spans: list[Span] = []
         for detector in self.classes:
             spans += detector.find(text)  # type: ignore[attr-defined]
-        for view in _views(text):  # (not the providers': their keys hold `_` and are typed in ASCII)
+        for at, piece in _views(text):  # (not the providers': their keys hold `_` and are typed in ASCII)
             for detector in self.classes[1:]:
-                spans += detector.find(view)  # type: ignore[attr-defined]
+                found = detector.find(piece)  # type: ignore[attr-defined]
+                spans += [Span(s.start + at, s.end + at, s.kind, s.rank) for s in found] if at else found
         # a value read out: what is found in it covers all of it (not in the scan's net: no class of its own)
         if self.context is not None and (dictated := _dictated(text)) is not None:
             view, runs = dictated
@@ -118,12 +119,13 @@ class Detectors:
         return "".join(out), [s.kind for s in spans]
 
 
-def _views(text: str) -> list[str]:
-    """`text` read other ways, one character for one (so spans keep their offsets): an id or a predicate joins a
-    sentence's words with `_` (and its store lower-cases them: read upper-cased too); a Chinese input method types
-    full-width digits and letters (`１８８５７７３９６６１`, `name＠163．com`); dictation writes digits as Chinese
-    numerals; a chat typed with a space after each character (`密 码 是 X`); a tool's JSON output escapes its line
-    breaks and quotes (`\\n`, `\\"`: read as a space and the character, two for two)."""
+def _views(text: str) -> list[tuple[int, str]]:
+    """`text` read other ways, one character for one (so spans keep their offsets), as pieces with where each starts
+    in `text`: an id or a predicate joins a sentence's words with `_` (and its store lower-cases them: read
+    upper-cased too); a Chinese input method types full-width digits and letters (`１８８５７７３９６６１`,
+    `name＠163．com`); dictation writes digits as Chinese numerals; a chat typed with a space after each character
+    (`密 码 是 X`); a tool's JSON output escapes its line breaks and quotes (`\\n`, `\\"`: read as a space and
+    the character, two for two)."""
     views = []
     if "\\n" in text or '\\"' in text:  # a JSON string as written (a tool's output): its lines and quotes
         views.append(text.replace("\\n", " \n").replace('\\"', ' "').replace("\\t", " \t"))
@@ -136,7 +138,7 @@ def _views(text: str) -> list[str]:
         views.append(text.translate(_ZH_DIGITS))
     if _SPACED_CJK.search(text):  # "密 码 是 X": each run's spaces moved to its end (what follows keeps its place)
         views.append(_SPACED_RUN.sub(lambda m: m.group().replace(" ", "") + " " * m.group().count(" "), text))
-    return [_where_changed(text, view) for view in views]
+    return [piece for view in views for piece in _where_changed(text, view)]
 
 
 def _upper(text: str) -> str:
@@ -144,20 +146,32 @@ def _upper(text: str) -> str:
     return "".join(c.upper() if len(c.upper()) == 1 else c for c in text)
 
 
-def _where_changed(text: str, view: str) -> str:
-    """`view` of a text of many lines with the lines it reads as `text` does blanked (but the line after a line
-    it changed: a value may follow its label there): a long page, or the site scan's new lines of a file, is
-    read again only where the view reads differently."""
+def _where_changed(text: str, view: str) -> list[tuple[int, str]]:
+    """The parts of `view`, a text of many lines, that read differently from `text`, and where each starts: the
+    lines it changed and the line after each (a value may follow its label there), runs of them together. A long
+    page, or the site scan's new lines of a file, is read again only there."""
     if text.count("\n", 0, 4096) < _LINES_APART:
-        return view
+        return [(0, view)]
     old, new = text.split("\n"), view.split("\n")
     if len(old) != len(new):  # (a JSON string's `\\n` read as line breaks)
-        return view
-    out, after_change = [], False
+        return [(0, view)]
+    pieces: list[tuple[int, str]] = []
+    run: list[str] = []
+    at = start = 0
+    after_change = False
     for a, b in zip(old, new, strict=True):
-        out.append(b if a != b or after_change else " " * len(b))
+        if a != b or after_change:
+            if not run:
+                start = at
+            run.append(b)
+        elif run:
+            pieces.append((start, "\n".join(run)))
+            run = []
         after_change = a != b
-    return "\n".join(out)
+        at += len(b) + 1
+    if run:
+        pieces.append((start, "\n".join(run)))
+    return pieces
 
 
 # a value read out one character at a time: digits and Chinese numerals, signs and letters said by name
