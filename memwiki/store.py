@@ -27,7 +27,7 @@ from memwiki.hot import FILE_NAMES, HotMemoryFile
 from memwiki.layout import LAYER_PATHS
 from memwiki.overflow import SinkLog, remember, sink
 from memwiki.persona import read_persona, write_persona
-from memwiki.recall import Hit, RecallConfig, Recaller, turn_text
+from memwiki.recall import Hit, OpeningL2, RecallConfig, Recaller, turn_text
 from memwiki.recovery import REBUILD_SUFFIX, finish_interrupted, recovery_lock
 from memwiki.semantic import SemanticMemory
 from memwiki.sessions import SessionHistory
@@ -138,6 +138,9 @@ class Store:
             )
 
     def close(self) -> None:
+        recaller = self.__dict__.pop("recaller", None)
+        if recaller is not None and isinstance(recaller.l2, OpeningL2):
+            recaller.l2.settle()  # (an L2 still opening is closed with the rest)
         for name in ("graph", "sessions", "semantic", "files_index"):
             layer = self.__dict__.pop(name, None)
             if layer is not None and hasattr(layer, "close"):
@@ -274,7 +277,7 @@ class Store:
         return Recaller(
             self.embedder,
             hot_files=self.hot_files,
-            l2=self.semantic,
+            l2=OpeningL2(lambda: self.semantic),  # (opened while the query is embedded)
             sessions=self.sessions.search,
             config=RecallConfig(),
             text_vectors=self.text_vectors,

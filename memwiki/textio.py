@@ -8,7 +8,7 @@ import fcntl
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -27,11 +27,17 @@ def read_text(path: Path) -> str:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` atomically: a temp file in the same folder, fsync, then rename."""
+    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
+
+
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+    """Have `write` fill a temp file in `path`'s folder, fsync it, then rename it to `path`: a reader sees the old
+    file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

