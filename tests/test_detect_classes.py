@@ -783,6 +783,8 @@ def test_a_long_texts_views_read_its_changed_lines_and_the_line_after() -> None:
     assert shown[:20] + shown[23:] == filler
     at = page.index("door_code_is:")
     assert _views(page) == [(at, "door code is:\n4821"), (at, "DOOR CODE IS:\n4821")]  # (the rest is read once)
+    spaced = "\n".join([*filler[:10], "password_is:", "", "", "Tr0ub_4dor&3x", *filler[10:20]])
+    assert "Tr0ub" not in Detectors().redact(spaced, lambda kind, secret: "[R]")[0]  # (blank lines between)
     one_line = Detectors().redact("the door_code_4821 works", lambda kind, secret: "[R]")[0]
     assert "4821" not in one_line
 

@@ -149,15 +149,18 @@ def test_the_search_data_is_read_once_with_its_strings_as_the_browser_reads_them
     data = site_dir / "assets" / "memwiki" / "search" / "search-data.js"
     data.parent.mkdir(parents=True)
     key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----"
-    rows = [["mem-1", f"note {n}: the NAS keeps snapshots for {n} days\nand prunes them weekly"] for n in range(40)]
+    rows = [["mem-1", f"note {n}: the NAS keeps snapshots for {n} days\nand prunes them weekly"] for n in range(37)]
+    rows += [["mem-2", 'a "quoted" word'], ["mem-3", "a literal \\n in C"], ["mem-4", "路径 C:\\data\\新建"]]
     value = {"slices": [["5022d23d864fb3a9b246.bin", 1024]], "entity": rows}
     written = json.dumps(value, ensure_ascii=False).replace("], [", "],\n[")  # (a row a line)
     data.write_text(f"window.MemwikiSearchData = {written};\n", encoding="utf-8")
     scanner = SiteScan(Detectors(library=False), [], generated={str(data.relative_to(site_dir))})
     scanner.net = Detectors(library=False, net=True)
     assert scanner.scan(site_dir) == []
-    assert scanner.read_lines == 1 + 39 + 2  # (the head with row 0, the other rows, their second line and the last)
-    assert _views(site_scan._script_data(data.read_text(encoding="utf-8")) or "") == []
+    assert scanner.read_lines == len(data.read_text(encoding="utf-8").splitlines()) == 40  # (each row once)
+    read = [site_scan._script_line(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    assert "\n" in read[1] and _views("\n".join(read[:37])) == []  # (a literal `\\n`, in row 38, is read as JSON too)
+    assert read[37:39] == ['["mem-2", "a "quoted" word"],', '["mem-3", "a literal \\n in C"],']
     rows[7][1] = f"the deploy key: {key}"
     written = json.dumps(value, ensure_ascii=False).replace("], [", "],\n[")
     data.write_text(f"window.MemwikiSearchData = {written};\n", encoding="utf-8")

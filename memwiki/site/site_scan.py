@@ -16,8 +16,8 @@ what a token looks like. memwiki's own labels (`[redacted: kind · tag]`, JSON-e
 for a secret.
 
 What is read: every file, as UTF-8 (latin-1 where it is not), HTML entities and JSON `\\uXXXX` escapes decoded
-(a script that only sets a global to JSON, the search's data, with every string decoded where it stands), `.gz`
-files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
+(a script that begins by setting a global to JSON, the search's data, with every string decoded where it stands),
+`.gz` files decompressed; each distinct line once per build (a theme's header and navigation repeat on every
 page). Files byte-identical to one of the build's static inputs at the same path, or a tail of it (the theme's
 files, the plugin's own assets, the browser model exported from its package), are not read: no memory reaches
 them. A file whose size, time and inode are those of a file found clean in the last build is not read again.
@@ -138,16 +138,16 @@ _SCRIPT_DATA = re.compile(r"\s*window\.[A-Za-z_$][\w$]*\s*=\s*")
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 
 
-def _script_data(text: str) -> str | None:
-    """A script that sets a global to a JSON value (the site search's data) with each string as the browser reads
-    it, between its quotes, where it stands: escapes decoded (a string's `\\n` a line break: no second reading of
-    the text in the view of JSON written as text, memwiki.site.detect.detectors._views). None for other scripts."""
-    if _SCRIPT_DATA.match(text) is None:
-        return None
-    return _JSON_STRING.sub(_decoded_string, text)
+def _script_line(line: str) -> str:
+    """A line of a script that begins by setting a global to JSON (the site search's data, a row a line) with each
+    string as the browser reads it, between its quotes, where it stands: escapes decoded (a string's `\\n` a line
+    break: no second reading of the text in the view of JSON written as text, memwiki.site.detect.detectors._views).
+    Then read as every line is (`_decoded`: entities and `\\uXXXX` too, as a page showing the string would)."""
+    return _decoded(_JSON_STRING.sub(_decoded_string, line)) if "\\" in line else line
 
 
 def _decoded_string(m: re.Match[str]) -> str:
+    """A JSON string literal as its value in quotes; as it is when it is no valid literal."""
     try:
         return f'"{json.loads(m.group())}"'
     except ValueError:
@@ -247,7 +247,8 @@ class SiteScan:
     """Scans a built site with `detectors`; `static`: (size, SHA-1) of files not to read; `cache`: where the
     last build's clean files are remembered (None: read everything)."""
 
-    VERSION = "5"  # 3: lines found clean are remembered too; 5: no memo of the search index's entries
+    # 3: lines found clean are remembered too; 5: no memo of the search index's entries; 6: search data decoded
+    VERSION = "6"
 
     def __init__(
         self,
@@ -400,11 +401,14 @@ class SiteScan:
                     *self._scan_text(theirs, rel, seen_lines, self.detectors),
                 ]
             text = _json_strings(text)
-        elif path.suffix == ".js" and (strings := _script_data(text)) is not None:
-            text = strings
+        elif path.suffix == ".js" and _SCRIPT_DATA.match(text):
+            return outside + self._scan_text(text, rel, seen_lines, detectors, _script_line)
         return outside + self._scan_text(text, rel, seen_lines, detectors)
 
-    def _scan_text(self, text: str, rel: str, seen_lines: set[str], detectors: Detectors) -> list[Leak]:
+    def _scan_text(
+        self, text: str, rel: str, seen_lines: set[str], detectors: Detectors, decode: Callable[[str], str] = _decoded
+    ) -> list[Leak]:
+        """What `detectors` find in `text`'s lines not read before, each read as `decode` gives it."""
         lines = text.splitlines()
         # each distinct line once per build, in the file's order (a secret may follow its keyword on the next line)
         fresh = [line for line in dict.fromkeys(lines) if line and line not in seen_lines]
@@ -416,18 +420,20 @@ class SiteScan:
         todo = [line for line in fresh if keys[line] not in self._clean_before]
         self._clean_now.update(keys[line] for line in fresh if keys[line] in self._clean_before)
         self.read_lines += len(todo)
-        leaks = self._find(todo, lines, rel, detectors)
+        leaks = self._find(todo, lines, rel, detectors, decode)
         if self._known is not None:
-            leaks += self._find(fresh, lines, rel, None)
+            leaks += self._find(fresh, lines, rel, None, decode)
         found = {lines[leak.line - 1] for leak in leaks}
         self._clean_now.update(key for line, key in keys.items() if line not in found)
         return leaks
 
-    def _find(self, fresh: list[str], lines: list[str], rel: str, detectors: Detectors | None) -> list[Leak]:
+    def _find(
+        self, fresh: list[str], lines: list[str], rel: str, detectors: Detectors | None, decode: Callable[[str], str]
+    ) -> list[Leak]:
         """What `detectors` (None: the secrets this build redacted) find in `fresh`, by the line of `lines`."""
         if not fresh:
             return []
-        decoded = [_without_labels(_decoded(line)) for line in fresh]
+        decoded = [_without_labels(decode(line)) for line in fresh]
         joined = "\n".join(decoded)
         if detectors is not None:
             spans = detectors.find(joined)

@@ -148,8 +148,8 @@ def _upper(text: str) -> str:
 
 def _where_changed(text: str, view: str) -> list[tuple[int, str]]:
     """The parts of `view`, a text of many lines, that read differently from `text`, and where each starts: the
-    lines it changed and the line after each (a value may follow its label there), runs of them together. A long
-    page, or the site scan's new lines of a file, is read again only there."""
+    lines it changed and the line after each, blank lines between not counted (a value may follow its label
+    there), runs of them together. A long page, or the site scan's new lines of a file, is read again only there."""
     if text.count("\n", 0, 4096) < _LINES_APART:
         return [(0, view)]
     old, new = text.split("\n"), view.split("\n")
@@ -167,7 +167,7 @@ def _where_changed(text: str, view: str) -> list[tuple[int, str]]:
         elif run:
             pieces.append((start, "\n".join(run)))
             run = []
-        after_change = a != b
+        after_change = a != b or (after_change and not a.strip())  # (blank lines between a label and its value)
         at += len(b) + 1
     if run:
         pieces.append((start, "\n".join(run)))
