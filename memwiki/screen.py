@@ -9,6 +9,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import re2
 
@@ -46,6 +47,40 @@ def re2_safe(text: str) -> str:
     return text
 
 
+class LazyPattern:
+    """A Python pattern compiled where it is first used, read like the `re.Pattern` it becomes: the detectors hold
+    some 300 patterns, and a process that reads a few texts (a rebuild, a worker's first chunk) meets a third of
+    them; compiling every one at import was a tenth of a second of each build's start. Every pattern made here is
+    listed in `LAZY`, so a test compiles them all."""
+
+    _METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self._flags = flags
+        LAZY.append(self)
+
+    def compiled(self) -> re.Pattern[str]:
+        compiled = re.compile(self.pattern, self._flags)
+        for method in self._METHODS:  # (found on the instance from now on: no __getattr__ on the way)
+            self.__dict__[method] = getattr(compiled, method)
+        return compiled
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - the compiled pattern's attribute
+        if name.startswith("__") or name in ("pattern", "_flags"):
+            raise AttributeError(name)  # (copy's and pickle's questions, and an instance not yet set up)
+        return getattr(self.compiled(), name)
+
+
+LAZY: list[LazyPattern] = []
+
+
+@functools.cache
+def shared_pattern(pattern: str) -> LazyPattern:
+    """One LazyPattern per source, for patterns made per instance (a detector's rules): compiled once a process."""
+    return LazyPattern(pattern)
+
+
 class Present:
     """Which of several RE2 patterns occur in a text, in one pass (a cheap necessary condition for costlier rules)."""
 
@@ -67,7 +102,7 @@ class Screened:
     are a group of their own: one automaton over every screen would grow its states for texts most never read.)"""
 
     def __init__(self, pattern: str, screen: str | None = None, flags: int = 0, group: str = "detectors") -> None:
-        self.pattern = re.compile(pattern, flags)
+        self.pattern = LazyPattern(pattern, flags)
         self.screen = screen or pattern
         re2.compile(self.screen)  # (a screen RE2 cannot read fails here, not at the first text read)
         self._group = _GROUPS.setdefault(group, _Screens())

@@ -809,3 +809,18 @@ def test_a_quoted_password_is_found_after_a_space_or_a_corner_bracket_not_after_
     assert passwords("the key is '8ECa(#!LRGfHp' now") == ["8ECa(#!LRGfHp"]
     assert passwords("密码「8ECa(#!LRGfHp」") == ["8ECa(#!LRGfHp"]
     assert passwords("it's8ECa(#!LRGfHp' now") == []
+
+
+def test_every_detector_pattern_compiles() -> None:
+    """The detectors' patterns compile where first used (memwiki.screen.LazyPattern): each one compiles here, so a
+    wrong one fails this test rather than the first build that meets it; a detector made again makes none anew."""
+    from memwiki.screen import LAZY
+
+    Detectors()
+    made = len(LAZY)
+    Detectors()
+    assert len(LAZY) == made > 300
+    for pattern in LAZY:
+        assert pattern.compiled().pattern == pattern.pattern
+    text = "the door code is 4821, password: Tr0ub4dor&3x, mail lin.xiao@mailbox.org"
+    assert [s.kind for s in Detectors().find(text)] == ["code", "password", "email"]

@@ -16,7 +16,7 @@ import bisect
 import re
 from collections.abc import Callable
 
-from memwiki.screen import Screened
+from memwiki.screen import LazyPattern, Screened
 from memwiki.site.detect.shapes import GOOGLE_APP_PASSWORD, made, typed
 from memwiki.site.detect.spans import NOT_A_LABEL, Rule, RuleSet, Span, has_digit
 from memwiki.site.detect.values import is_token, is_value, made_code, value_span
@@ -602,7 +602,7 @@ CODE_FIRST = Screened(
     r"(?i)\d\s+is\s+your\s|\d\s*(?:是|为)?(?:您|你)的|use\s+\d{4}",
 )
 # pgpass: host:port:database:user:password
-PGPASS = re.compile(r"(?m)(?:^|(?<=[\s'\"]))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:([^\s'\"]+)(?=[\s'\"]|$)")
+PGPASS = LazyPattern(r"(?m)(?:^|(?<=[\s'\"]))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:([^\s'\"]+)(?=[\s'\"]|$)")
 # a credential's name on one line, its value printed alone on the next: a notebook's `Out[7]: '…'`, a CI log's
 # `##[debug]=> '…'`, what `… | base64 -d` printed
 _NAMED_THEN_PRINTED = Screened(
@@ -612,24 +612,24 @@ _NAMED_THEN_PRINTED = Screened(
     r"(?i)(?:password|passwd|secret|token|api[_-]?key|credential)[^\n]{0,120}\n",
 )
 
-_TABLE_HEAD = re.compile(
+_TABLE_HEAD = LazyPattern(
     r"(?i)password|passwd|pwd|\bpass\b|secret|token|api[ _-]?key|credential|pin|code|密码|口令|密钥|令牌|验证码"
 )
-_UNIT = re.compile(  # (or a format: "取件码一般是「货架号-层号-编号」的格式")
+_UNIT = LazyPattern(  # (or a format: "取件码一般是「货架号-层号-编号」的格式")
     r"\s*(?:[-–]?\s*)?(?:digits?|characters?|chars?|letters?|symbols?|long|or more|minimum|位|个字符|字符|个字)"
     r"|[」”\"'』]?\s*(?:这样|这种|之类)?的?(?:格式|形式|样式|规则)|[\"']?\s+(?:format|pattern)\b",
     re.I,
 )
-_LIST_ITEM = re.compile(
+_LIST_ITEM = LazyPattern(
     r"[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*([A-Za-z0-9][A-Za-z0-9-]{4,30}[A-Za-z0-9]|\d{3,5}[ -]\d{3,5})[ \t]*"
     r"(?:\n|$|(?=[\"']))"  # (or a closing quote: the list ends a JSON string)
 )
-_NEXT_ITEM = re.compile(r"[`'\"]?(?:[ \t]*[,，、;；][ \t]*|[ \t]+)[`'\"]?")
-_CODE_ROW = re.compile(  # (maybe in a fence or a bulleted list that a one-line field made one line)
+_NEXT_ITEM = LazyPattern(r"[`'\"]?(?:[ \t]*[,，、;；][ \t]*|[ \t]+)[`'\"]?")
+_CODE_ROW = LazyPattern(  # (maybe in a fence or a bulleted list that a one-line field made one line)
     r"(?:```\w*\s*)?(?:[*•·-][ \t]+)?"
     r"([A-Za-z0-9][A-Za-z0-9-]{3,11}(?:(?:[ \t,;、，；]|\s[*•·]\s)+[A-Za-z0-9][A-Za-z0-9-]{3,11}){2,})"
 )
-_GROUPS = re.compile(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
+_GROUPS = LazyPattern(r"(?:[A-Za-z2-7]{4}[ -]){3,}[A-Za-z2-7]{2,8}")
 
 
 def _judge(how: str, text: str, a: int, b: int) -> bool:
@@ -742,19 +742,19 @@ def _values(how: str, text: str, start: int) -> list[tuple[int, int]]:
     return [(a, b), *_same_shape(text, a, b)] if how != "phrase" else [(a, b)]
 
 
-_LETTER_CODE = re.compile(  # (a digit among letters, none of them a word's: `xi94igxo`, `6YJ-TSY`, `K7P-2QX`)
+_LETTER_CODE = LazyPattern(  # (a digit among letters, none of them a word's: `xi94igxo`, `6YJ-TSY`, `K7P-2QX`)
     r"(?=[A-Za-z-]*\d)(?=\d*[A-Za-z])(?:[a-z0-9]{6,16}|[A-Z0-9]{6,16}|[A-Z0-9]{3,4}-[A-Z0-9]{3,4})"
 )
 _STOPWORDS = frozenset(
     "a an the is are be been must should can will to of and or for in on at by with your you my it this that not "
     "no at least chars characters long letters digits rule rules see use here there than files".split()
 )
-_QUOTED_VALUE = re.compile(r"[`\"'“「]([^\n`\"'”」]{4,128})[`\"'”」]")
-_GROUPED_CODE = re.compile(r"\d{3,4}[ -]\d{3,4}(?![\d-])")  # a code in two groups, as an SMS writes it
-_SPOKEN_CODE = re.compile(r"\d(?:[ ,]\s?\d){3,9}(?![\d.])")  # a code read out digit by digit
-_TEMPLATE_LITERAL = re.compile(r"[\"']?\{\{-?\s*(['\"])([^'\"\n]{4,})\1")
-_YAML_TAG = re.compile(r"(?:&[\w-]+|!{1,2}[\w-]*)[ \t]+(?=\S)")
-_CONTINUED = re.compile(  # (on one line too, where a one-line field made the breaks spaces)
+_QUOTED_VALUE = LazyPattern(r"[`\"'“「]([^\n`\"'”」]{4,128})[`\"'”」]")
+_GROUPED_CODE = LazyPattern(r"\d{3,4}[ -]\d{3,4}(?![\d-])")  # a code in two groups, as an SMS writes it
+_SPOKEN_CODE = LazyPattern(r"\d(?:[ ,]\s?\d){3,9}(?![\d.])")  # a code read out digit by digit
+_TEMPLATE_LITERAL = LazyPattern(r"[\"']?\{\{-?\s*(['\"])([^'\"\n]{4,})\1")
+_YAML_TAG = LazyPattern(r"(?:&[\w-]+|!{1,2}[\w-]*)[ \t]+(?=\S)")
+_CONTINUED = LazyPattern(  # (on one line too, where a one-line field made the breaks spaces)
     r"[(\[][ \t]*\n?(?:[ \t]*[\"'][^\"'\n]*[\"'][ \t]*,?[ \t]*\n?){2,8}[ \t]*[)\]]"
     r"|[(\[][ \t]*\n(?:[ \t]*[\"'][^\"'\n]*[\"'][ \t]*,?[ \t]*\n){1,8}"
 )
@@ -772,11 +772,11 @@ def _answer(text: str, start: int, reach: int = 80) -> list[tuple[int, int]]:
     return []
 
 
-_CJK_PASSPHRASE = re.compile(r"[\u4e00-\u9fff]{2,}(?:[ \t]+[\u4e00-\u9fff]{2,})+(?:[ \t]+\d{2,})?")
-_CLAUSE_END = re.compile(r"\n|[.;!?。；！？]\s|\s(?:and|then|but)\s|，然后|然后")  # where an answer's line ends
-_VERSION = re.compile(r"(?i)v?\d+(?:\.\d+)+(?:[-+.]?[a-z]++\d*+)*+$")  # (possessive: see test_redos)
-_WORD_RUN = re.compile(r"[A-Za-z]+(?:[ \t]+[A-Za-z]+){5,}")
-_ANSWER_WORD = re.compile(r"(?<![^\s:：,，;；(（\[“\"'`])\S")  # where a word starts
+_CJK_PASSPHRASE = LazyPattern(r"[\u4e00-\u9fff]{2,}(?:[ \t]+[\u4e00-\u9fff]{2,})+(?:[ \t]+\d{2,})?")
+_CLAUSE_END = LazyPattern(r"\n|[.;!?。；！？]\s|\s(?:and|then|but)\s|，然后|然后")  # where an answer's line ends
+_VERSION = LazyPattern(r"(?i)v?\d+(?:\.\d+)+(?:[-+.]?[a-z]++\d*+)*+$")  # (possessive: see test_redos)
+_WORD_RUN = LazyPattern(r"[A-Za-z]+(?:[ \t]+[A-Za-z]+){5,}")
+_ANSWER_WORD = LazyPattern(r"(?<![^\s:：,，;；(（\[“\"'`])\S")  # where a word starts
 
 
 def _words_to_line_end(text: str, end: int) -> int:
@@ -877,8 +877,8 @@ class ContextDetector:
         return out
 
 
-_LOOPBACK_LOGIN = re.compile(r"://([^\s:/@]+):$")
-_LOOPBACK_HOST = re.compile(r"@(?:localhost|127\.0\.0\.1|\[::1\])(?![\w.-])")
+_LOOPBACK_LOGIN = LazyPattern(r"://([^\s:/@]+):$")
+_LOOPBACK_HOST = LazyPattern(r"@(?:localhost|127\.0\.0\.1|\[::1\])(?![\w.-])")
 
 
 def _loopback_default(text: str, span: Span) -> bool:
@@ -889,7 +889,7 @@ def _loopback_default(text: str, span: Span) -> bool:
     return same and _LOOPBACK_HOST.match(text, span.end) is not None
 
 
-_REFERENCE_OPEN = re.compile(r"(?:\$\{|\{\{|%\(|#\{|\{\.|\{\$)[^{}()\n]*$")  # `${X`, `{{ .Values.x`, `{.data.x`
+_REFERENCE_OPEN = LazyPattern(r"(?:\$\{|\{\{|%\(|#\{|\{\.|\{\$)[^{}()\n]*$")  # `${X`, `{{ .Values.x`, `{.data.x`
 
 
 def _inside_reference(text: str, at: int) -> bool:
@@ -898,10 +898,10 @@ def _inside_reference(text: str, at: int) -> bool:
 
 
 # `someone@example.org / Pa55!word`, "the router creds → anna.k / Snowy,1979&": an account, a slash, its password
-_PAIR = re.compile(
+_PAIR = LazyPattern(
     r"(?<![\w/])([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[\w.@+-]{2,40})[ \t]+/[ \t]+([^\s/]{6,64})(?=\s|$|[，。)）])"
 )
-_ACCOUNT_WORDS = re.compile(
+_ACCOUNT_WORDS = LazyPattern(
     r"(?i)\b(?:creds?|credentials?|login|log\s*in|sign\s*in|account|user(?:name)?|wi-?fi|wlan|ssid|router|hotspot"
     r"|admin)\b|账号|帳號|账户|登录|登陆|用户名|热点|路由器|无线|账密|帳密|堡垒机|后台|後台|管理页面|管理端"
 )
@@ -916,7 +916,7 @@ _SAME_AS_ACCOUNT = Screened(
 
 
 # the value before its word: "I went with X as the new password", "把 X 作为新的 root 密码"
-_VALUE_FIRST = re.compile(
+_VALUE_FIRST = LazyPattern(
     r"(?i)\b(?:went\s+with|chose|picked|settled\s+on|use|uses|using|set)\s+[`'\"“]?([^\s`'\"”]{6,64})[`'\"”]?\s+as\s+"
     r"(?:the\s+|my\s+|our\s+|his\s+|her\s+|its\s+|their\s+)?(?:new\s+)?(?:[\w-]+\s+){0,2}?(?:password|passphrase|passcode|pin|token|key)\b"
     r"|(?:把|将)\s*[`'\"“「]?([!-~]{6,64}?)[`'\"”」]?\s*(?:作为|当作|当成|设为|设成|改成|换成)[^，。,\n]{0,12}?(?:密码|口令|密钥|PIN码?)"
@@ -925,11 +925,11 @@ _VALUE_FIRST = re.compile(
     r"[^，。,\n]{0,16}?(?:密码|口令|密钥|password|passcode)"
 )
 # a call that logs in or connects, its arguments in quotes: `ftplib.FTP("host", "user", "X")`, `NetworkCredential(…)`
-_LOGIN_CALL = re.compile(
+_LOGIN_CALL = LazyPattern(
     r"(?i)\b[\w.]*(?:connect|login|logon|log_in|ftp|ftp_tls|smtp(?:_ssl)?|imap4(?:_ssl)?|pop3|credentials?"
     r"|authenticate|auth|basicauth|client)\s*\(([^()\n]{0,400})\)"
 )
-_QUOTED_ARG = re.compile(r"[\"']([^\"'\s]{6,128})[\"']")
+_QUOTED_ARG = LazyPattern(r"[\"']([^\"'\s]{6,128})[\"']")
 
 
 # a sentence about unlocking or logging in, a value in brackets or quotes: "unlocks with the same as my laptop (X)"
@@ -937,7 +937,7 @@ _UNLOCK = Screened(  # (screened by RE2: its `\W` is any space)
     r"(?i)\b(?:unlocks?|unlocked|log(?:s|ged)?\s*in|sign(?:s|ed)?\s*in|passcode|password|login)\b|解锁|登录|登陆",
     r"(?i)unlock|log(?:s|ged)?\W*in|sign(?:s|ed)?\W*in|passcode|password|解锁|登录|登陆",
 )
-_ENCLOSED = re.compile(r"[(（\[「\"'`]([^\s()（）\[\]「」\"'`]{10,64})[)）\]」\"'`]")
+_ENCLOSED = LazyPattern(r"[(（\[「\"'`]([^\s()（）\[\]「」\"'`]{10,64})[)）\]」\"'`]")
 
 
 def enclosed_in_login_sentences(text: str) -> list[Span]:
@@ -962,29 +962,35 @@ def enclosed_in_login_sentences(text: str) -> list[Span]:
 _IN_PLACE = (
     (
         "password-stdin",
-        re.compile(r"(?i)\becho\s+(?:-n\s+)?(['\"]?)([^\s'\"|]{4,128})\1\s*\|[^\n]{0,200}?--password-stdin"),
+        LazyPattern(r"(?i)\becho\s+(?:-n\s+)?(['\"]?)([^\s'\"|]{4,128})\1\s*\|[^\n]{0,200}?--password-stdin"),
         2,
     ),
-    ("@", re.compile(r"(?<![\w/:@])[\w.-]{1,64}:([^@\s\"'/:()]{4,128})@(?:tcp|udp|unix)\("), 1),  # Go's DSN
-    ("/user:", re.compile(r"(?i)\bnet\s+use\b[^\n]{0,200}?/user:\S+\s+(?![/*])(\S+)"), 1),
-    ("/user:", re.compile(r"(?i)\bnet\s+use\s+(?:[a-z]:\s+)?\\\\\S+\s+(?![/*])(\S+)\s+/user:"), 1),  # (or before it)
-    ("SecureString", re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(['\"])([^'\"\n]{4,128})\1"), 2),
+    ("@", LazyPattern(r"(?<![\w/:@])[\w.-]{1,64}:([^@\s\"'/:()]{4,128})@(?:tcp|udp|unix)\("), 1),  # Go's DSN
+    ("/user:", LazyPattern(r"(?i)\bnet\s+use\b[^\n]{0,200}?/user:\S+\s+(?![/*])(\S+)"), 1),
+    ("/user:", LazyPattern(r"(?i)\bnet\s+use\s+(?:[a-z]:\s+)?\\\\\S+\s+(?![/*])(\S+)\s+/user:"), 1),  # (or before it)
+    ("SecureString", LazyPattern(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(['\"])([^'\"\n]{4,128})\1"), 2),
     (
         "码",
-        re.compile(r"([A-Z]-?\d{4,8}|\d{4,8})\s*(?:是|为)(?:您|你)的[^，。\n“”]{0,16}?(?:验证码|校验码|动态码|登录码)"),
+        LazyPattern(
+            r"([A-Z]-?\d{4,8}|\d{4,8})\s*(?:是|为)(?:您|你)的[^，。\n“”]{0,16}?(?:验证码|校验码|动态码|登录码)"
+        ),
         1,
     ),
-    ("凭", re.compile(r"凭\s*([A-Za-z0-9][A-Za-z0-9-]{3,11})\s*(?:到|去|至|在)?[^，。\n]{0,20}?取(?:件|货|餐)"), 1),
+    ("凭", LazyPattern(r"凭\s*([A-Za-z0-9][A-Za-z0-9-]{3,11})\s*(?:到|去|至|在)?[^，。\n]{0,20}?取(?:件|货|餐)"), 1),
     # command lines that take a password in their own place: `-p'X'` glued, macOS `security … -w X`, x11vnc,
     # poetry's `http-basic.NAME user X`, `user/X@host` of Oracle-style clients, a switch's `password cipher X`
-    ("-p", re.compile(r"(?<![\w-])-p(['\"])([^'\"\n]{4,128})\1"), 2),
+    ("-p", LazyPattern(r"(?<![\w-])-p(['\"])([^'\"\n]{4,128})\1"), 2),
     # `-u NAME -P X` (mosquitto, redis-cli's -a aside): a password flag beside a user flag on one command line
-    ("-P", re.compile(r"(?<![\w-])-u\s+\S+[^\n]{0,80}?\s-P\s+(['\"]?)(?!\d+\1(?:\s|$))([^\s'\"]{4,128})\1(?=\s|$)"), 2),
-    ("-u", re.compile(r"(?<![\w-])-P\s+(['\"]?)([^\s'\"-][^\s'\"]{3,127})\1\s[^\n]{0,80}?\s-u\s+\S"), 2),
+    (
+        "-P",
+        LazyPattern(r"(?<![\w-])-u\s+\S+[^\n]{0,80}?\s-P\s+(['\"]?)(?!\d+\1(?:\s|$))([^\s'\"]{4,128})\1(?=\s|$)"),
+        2,
+    ),
+    ("-u", LazyPattern(r"(?<![\w-])-P\s+(['\"]?)([^\s'\"-][^\s'\"]{3,127})\1\s[^\n]{0,80}?\s-u\s+\S"), 2),
     # `-u NAME … -p X` (xcrun altool, many clients): not a port (`docker run -u 1000 -p 8080:80`)
     (
         "-p",
-        re.compile(
+        LazyPattern(
             r"(?<![\w-])-u\s+\S+[^\n]{0,120}?\s-p\s+(['\"]?)(?!\d+(?::\d+)*\1(?:\s|$))([^\s'\"-][^\s'\"]{3,127})\1"
         ),
         2,
@@ -992,7 +998,7 @@ _IN_PLACE = (
     # a signing tool's certificate password: `signtool sign /f x.pfx /p "X"`, `jarsigner -storepass X`
     (
         "sign",
-        re.compile(
+        LazyPattern(
             r"(?i)\b(?:signtool|pvk2pfx|certutil|makecert|osslsigncode|jarsigner|apksigner)\b[^\n]{0,200}?\s[/-]"
             r"(?:p|pi|po|pass|password|storepass|keypass)(?::|=|\s+)(['\"]?)([^\s'\"]{4,128})"
         ),
@@ -1001,7 +1007,7 @@ _IN_PLACE = (
     # an XML element named as a secret: `<string name="server_client_secret">X</string>`, `<entry key="password">`
     (
         "<",
-        re.compile(
+        LazyPattern(
             r"(?i)<(\w+)\b[^>\n]*?\b(?:name|key|id)\s*=\s*[\"'][^\"'\n]*?(?:secret|passw(?:or)?d|passphrase|token"
             r"|api_?key|apikey|private_?key|credential)(?![^\"'\n]*(?:hint|label|title|desc|prompt|placeholder|message))"
             r"[^\"'\n]*[\"'][^>\n]*>\s*([^<\s]{4,200})\s*</\1>"
@@ -1011,7 +1017,7 @@ _IN_PLACE = (
     # an address and its password, as sasl_passwd, a credentials list or a combo line has them: `NAME@HOST:X`
     (
         "@",
-        re.compile(
+        LazyPattern(
             r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}:(?!\d+(?:[\s'\"]|$))([^\s/:@'\"]{4,128})(?=[\s'\"]|$)"
         ),
         1,
@@ -1019,7 +1025,7 @@ _IN_PLACE = (
     # a share link with its extraction code: the link's id opens it too (`…/s/tbxAk7jqevt 提取码 avet`)
     (
         "://",
-        re.compile(
+        LazyPattern(
             r"https?://[^\s/]+/(?:[^\s?#]*/)?(?=[\w-]*[0-9A-Z])([A-Za-z0-9_-]{6,64})[ \t]*[,，;；]?[ \t]*"
             r"(?:提取码|提取碼|访问码|訪問碼|密码|密碼|pwd|password|access code)[ \t]*[:：]?[ \t]*[A-Za-z0-9]{4}"
         ),
@@ -1028,24 +1034,24 @@ _IN_PLACE = (
     # an Authorization header, whatever its scheme: `Authorization: GenieKey X`, `"authorization": "Basic X"`
     (
         "uthorization",
-        re.compile(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?(?:[A-Za-z][\w-]{1,20}\s+)?([^\s'\",;]{8,512})"),
+        LazyPattern(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?(?:[A-Za-z][\w-]{1,20}\s+)?([^\s'\",;]{8,512})"),
         1,
     ),
     (
         "-password",
-        re.compile(r"(?i)\bsecurity\s+add-(?:generic|internet)-password\b[^\n]*?\s-w\s+(['\"]?)([^\s'\"]{4,128})\1"),
+        LazyPattern(r"(?i)\bsecurity\s+add-(?:generic|internet)-password\b[^\n]*?\s-w\s+(['\"]?)([^\s'\"]{4,128})\1"),
         2,
     ),
-    ("storepasswd", re.compile(r"(?i)-storepasswd\s+(['\"]?)([^\s'\"]{4,128})\1"), 2),
-    ("http-basic", re.compile(r"(?i)\bhttp-basic\.\S+\s+\S+\s+(['\"]?)([^\s'\"]{4,128})\1"), 2),
+    ("storepasswd", LazyPattern(r"(?i)-storepasswd\s+(['\"]?)([^\s'\"]{4,128})\1"), 2),
+    ("http-basic", LazyPattern(r"(?i)\bhttp-basic\.\S+\s+\S+\s+(['\"]?)([^\s'\"]{4,128})\1"), 2),
     (
         "@",
-        re.compile(r"(?i)\b(?:sqlplus|disql|isql|obclient|rman|expdp|impdp|exp|imp)\s+\S*?\w/([^\s@/'\"]{4,128})@"),
+        LazyPattern(r"(?i)\b(?:sqlplus|disql|isql|obclient|rman|expdp|impdp|exp|imp)\s+\S*?\w/([^\s@/'\"]{4,128})@"),
         1,
     ),
-    ("cipher", re.compile(r"(?i)\bpassword\s+(?:irreversible-cipher|cipher|simple|encrypted)\s+(\S{6,128})"), 1),
+    ("cipher", LazyPattern(r"(?i)\bpassword\s+(?:irreversible-cipher|cipher|simple|encrypted)\s+(\S{6,128})"), 1),
 )
-_APP_PASSWORD = re.compile(r"(?<![\w-])[a-z]{4}-[a-z]{4}-[a-z]{4}-[a-z]{4}(?![\w-])")  # Apple's app-specific ones
+_APP_PASSWORD = LazyPattern(r"(?<![\w-])[a-z]{4}-[a-z]{4}-[a-z]{4}-[a-z]{4}(?![\w-])")  # Apple's app-specific ones
 
 
 def values_in_place(text: str) -> list[Span]:
@@ -1062,8 +1068,8 @@ CREDENTIAL_WORD = Screened(
     r"(?i)\b(?:pass(?:word|wd|code|phrase)s?|pwd|log\s*in|sign\s*in|wi-?fi|wlan|unlock|credentials?)\b"
     r"|密码|密碼|口令|登录|登陆|管理员|后台|解锁"
 )
-_TYPED_TOKEN = re.compile(r"(?<![\w@/.:=-])[^\s'\"`“”‘’「」『』，。；：、（）()\[\]<>|]{8,64}")
-_PARAGRAPH = re.compile(r"(?:[^\n]|\n(?![ \t]*\n))+")
+_TYPED_TOKEN = LazyPattern(r"(?<![\w@/.:=-])[^\s'\"`“”‘’「」『』，。；：、（）()\[\]<>|]{8,64}")
+_PARAGRAPH = LazyPattern(r"(?:[^\n]|\n(?![ \t]*\n))+")
 NEAR = 250  # how far from a credential word a typed value is taken for its value (a note's own paragraph)
 
 
@@ -1091,13 +1097,13 @@ def typed_near_words(text: str) -> list[Span]:
 
 # a password made as people make them, a word and digits (`letmein398`, `Guoqiang@1991`, `hplc@906`), said beside a
 # word of logging in on its line: a product and its number (`rtx4090`, `ubuntu2204`) is not said so
-_HUMAN_WORD = re.compile(
+_HUMAN_WORD = LazyPattern(
     r"(?i)\b(?:pass(?:word|wd|code)?s?|pwd|pw|log\s*in|logs?\s+(?:in(?:to)?|on)|logged\s+in(?:to)?|sign\s*in"
     r"|opens?\s+with|unlocks?(?:\s+with)?|capital\s+first|first\s+letter\s+capital)\b"
     r"|密码|密碼|口令|登录|登陆|開機|开机|解锁|管理页面|管理后台|前面大写|首字母大写"
     r"|(?:电脑|主机|笔记本|工作站|服务器|路由器|打印机|账号|帳號)(?:的)?(?:就)?是"
 )
-_HUMAN_PASSWORD = re.compile(
+_HUMAN_PASSWORD = LazyPattern(
     r"(?<![A-Za-z0-9_@#/.:=+-])([A-Za-z][a-z]{2,15}[@#!._*-]?\d{2,8}[!@#$%&*?]?)(?![A-Za-z0-9_@/-])"
 )
 _PRODUCT_WORDS = frozenset(
@@ -1131,19 +1137,19 @@ def human_passwords(text: str) -> list[Span]:
     return spans
 
 
-_LINE = re.compile(r"[^\n]+")
+_LINE = LazyPattern(r"[^\n]+")
 # a link that is the key itself: an invite's or a share's code (`testflight.apple.com/join/HPooWzU4`), or a link said
 # to let whoever holds it in ("Overleaf edit link (anyone holding it can edit): https://www.overleaf.com/72393…")
-_SHARE_PATH = re.compile(  # (a link written without its scheme too: `testflight.apple.com/join/y24XWCyk`)
+_SHARE_PATH = LazyPattern(  # (a link written without its scheme too: `testflight.apple.com/join/y24XWCyk`)
     r"(?:https?://)?(?<![\w.-])[\w-]+(?:\.[\w-]+)+/(?:[^\s?#]*/)?(?:join|invite|invites|share|shared|s|sh)/"
     r"([A-Za-z0-9_-]{6,64})(?![\w-])"
 )
-_LINK_SAID = re.compile(
+_LINK_SAID = LazyPattern(
     r"(?i)\b(?:edit(?:ing)?\s+link|invite\s+link|share\s+link|anyone\s+(?:with|holding|who\s+has)\s+(?:the|this|it)"
     r"|can\s+edit|edit\s+here|read-only\s+link|don'?t\s+(?:post|share)|not\s+public)\b"
     r"|邀请链接|分享链接|编辑链接|可编辑|别外传|不要外传|勿外传|别公开|不要公开"
 )
-_LINK_TAIL = re.compile(r"https?://[^\s/]+/(?:[^\s?#]*/)?([A-Za-z0-9_-]{12,64})(?=[\s)\]>\"'，。]|$)")
+_LINK_TAIL = LazyPattern(r"https?://[^\s/]+/(?:[^\s?#]*/)?([A-Za-z0-9_-]{12,64})(?=[\s)\]>\"'，。]|$)")
 
 
 def capability_links(text: str) -> list[Span]:
@@ -1157,9 +1163,9 @@ def capability_links(text: str) -> list[Span]:
     return spans
 
 
-_NAME_VERSION = re.compile(r"[A-Za-z][\w.-]*?[-_@ ]v?\d+(?:\.\d+)+[\w.+-]*")  # `Python-3.11.4`, `node@20.1.0`
-_EMAILISH = re.compile(r"\w@[\w-]+\.[A-Za-z]{2,}$")
-_PATH_LIKE = re.compile(r"[/\\]|%[0-9A-Fa-f]{2}|\.html?\b")  # a path, a link, a URL's encoded name
+_NAME_VERSION = LazyPattern(r"[A-Za-z][\w.-]*?[-_@ ]v?\d+(?:\.\d+)+[\w.+-]*")  # `Python-3.11.4`, `node@20.1.0`
+_EMAILISH = LazyPattern(r"\w@[\w-]+\.[A-Za-z]{2,}$")
+_PATH_LIKE = LazyPattern(r"[/\\]|%[0-9A-Fa-f]{2}|\.html?\b")  # a path, a link, a URL's encoded name
 
 
 def _near(words: list[int], at: int) -> bool:
@@ -1193,15 +1199,15 @@ def _symbol(c: str) -> bool:
 
 
 # a value said to be elsewhere in the note: "the LUKS passphrase is at the very bottom of this note", "密码写在最后"
-_POINTER = re.compile(
+_POINTER = LazyPattern(
     r"(?i)\b(?:is|are|'s)\s+(?:at\s+the\s+(?:very\s+)?(?:bottom|end)|(?:written\s+)?below)\b"
     r"|(?:写|放|记)?在(?:这条|本条|笔记|文)?(?:的)?(?:最后|末尾|最下面|最底下|文末)|见(?:文末|下方|最后)"
 )
 _LAST_LINE_LEAD = " \t→->•*:：=⟶⇒»"
 
 
-_NEXT_LINE = re.compile(r"(?i)(?:在|写在|见)下一?行|(?:on|in)\s+the\s+(?:next|following)\s+line|(?:is|are)\s+below:?$")
-_NEXT_VALUE = re.compile(r"[^\n]*\n(?:[ \t]*\n)*[ \t]*([^\s]{4,64})[ \t]*(?=\n|$)")
+_NEXT_LINE = LazyPattern(r"(?i)(?:在|写在|见)下一?行|(?:on|in)\s+the\s+(?:next|following)\s+line|(?:is|are)\s+below:?$")
+_NEXT_VALUE = LazyPattern(r"[^\n]*\n(?:[ \t]*\n)*[ \t]*([^\s]{4,64})[ \t]*(?=\n|$)")
 
 
 def pointed_value(text: str) -> list[Span]:
@@ -1222,9 +1228,11 @@ def pointed_value(text: str) -> list[Span]:
 
 
 # a value on a line of its own, then a line that points up at it: "X\n\n^ that one. … the bootstrap token", "↑ 这是密码"
-_POINTED_UP = re.compile(r"(?m)(?<!\S)([^\s]{8,128})\s*(?:\^|↑)(?=\s)|^[ \t]*([^\s]{8,128})[ \t]*\n\s*上面(?:那|这|的)")
+_POINTED_UP = LazyPattern(
+    r"(?m)(?<!\S)([^\s]{8,128})\s*(?:\^|↑)(?=\s)|^[ \t]*([^\s]{8,128})[ \t]*\n\s*上面(?:那|这|的)"
+)
 _POINTED_UP_READ = 240  # how far after the pointer a credential word names what it points at
-_POINTED_UP_NAMES = re.compile(
+_POINTED_UP_NAMES = LazyPattern(
     r"(?i)\b(?:tokens?|secrets?|keys?|api[ _-]?keys?|pass(?:word|phrase|code)s?|credentials?)\b"
     r"|密码|令牌|密钥|秘钥|口令"
 )
@@ -1268,9 +1276,9 @@ def login_arguments(text: str) -> list[Span]:
     return spans
 
 
-_PINNED = re.compile(r"[\w.-]+@v?\d[\w.+-]*")  # a package at its version: `pkg:pypi/requests@2.32.3`
+_PINNED = LazyPattern(r"[\w.-]+@v?\d[\w.+-]*")  # a package at its version: `pkg:pypi/requests@2.32.3`
 # `用友 T+：manager/pkNuHYAWW+8`: an account and its password joined by a slash after a system's name and a colon
-_TIGHT_PAIR = re.compile(r"[:：][ \t]*[A-Za-z][\w.@+-]{1,39}/([^\s/，。；;,)）]{6,64})(?=[\s，。；;,)）]|$)")
+_TIGHT_PAIR = LazyPattern(r"[:：][ \t]*[A-Za-z][\w.@+-]{1,39}/([^\s/，。；;,)）]{6,64})(?=[\s，。；;,)）]|$)")
 
 
 def slash_pairs(text: str) -> list[Span]:
@@ -1302,11 +1310,11 @@ _ACCESS = Screened(
     rf"|buzzer|lock|deadbolt)\b|(?<![\w-])safe\b(?!\s+to\b)|{_ACCESS_ZH}",
     rf"(?i)door|gate|garage|lock|keypad|key\W?box|key\W?safe|alarm|combo|combination|intercom|buzzer|safe|{_ACCESS_ZH}",
 )
-_SENTENCE = re.compile(r"[^\n.!?。！？]+")
-_ACCESS_NUMBER = re.compile(
+_SENTENCE = LazyPattern(r"[^\n.!?。！？]+")
+_ACCESS_NUMBER = LazyPattern(
     r"(?<![\w.:$¥€£/-])[#*]?\d{4,10}[#*]?(?![\w.:/%-]|\s*(?:digits?|chars?|characters?|位|次|天|days?|years?|元|块|ms|px))"
 )
-_DIALS = re.compile(
+_DIALS = LazyPattern(
     r"(?i)(?:(?:left|right|(?<![A-Za-z])[LR]|cw|ccw|左转?|右转?|顺时针|逆时针)\s*(?:to\s*)?\d{1,3}(?:\s*(?:圈|次|times|x))?"
     r"[,，、;\s–—-]*){2,}"
     r"|(?<![\d-])\d{1,2}-\d{1,2}-\d{1,2}(?![\d-])|(?<![\d.,])\d(?: \d){3,9}(?![\d.,])"
@@ -1338,9 +1346,9 @@ def _wifi_end(text: str, start: int) -> int:
     return min(end, len(text))
 
 
-_SEPARATOR_ROW = re.compile(r"\|?(?:\s*:?-{2,}:?\s*\|)+\s*(?::?-{2,}:?)?\s*")
-_INLINE_SEPARATOR = re.compile(r"\|\s*:?-{2,}:?\s*\|")
-_ROW_BREAK = re.compile(r"(?<=\|) (?=\|)")  # "| a | b | | --- |": a table whose line breaks became spaces
+_SEPARATOR_ROW = LazyPattern(r"\|?(?:\s*:?-{2,}:?\s*\|)+\s*(?::?-{2,}:?)?\s*")
+_INLINE_SEPARATOR = LazyPattern(r"\|\s*:?-{2,}:?\s*\|")
+_ROW_BREAK = LazyPattern(r"(?<=\|) (?=\|)")  # "| a | b | | --- |": a table whose line breaks became spaces
 
 
 def table_values(text: str) -> list[Span]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from memwiki.screen import Screened
+from memwiki.screen import LazyPattern, Screened
 from memwiki.site.detect.context import CREDENTIAL_WORD, ContextDetector
 from memwiki.site.detect.hosts import HostDetector
 from memwiki.site.detect.personal import PersonalDetector
@@ -19,21 +19,21 @@ from memwiki.site.detect.shapes import ShapeDetector, wrapped_end, wrapped_start
 from memwiki.site.detect.spans import Span, disjoint
 from memwiki.site.detect.values import is_value, made_code
 
-_FULL_WIDTH = re.compile("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uff20\uff0e]")  # full-width digits, letters, ＠．
+_FULL_WIDTH = LazyPattern("[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uff20\uff0e]")  # full-width digits, letters, ＠．
 _TO_ASCII = {
     code: code - 0xFEE0
     for code in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B), 0xFF20, 0xFF0E, 0xFF0D, 0xFF3F]
 }  # (and ＠．－＿; brackets and colons stay full-width: they end a value)
 _ZH_DIGITS = str.maketrans("〇零一幺二两三四五六七八九叉", "0011223456789X")  # (幺, 两: 1, 2 read out; 叉: an id's X)
-_UPPER = re.compile("[A-Z]")
-_LOWER = re.compile("[a-z]")
-_SPOKEN_DIGITS = re.compile("[〇零一幺二两三四五六七八九]{4,}")
-_SPACED_CJK = re.compile("[\u4e00-\u9fff] [\u4e00-\u9fff] [\u4e00-\u9fff]")
-_SPACED_RUN = re.compile("[\u4e00-\u9fff](?: [\u4e00-\u9fff])+")
+_UPPER = LazyPattern("[A-Z]")
+_LOWER = LazyPattern("[a-z]")
+_SPOKEN_DIGITS = LazyPattern("[〇零一幺二两三四五六七八九]{4,}")
+_SPACED_CJK = LazyPattern("[\u4e00-\u9fff] [\u4e00-\u9fff] [\u4e00-\u9fff]")
+_SPACED_RUN = LazyPattern("[\u4e00-\u9fff](?: [\u4e00-\u9fff])+")
 _LINES_APART = 8  # a text of fewer lines is read whole in each view
 CONTACT_KINDS = frozenset(PersonalDetector.kinds + HostDetector.kinds)
 _ALWAYS = CONTACT_KINDS | {"private key"}  # never a placeholder (a key's bytes `[134, 207, …]` look like `[x]`)
-_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_+/=~$-]")
+_TOKEN_CHAR = LazyPattern(r"[A-Za-z0-9_+/=~$-]")
 _WHOLE_TOKEN_KINDS = frozenset({"token", "api key"}) | frozenset(
     k
     for k in (
@@ -196,7 +196,7 @@ _SAID_RUN = Screened(  # (screened by the run without its look-arounds, which RE
     rf"(?<![0-9A-Za-z])(?:{_SAID_TOKEN})(?:[ \t、，,]+(?:{_SAID_TOKEN})){{3,}}",
     rf"(?:{_SAID_TOKEN_READ})(?:[ \t、，,]+(?:{_SAID_TOKEN_READ})){{3}}",
 )
-_SAID_PART = re.compile(rf"{_SAID_TOKEN}")
+_SAID_PART = LazyPattern(rf"{_SAID_TOKEN}")
 
 
 def _dictated(text: str) -> tuple[str, list[tuple[int, int]]] | None:
@@ -246,7 +246,7 @@ def _over_runs(span: Span, runs: list[tuple[int, int]]) -> Span:
     return span
 
 
-_TOKEN_HEAD = re.compile(r"(?<![\w-])([A-Za-z0-9_-]{6,64}):$")
+_TOKEN_HEAD = LazyPattern(r"(?<![\w-])([A-Za-z0-9_-]{6,64}):$")
 
 
 def _whole(text: str, span: Span) -> Span:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 
+from memwiki.screen import LazyPattern
 from memwiki.site.detect.spans import Rule, RuleSet, Span, has_digit
 
 _V4 = (
@@ -47,17 +48,17 @@ _FILE_ENDINGS = frozenset(
     sqlite3 css scss map env example sample bak tmp swp pem crt key pub rs go java kt c h cpp hpp cs rb php lua pl
     sql proto graphql vue svelte wasm jar war plist mod sum""".split()
 )
-_HOST = re.compile(
+_HOST = LazyPattern(
     r"(?i)(?<![A-Za-z0-9_.-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,62}(?![A-Za-z0-9_-]|\.[A-Za-z0-9])"
 )
-_HOST_BEFORE = re.compile(
+_HOST_BEFORE = LazyPattern(
     r"(?i)(?:://|@|\b(?:ssh|ping|host|hostname|server|curl|wget|nc|telnet|rsync|scp|mount|dig|nslookup|connect|at)"
     r"\s+(?:-\S+\s+)*|(?:主机|服务器|地址|域名|内网)\s*[:：是为]?\s*|host(?:name)?\s*:\s*)$"
 )
-_INTERNAL_SAID = re.compile(
+_INTERNAL_SAID = LazyPattern(
     r"(?i)\bvpn\b|内网|內網|\bintranet\b|internal[ -]only|office\s+network|公司网络|堡垒机|跳板机|corporate\s+network"
 )
-_HOST_AFTER = re.compile(r":\d{2,5}(?!\d)")
+_HOST_AFTER = LazyPattern(r":\d{2,5}(?!\d)")
 
 
 @functools.cache
@@ -106,7 +107,7 @@ def _with_path(text: str, m: re.Match[str]) -> tuple[int, int]:
     return m.span()
 
 
-_URL_REST = re.compile(r"(?::\d{1,5})?[/?#][^\s<>\"'`)\]，。）】]*")
+_URL_REST = LazyPattern(r"(?::\d{1,5})?[/?#][^\s<>\"'`)\]，。）】]*")
 
 
 def _router_default(text: str, span: Span) -> bool:

@@ -24,7 +24,7 @@ from stdnum.cn import ric, uscc
 from stdnum.iso7064 import mod_11_2, mod_97_10
 from stdnum.us import ssn
 
-from memwiki.screen import Present, Screened, re2_safe
+from memwiki.screen import LazyPattern, Present, Screened, re2_safe
 from memwiki.site.detect.spans import NOT_A_LABEL, Span, digit_count, has_cjk, has_digit
 from memwiki.site.detect.values import documented_example, value_span
 
@@ -35,14 +35,14 @@ _PHONE_CANDIDATE = Screened(  # (a CJK character beside a number is no part of i
     r"(?<![A-Za-z0-9_.+/-])(?:\+|\(\d)?\d[\d \t().-]{6,18}\d(?![A-Za-z0-9_.]\d|[A-Za-z0-9_])",
     rf"{_D}[{_D} \t().-]{{6,18}}{_D}",
 )
-_DATE_OR_VERSION = re.compile(  # (and a compact time stamp, as hermes names its sessions: 20261130_030058)
+_DATE_OR_VERSION = LazyPattern(  # (and a compact time stamp, as hermes names its sessions: 20261130_030058)
     r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|^\d+(?:\.\d+){1,3}$|\d{1,2}:\d{2}"
     r"|^(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])[ _T-]?(?:[01]\d|2[0-3])[0-5]\d(?:[0-5]\d)?$"
 )
-_DOTTED_PHONE = re.compile(r"^(?:\d{3}\.\d{3}\.\d{4}|1[3-9]\d\.\d{4}\.\d{4})$")  # 408.313.6571, 180.7836.1631
-_BARE_PHONE = re.compile(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
-_CN_MOBILE = re.compile(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]\d{4}){2}$")  # written 3-4-4 (bare: see _said_phone)
-_PHONE_WORDS = re.compile(r"(?i)电话|手机|手机号|联系|致电|打给|tel\b|phone|mobile|cell|call\b|whatsapp|微信")
+_DOTTED_PHONE = LazyPattern(r"^(?:\d{3}\.\d{3}\.\d{4}|1[3-9]\d\.\d{4}\.\d{4})$")  # 408.313.6571, 180.7836.1631
+_BARE_PHONE = LazyPattern(r"^(?:1[3-9]\d{9}|0\d{9,10}|1\d{10})$")  # a run with no separator: CN mobile, trunk 0, US 1
+_CN_MOBILE = LazyPattern(r"^(?:\+?86[ -]?)?1[3-9]\d(?:[ -]\d{4}){2}$")  # written 3-4-4 (bare: see _said_phone)
+_PHONE_WORDS = LazyPattern(r"(?i)电话|手机|手机号|联系|致电|打给|tel\b|phone|mobile|cell|call\b|whatsapp|微信")
 _PROVINCES = "京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼使领"
 _PLATE = Screened(  # a Chinese plate (province, letter, five or six): 苏B·FCM0Z; a UK one needs its word
     rf"(?i)(?<![\u4e00-\u9fff])[{_PROVINCES}][A-Z][·•.\s-]?[A-HJ-NP-Z0-9]{{5,6}}(?![A-Za-z0-9])",
@@ -58,7 +58,7 @@ _VEHICLE = Screened(
 _CAR = Screened(
     r"(?i)\b(?:car|cars|auto|vehicle|plate|kennzeichen|nummernschild|wagen|motorbike|van|rental|toll|maut)\b|车牌"
 )
-_PLATE_DE = re.compile(r"(?<![\w-])[A-ZÄÖÜ]{1,3}-[A-Z]{1,2}\s?\d{1,4}[EH]?(?![\w-])")  # K-KS 1314, said of a car
+_PLATE_DE = LazyPattern(r"(?<![\w-])[A-ZÄÖÜ]{1,3}-[A-Z]{1,2}\s?\d{1,4}[EH]?(?![\w-])")  # K-KS 1314, said of a car
 _NINO = Screened(
     r"(?<![A-Za-z0-9])[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])",
     rf"[A-CEGHJ-PR-TW-Z]{{2}} ?{_D}{{2}} ?{_D}{{2}} ?{_D}{{2}} ?[A-D]",
@@ -67,7 +67,7 @@ _IBAN = Screened(  # (lower-cased too)
     r"(?i)(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])",
     rf"(?i)[A-Z]{{2}}{_D}{{2}}(?: ?[A-Z0-9]){{11}}",
 )
-_IBAN_WORD = re.compile(r"(?i)\biban\b")
+_IBAN_WORD = LazyPattern(r"(?i)\biban\b")
 _CARD = Screened(r"(?<![\d.])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d]|\.\d)", rf"[2-6]{_D}{{3}}(?:[ -]?{_D}){{9}}")
 _RIC = Screened(
     r"(?<![\d])[1-9]\d{5}[ -]?(?:19|20)\d{2}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx](?![\dA-Za-z])"
@@ -78,17 +78,17 @@ _RIC = Screened(
 _ORCID = Screened(r"(?<![\w-])\d{4}-\d{4}-\d{4}-\d{3}[\dX](?![\w-])", rf"{_D}{{4}}-{_D}{{4}}-{_D}{{4}}-{_D}{{3}}")
 _USCC = Screened(r"(?<![\w-])[0-9A-HJ-NPQRTUWXY]{2}\d{6}[0-9A-HJ-NPQRTUWXY]{10}(?![\w-])", rf"{_D}{{6}}[0-9A-Z]{{10}}")
 _SSN = Screened(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])", rf"{_D}{{3}}-{_D}{{2}}-{_D}{{4}}")
-_EMAIL = re.compile(r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+[@＠](?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
+_EMAIL = LazyPattern(r"(?<![A-Za-z0-9.%+-])[A-Za-z0-9._%+-]+[@＠](?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
 _HASH_EMAIL = Screened(
     r"(?<![\w.+-])[A-Za-z0-9._%+-]{2,64}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)(?![\w-])",
     r"[A-Za-z0-9._%+-]{2}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)",
 )
-_ODD_DOT = re.compile("[·。．]")  # `name@host·com`: a dot no address holds
-_MAC = re.compile(r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![\w:-])")
+_ODD_DOT = LazyPattern("[·。．]")  # `name@host·com`: a dot no address holds
+_MAC = LazyPattern(r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![\w:-])")
 _AT_WORD = Screened(r"[\[({<（【]\s*(?:at|@|dot|\.)\s*[\])}>）】]|\sat\s|艾特")
 _AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特|@)\s*"
 _DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s|点|[·。．])\s*"
-_EMAIL_OBFUSCATED = re.compile(
+_EMAIL_OBFUSCATED = LazyPattern(
     rf"(?i)(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{{2,64}}{_AT}[A-Za-z0-9-]{{2,63}}(?:(?:{_DOT}|\.)[A-Za-z0-9-]{{2,24}})*"
     rf"(?:{_DOT}|\.)(?:com|net|org|edu|gov|info|biz|io|me|co|app|dev|mail|[a-z]{{2}})(?![A-Za-z0-9-])"
 )
@@ -140,24 +140,24 @@ _ID_SEP = (  # "NI number (for the payroll form): X"; `_` where a graph's predic
 )
 _ID_LEAD = {
     # (a word that ends in Chinese may have its value right after it: `社保卡卡号U51371290`)
-    kind: re.compile(rf"(?i)(?<![A-Za-z])(?:{words})(?:(?<=[^\x00-\x7f])|(?![A-Za-z])){_ID_SEP}" + NOT_A_LABEL)
+    kind: LazyPattern(rf"(?i)(?<![A-Za-z])(?:{words})(?:(?<=[^\x00-\x7f])|(?![A-Za-z])){_ID_SEP}" + NOT_A_LABEL)
     for kind, words in _ID_WORDS.items()
 }
 _ID_PRESENT = Present(rf"(?i)(?:^|[^A-Za-z])(?:{words})(?:[^A-Za-z]|$)" for words in _ID_WORDS.values())
 # what an address holds: a Chinese place word, or a number beside a word (`12 Oak Street`); not an IP range
-_PLACE = re.compile(r"[省市区區县縣镇鎮乡鄉村路街巷号號楼樓栋棟室弄道苑园園座]|\d+\s*[A-Za-z]{3,}|[A-Za-z]{3,}\s*\d+")
+_PLACE = LazyPattern(r"[省市区區县縣镇鎮乡鄉村路街巷号號楼樓栋棟室弄道苑园園座]|\d+\s*[A-Za-z]{3,}|[A-Za-z]{3,}\s*\d+")
 _ID_VALUE = {
-    "passport": re.compile(r"[A-Za-z]{0,2}\d{6,9}|[A-Za-z0-9]{6,9}"),
-    "wechat": re.compile(r"@?[A-Za-z][-_A-Za-z0-9]{5,19}|1[3-9]\d{9}"),
-    "qq": re.compile(r"[1-9]\d{4,10}"),
-    "messenger": re.compile(
+    "passport": LazyPattern(r"[A-Za-z]{0,2}\d{6,9}|[A-Za-z0-9]{6,9}"),
+    "wechat": LazyPattern(r"@?[A-Za-z][-_A-Za-z0-9]{5,19}|1[3-9]\d{9}"),
+    "qq": LazyPattern(r"[1-9]\d{4,10}"),
+    "messenger": LazyPattern(
         r"(?:t\.me/|@)[A-Za-z][A-Za-z0-9_.]{3,31}|live:[.\w-]{4,40}|\+?\d[\d -]{6,16}\d|[A-Za-z0-9][A-Za-z0-9_.]{4,31}"
     ),
-    "id number": re.compile(r"[A-Za-z0-9][A-Za-z0-9 .-]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
-    "account number": re.compile(r"\d[\d -]{4,30}\d(?![\d-])"),
-    "booking reference": re.compile(r"[A-Z0-9]{6}(?![A-Za-z0-9])"),
-    "account name": re.compile(r"[A-Za-z][A-Za-z0-9_.-]{3,31}(?![\w@.-])"),
-    "licence plate": re.compile(r"(?i)[A-Z0-9\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,8}(?![A-Za-z0-9])"),
+    "id number": LazyPattern(r"[A-Za-z0-9][A-Za-z0-9 .-]{4,24}[A-Za-z0-9](?:\([0-9A]\))?(?![A-Za-z0-9])"),
+    "account number": LazyPattern(r"\d[\d -]{4,30}\d(?![\d-])"),
+    "booking reference": LazyPattern(r"[A-Z0-9]{6}(?![A-Za-z0-9])"),
+    "account name": LazyPattern(r"[A-Za-z][A-Za-z0-9_.-]{3,31}(?![\w@.-])"),
+    "licence plate": LazyPattern(r"(?i)[A-Z0-9\u4e00-\u9fff]{1,3}[A-Z0-9]{0,3}[·•.\s-]?[A-Z0-9]{3,8}(?![A-Za-z0-9])"),
 }
 _STREET = (
     r"Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Grove|Drive|Dr|Court|Ct|Way|Place|Pl|Close|Crescent|Terrace|Boulevard"
@@ -170,11 +170,11 @@ _ADDRESS_EN = Screened(
 )
 # what is written around a street address: its room, building and floor before it (`Room 2503, Building 9, No.`,
 # `10/F,`), a postcode after its city (`Hangzhou 310096`)
-_ADDRESS_HEAD = re.compile(
+_ADDRESS_HEAD = LazyPattern(
     r"(?i)(?:(?:room|rm\.?|flat|unit|apt\.?|apartment|suite|building|bldg\.?|block|blk\.?|tower|floor|no\.)\s*[\w-]{0,6}"
     r"\s*,?\s*|\d{1,3}/f\s*,?\s*)+$"
 )
-_ADDRESS_TAIL = re.compile(r"\s*,?\s*\d{5,6}(?!\d)")
+_ADDRESS_TAIL = LazyPattern(r"\s*,?\s*\d{5,6}(?!\d)")
 
 
 def _whole_address(text: str, start: int, end: int) -> Span:
@@ -200,10 +200,10 @@ _ADDRESS_LOWER = Screened(  # lower-cased by a graph's predicate: a street, then
 _ADDRESS_DE = Screened(
     r"\b[A-ZÄÖÜ][a-zäöüß]+(?:str\.|straße|strasse|weg|gasse|platz|allee|ring)\s+\d{1,4}[a-z]?(?:,\s*\d{5}\s+[A-ZÄÖÜ][\wäöüß-]+)?"
 )
-_ADDRESS_ZH_STREET = re.compile(  # a street, its number and a flat, without the district (a form's own field)
+_ADDRESS_ZH_STREET = LazyPattern(  # a street, its number and a flat, without the district (a form's own field)
     r"[\u4e00-\u9fff]{1,8}(?:路|街|大道|巷|弄|胡同)[0-9]+号(?:[0-9A-Za-z-]{1,6}(?:栋|幢|号楼|单元|室|楼|层))+[0-9]{0,5}"
 )
-_ADDRESS_ZH = re.compile(
+_ADDRESS_ZH = LazyPattern(
     r"(?:[\u4e00-\u9fff]{2,6}(?:省|自治区|市)){0,2}[\u4e00-\u9fff]{1,8}(?:区|县|市|镇)[\u4e00-\u9fff0-9]{1,20}"
     r"(?:路|街|道|巷|弄|大道|胡同|里)[0-9一二三四五六七八九十]+号(?:[\u4e00-\u9fff0-9A-Za-z-]{0,30}(?:栋|幢|号楼|单元|室|楼|层))*"
 )
@@ -221,15 +221,15 @@ _BIRTH = Screened(  # a date said to be someone's birth: "born 25 September 1975
     # a child named with a date beside: "小儿子陈语嫣（2021.2.25）", "our daughter Mia (born 3/4/2019)"
     rf"|(?:儿子|兒子|女儿|女兒|孩子|宝宝|寶寶|闺女|閨女|\b(?:son|daughter|kid|baby))[^\n，。,.;；:：]{{0,12}}?[（(]\s*({_DATE})\s*[)）]"
 )
-_NUMBERED_THING = re.compile(r"(?:\b(?:GB(?:/T)?|ISO|IEC|RFC|DIN|EN|ERROR|Error|error|errno)|错误|标准)\s*$")
-_MRZ = re.compile(r"(?<![A-Z0-9<])[A-Z0-9<]{28,44}(?![A-Z0-9<])")  # a passport's machine-readable lines
-_COORDINATES = re.compile(r"(?<![\d.])-?\d{1,2}\.\d{4,},\s*-?\d{1,3}\.\d{4,}(?![\d.])")  # to about 10 m: a place
-_JP_ADDRESS = re.compile(r"〒\s?\d{3}-?\d{4}[^\n，。;；]{0,60}")  # a Japanese postcode, the address after it
-_PROPERTY_CERT = re.compile(  # 沪（2021）徐字不动产权第2624361号: a deed's number names its owner's home
+_NUMBERED_THING = LazyPattern(r"(?:\b(?:GB(?:/T)?|ISO|IEC|RFC|DIN|EN|ERROR|Error|error|errno)|错误|标准)\s*$")
+_MRZ = LazyPattern(r"(?<![A-Z0-9<])[A-Z0-9<]{28,44}(?![A-Z0-9<])")  # a passport's machine-readable lines
+_COORDINATES = LazyPattern(r"(?<![\d.])-?\d{1,2}\.\d{4,},\s*-?\d{1,3}\.\d{4,}(?![\d.])")  # to about 10 m: a place
+_JP_ADDRESS = LazyPattern(r"〒\s?\d{3}-?\d{4}[^\n，。;；]{0,60}")  # a Japanese postcode, the address after it
+_PROPERTY_CERT = LazyPattern(  # 沪（2021）徐字不动产权第2624361号: a deed's number names its owner's home
     r"[\u4e00-\u9fff][（(]\d{4}[)）][\u4e00-\u9fff]{0,8}(?:不动产权|房权证|房地证)[\u4e00-\u9fff]{0,4}第\s*\d{4,}\s*号"
 )
-_WXID = re.compile(r"(?<![A-Za-z0-9])wxid_[a-z0-9]{8,}")
-_SEED_SEP = re.compile(r"[\s,，、;]+(?:\d{1,2}[.):]\s*)?")
+_WXID = LazyPattern(r"(?<![A-Za-z0-9])wxid_[a-z0-9]{8,}")
+_SEED_SEP = LazyPattern(r"[\s,，、;]+(?:\d{1,2}[.):]\s*)?")
 
 
 @functools.cache
@@ -242,8 +242,8 @@ def _wordlist(language: str) -> frozenset[str]:
     return frozenset(_mnemonic(language).wordlist)
 
 
-_BANK = re.compile(r"(?i)银行|銀行|支行|分行|开户行|開戶行|信用社|农商行|\bbank\b|\bbanque\b|\bsparkasse\b")
-_ACCOUNT_DIGITS = re.compile(r"(?<![\d.,:/-])\d{4}(?: ?\d){8,26}(?![\d.,:/-])")  # 12 to 30 digits, in groups or not
+_BANK = LazyPattern(r"(?i)银行|銀行|支行|分行|开户行|開戶行|信用社|农商行|\bbank\b|\bbanque\b|\bsparkasse\b")
+_ACCOUNT_DIGITS = LazyPattern(r"(?<![\d.,:/-])\d{4}(?: ?\d){8,26}(?![\d.,:/-])")  # 12 to 30 digits, in groups or not
 
 
 def _banked(text: str, m: re.Match[str]) -> bool:
@@ -253,7 +253,7 @@ def _banked(text: str, m: re.Match[str]) -> bool:
     return _BANK.search(text[start : len(text) if end < 0 else end]) is not None
 
 
-_PAYMENT_LINK = re.compile(
+_PAYMENT_LINK = LazyPattern(
     r"(?i)(?:https?://)?(?:qr\.alipay\.com|(?:www\.)?paypal\.me|venmo\.com/u|cash\.app)/[\w$.-]{3,}|wxp://[\w-]{8,}"
 )
 # health: a diagnosis said as one (`确诊X`, `diagnosed with X`, `Name: X (diagnosed in 2024)`), a lab result with its
@@ -263,21 +263,21 @@ _HEALTH = Screened(  # (a medicine is screened by its dose: `吃`, `taking` alon
     r"|糖化血红蛋白|血糖|血压|血壓|尿酸|胆固醇|甘油三酯|低密度脂蛋白|肌酐|转氨酶|hba1c|ldl|blood\s+(?:pressure|sugar|glucose)"
     r"|\bon\s+[a-z-]{4,20}\s+for\b|阳性|陽性|术后|術後|化疗|化療|放疗|放療|透析|positive\s+for|\bstage\s+(?:[0-4]|i{1,3}v?|iv)\b"
 )
-_DIAGNOSIS_ZH = re.compile(  # (not `确诊病例`: a count of cases)
+_DIAGNOSIS_ZH = LazyPattern(  # (not `确诊病例`: a count of cases)
     r"(?:确诊|確診|诊断(?:为|是|出了?)|診斷(?:為|是|出)|患有)(?:为|為|是|了)?\s*(?!病例|人数|人數|数|數|率)"
     r"([^，。,;；！!？?\n（(：:]{2,20})"
 )
-_DIAGNOSIS_EN = re.compile(
+_DIAGNOSIS_EN = LazyPattern(
     r"(?i)\bdiagnosed\s+with\s+([a-z0-9][^.,;:()\n]{2,50}?)(?=\s+(?:in|on|last|this)\b|[.,;()\n]|$)"
 )
-_POSITIVE_EN = re.compile(
+_POSITIVE_EN = LazyPattern(
     r"(?i)\btested\s+positive\s+for\s+([a-z0-9][^.,;:()\n]{1,40}?)(?=\s+(?:in|on|last|this)\b|[.,;()\n]|$)"
 )
-_STAGED = re.compile(
+_STAGED = LazyPattern(
     r"(?i)\b(stage\s+(?:[0-4]|i{1,3}v?|iv)[abc]?\s+[a-z][a-z -]{2,30}?)(?=[.,;()\n]|\s+(?:and|but)\b|$)"
 )
 # a condition said by its test or its treatment: `HIV 阳性`, `乳腺癌术后`, `在做第三期化疗`
-_CONDITION_ZH = re.compile(
+_CONDITION_ZH = LazyPattern(
     r"((?:[A-Za-z0-9]{2,10}|[\u4e00-\u9fff]{2,6})\s*(?:阳性|陽性)(?![率数數])|[\u4e00-\u9fff]{2,8}(?:术后|術後)"
     r"|(?:在做|在打|在服|在吃)?[^，。,;；\n]{0,8}?(?:化疗|化療|放疗|放療|透析))"
 )
@@ -285,27 +285,27 @@ _CONDITIONS_EN = (
     r"disorder|disease|syndrome|cancer|diabetes|depression|anxiety|adhd|epilepsy|asthma|hypertension|infection"
     r"|hepatitis\s*[a-e]?|hiv|aids|arthritis|migraines?|schizophrenia|dementia|leukemia|lymphoma|tumou?r"
 )
-_TREATED_FOR = re.compile(  # "is on lithium for bipolar disorder"
+_TREATED_FOR = LazyPattern(  # "is on lithium for bipolar disorder"
     rf"(?i)\b(?:is|was|been|still)\s+on\s+([a-z][a-z-]{{3,20}}\s+for\s+[a-z][a-z' -]{{0,30}}?(?:{_CONDITIONS_EN}))\b"
 )
-_CONDITION_NAMED = re.compile(  # "Grace Wu: type 2 diabetes (diagnosed in 2024)", "…: X, started medication …"
+_CONDITION_NAMED = LazyPattern(  # "Grace Wu: type 2 diabetes (diagnosed in 2024)", "…: X, started medication …"
     r"(?i)(?<=:\s)([^:\n(),;]{3,60}?)"
     r"(?=\s*\((?:diagnosed|dx)\s+(?:in|on|at|\d)|,\s*(?:started|on|taking)\s+(?:medication|treatment)\b)"
 )
-_DOSE = re.compile(
+_DOSE = LazyPattern(
     r"(?i)(?:\b(?:medication|prescribed|taking)|服用|吃)\s*([a-z\u4e00-\u9fff]{3,20}\s*\d+(?:\.\d+)?\s*(?:mg|mcg|µg|ml|iu|毫克))"
 )
-_LAB = re.compile(
+_LAB = LazyPattern(
     r"(?i)(?:糖化血红蛋白|空腹血糖|餐后血糖|血糖|血压|血壓|尿酸|总胆固醇|胆固醇|甘油三酯|低密度脂蛋白|肌酐|转氨酶"
     r"|(?<![a-z])(?:hba1c|ldl-?c?|blood\s+(?:pressure|sugar|glucose)))"
     r"\s*(?:是|为|[:：=])?\s*\d+(?:\.\d+)?(?:\s*/\s*\d+)?(?:\s*(?:%|mmol/l|mg/dl|mmhg))?"
 )
 
 
-_SUBJECT = re.compile(  # who it is said of, right before: "Ava Brennan was ", "Grandad has "
+_SUBJECT = LazyPattern(  # who it is said of, right before: "Ava Brennan was ", "Grandad has "
     r"(?<![\w'])[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2}\s+(?:(?:was|is|has|had|got|just|recently|still|been)\s+){0,3}$"
 )
-_SUBJECT_LOWER = re.compile(_SUBJECT.pattern.replace("[A-Z][a-z]", "[a-z][a-z]"))  # (a store lower-cased the text)
+_SUBJECT_LOWER = LazyPattern(_SUBJECT.pattern.replace("[A-Z][a-z]", "[a-z][a-z]"))  # (a store lower-cased the text)
 
 
 def _health(text: str) -> list[Span]:
@@ -323,15 +323,15 @@ def _health(text: str) -> list[Span]:
     ]
 
 
-_BIRTH_HEADER = re.compile(r"(?i)\|[^|\n]*(?:生日|出生|birthday|date\s+of\s+birth|\bdob\b|\bborn\b)")
-_TABLE_DATE = re.compile(r"\d{4}[-./年]\d{1,2}[-./月]\d{1,2}日?|\d{1,2}[-./]\d{1,2}[-./]\d{4}")
+_BIRTH_HEADER = LazyPattern(r"(?i)\|[^|\n]*(?:生日|出生|birthday|date\s+of\s+birth|\bdob\b|\bborn\b)")
+_TABLE_DATE = LazyPattern(r"\d{4}[-./年]\d{1,2}[-./月]\d{1,2}日?|\d{1,2}[-./]\d{1,2}[-./]\d{4}")
 
 
-_ID_HEADER = re.compile(
+_ID_HEADER = LazyPattern(
     r"(?i)\|[^|\n]*(?:学号|學號|工号|工號|身份证|身份證|证件号|證件號|护照|護照|社保|医保|student\s*(?:id|no)|employee\s*(?:id|no)"
     r"|\bssn\b|passport|\bid\s*(?:no\.?|number|#))"
 )
-_TABLE_ID = re.compile(r"(?<![\w-])(?=(?:[A-Za-z-]*\d){5})[A-Za-z0-9][A-Za-z0-9-]{4,24}(?![\w-])")
+_TABLE_ID = LazyPattern(r"(?<![\w-])(?=(?:[A-Za-z-]*\d){5})[A-Za-z0-9][A-Za-z0-9-]{4,24}(?![\w-])")
 
 
 def _table_column(text: str, header: re.Pattern[str], value: re.Pattern[str], kind: str, rank: int) -> list[Span]:
@@ -501,7 +501,7 @@ class PersonalDetector:
 
 
 _PASSPORT = list(_ID_LEAD).index("passport")  # (its place among the kinds `_ID_PRESENT` tells)
-_PASSPORT_SHAPE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{7,8}(?![A-Za-z0-9])")  # `E29141777`, `EA1234567`
+_PASSPORT_SHAPE = LazyPattern(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{7,8}(?![A-Za-z0-9])")  # `E29141777`, `EA1234567`
 PASSPORT_NEAR = 200  # a passport's number in the lines after the word (a list: "Name: E29141777")
 
 
@@ -537,7 +537,7 @@ def _places_and_papers(text: str) -> list[Span]:
     return spans
 
 
-_BARE_CN_MOBILE = re.compile(r"^1[3-9]\d{9}$")
+_BARE_CN_MOBILE = LazyPattern(r"^1[3-9]\d{9}$")
 
 
 def _said_phone(text: str, at: int) -> bool:
@@ -625,7 +625,7 @@ def _scm_remote(text: str, m: re.Match[str]) -> bool:
 
 
 # NANP reserves 555-0100 to 555-0199 for films and documentation
-_FICTIONAL_PHONE = re.compile(r"^(?:\+?1)?(?:\(?\d{3}\)?)?555(01\d\d)$")
+_FICTIONAL_PHONE = LazyPattern(r"^(?:\+?1)?(?:\(?\d{3}\)?)?555(01\d\d)$")
 
 
 def _is_phone(candidate: str) -> bool:
@@ -664,7 +664,7 @@ def _is_phone(candidate: str) -> bool:
 
 
 _SEED_WORDS = Screened(r"(?i)助记词|助記詞|种子|種子|seed|mnemonic|钱包|錢包|wallet|私钥|恢复短语")
-_ZH_RUN = re.compile(r"(?<![\u4e00-\u9fff])[\u4e00-\u9fff]{12,24}(?![\u4e00-\u9fff])")
+_ZH_RUN = LazyPattern(r"(?<![\u4e00-\u9fff])[\u4e00-\u9fff]{12,24}(?![\u4e00-\u9fff])")
 
 
 def _joined_zh_seeds(text: str) -> list[Span]:
@@ -680,7 +680,7 @@ def _joined_zh_seeds(text: str) -> list[Span]:
     return spans
 
 
-_LETTERS = re.compile(r"[A-Za-z]+")
+_LETTERS = LazyPattern(r"[A-Za-z]+")
 
 
 @functools.cache

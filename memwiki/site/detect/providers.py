@@ -11,8 +11,8 @@ below), and loading them was most of a rebuild that had one new text to judge.
 from __future__ import annotations
 
 import logging
-import re
 
+from memwiki.screen import LazyPattern
 from memwiki.site.detect.spans import NOT_A_LABEL, REDACTED_PREFIX, Rule, RuleSet, Span
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -89,7 +89,7 @@ RULES: tuple[Rule, ...] = (
         1,
     ),
 )
-_WORTH_SCANNING = re.compile(r"[A-Za-z0-9+/_=.-]{16,}|BEGIN")  # no provider key is shorter
+_WORTH_SCANNING = LazyPattern(r"[A-Za-z0-9+/_=.-]{16,}|BEGIN")  # no provider key is shorter
 
 
 class ProviderDetector:

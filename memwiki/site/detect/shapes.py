@@ -18,36 +18,36 @@ import math
 import re
 from collections import Counter
 
-from memwiki.screen import Screened
+from memwiki.screen import LazyPattern, Screened
 from memwiki.site.detect.spans import Span
 
 _RUN = Screened(  # (`=` only as padding: `key=VALUE`)
     r"(?<![A-Za-z0-9])[A-Za-z0-9][A-Za-z0-9+/_~.-]{15,}={0,3}",
     r"[A-Za-z0-9][A-Za-z0-9+/_~.-]{15}",
 )
-_KEY_BLOCK = re.compile(  # (any case: a graph predicate or a slug is lower-cased by the tools that make it)
+_KEY_BLOCK = LazyPattern(  # (any case: a graph predicate or a slug is lower-cased by the tools that make it)
     r"(?i)-----BEGIN [A-Z0-9 ]*(?:PRIVATE KEY|PRIVATE KEY BLOCK|SECRET KEY|ENCRYPTED [A-Z ]*)-----[\s\S]*?"
     r"(?:-----END [A-Z0-9 ]*-----|\Z)"
 )
-_PUTTY = re.compile(
+_PUTTY = LazyPattern(
     r"(?i)(?:PuTTY-User-Key-File-\d+:|Private-Lines:[\s_]*\d+[\s_])[\s\S]*?(?:Private-MAC:\s*[0-9a-f]+|\Z)"
 )
-_B64_KEY = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}")  # base64 of "-----BEGIN"
+_B64_KEY = LazyPattern(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}")  # base64 of "-----BEGIN"
 _B64_LINES = Screened(  # a key's body, its header lost
     r"(?:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n|$)){3,}", r"[A-Za-z0-9+/]{40}(?:={0,2})[ \t]*\n", re.M
 )
-_HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sri)[-:]\s*[+/]?$")
-_KEY_WORDS = re.compile(  # (a key's own name: `master.key`, `aes key`, 加密密匙; not a hash's: see _HASH_WORDS)
+_HASH_PREFIX = LazyPattern(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sri)[-:]\s*[+/]?$")
+_KEY_WORDS = LazyPattern(  # (a key's own name: `master.key`, `aes key`, 加密密匙; not a hash's: see _HASH_WORDS)
     r"(?i)wallet|priv(?:ate)?[ _-]?key|privkey|secret|私钥|钱包|seed|\bkeys?\b|密钥|密匙|秘钥|session|cookie"
     r"|[前后後]半段?|(?:first|second|other)\s+half|rest\s+of\s+(?:it|the\s+key)"  # a key sent in two messages
 )
-_HASH_WORDS = re.compile(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|commit|sum\b|摘要|校验")
-_HASHED = re.compile(r"(?i)^(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?)[-:]")  # an integrity or digest string
-_UUID = re.compile(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_ADVISORY = re.compile(
+_HASH_WORDS = LazyPattern(r"(?i)md5|sha\d*|hash|digest|checksum|etag|fingerprint|commit|sum\b|摘要|校验")
+_HASHED = LazyPattern(r"(?i)^(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?)[-:]")  # an integrity or digest string
+_UUID = LazyPattern(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_ADVISORY = LazyPattern(
     r"^(?:GHSA(?:-[2-9cfghjmpqrvwx]{4}){3}|CVE-\d{4}-\d{4,}|(?:PYSEC|RUSTSEC|GO)-\d{4}-\d+)$"
 )  # public ids
-_HEX = re.compile(r"^[0-9a-f]+$|^[0-9A-F]+$")
+_HEX = LazyPattern(r"^[0-9a-f]+$|^[0-9A-F]+$")
 
 
 def _upper_key(token: str) -> bool:
@@ -56,10 +56,10 @@ def _upper_key(token: str) -> bool:
     return len(token) in (32, 64) and token.isupper() and any(c.isdigit() for c in token)
 
 
-_VERSIONISH = re.compile(r"^[vV]?\d+(?:[._-]\d+)+(?:[._+-]?[A-Za-z]++\d*+)*+$")  # (possessive: see test_redos)
-_SPLIT = re.compile(r"[_.~/+=-]+")
-_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_WORD = re.compile(
+_VERSIONISH = LazyPattern(r"^[vV]?\d+(?:[._-]\d+)+(?:[._+-]?[A-Za-z]++\d*+)*+$")  # (possessive: see test_redos)
+_SPLIT = LazyPattern(r"[_.~/+=-]+")
+_CAMEL = LazyPattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_WORD = LazyPattern(
     r"^(?:[A-Za-z][a-z]*[aeiouy][a-z]*\d{0,3}|[A-Z]{1,5}\d{0,3}|(?=[A-Z]{2,9}$)[A-Z]*[AEIOUY][A-Z]*"
     r"|[A-Za-z][a-z]{0,2}\d{0,3}|\d+)$"
 )
@@ -223,7 +223,7 @@ class ShapeDetector:
         return spans
 
 
-_PUBLIC_KEY_TYPE = re.compile(
+_PUBLIC_KEY_TYPE = LazyPattern(
     r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)\s+$"
 )
 _GROUPED = Screened(
@@ -236,8 +236,8 @@ _DIGIT_GROUPS = Screened(
     r"[A-Za-z0-9]*[0-9][A-Za-z0-9]*[- ][A-Za-z0-9]{4,6}[- ][A-Za-z0-9]{4,6}"
     r"|[A-Za-z0-9]{4,6}[- ][A-Za-z0-9]{4,6}[- ][A-Za-z0-9]*[0-9]"
 )
-_YUBIKEY_OTP = re.compile(r"(?<![a-z])cccc[cbdefghijklnrtuv]{40}(?![a-z])")  # a YubiKey's one-time password
-_LOWER_KEY = re.compile(r"(?<![\w-])sk-[a-z]{32,}(?![\w-])")  # an `sk-` key of one case (SiliconFlow and others)
+_YUBIKEY_OTP = LazyPattern(r"(?<![a-z])cccc[cbdefghijklnrtuv]{40}(?![a-z])")  # a YubiKey's one-time password
+_LOWER_KEY = LazyPattern(r"(?<![\w-])sk-[a-z]{32,}(?![\w-])")  # an `sk-` key of one case (SiliconFlow and others)
 
 
 def _grouped_keys(text: str) -> list[Span]:
@@ -318,7 +318,7 @@ def _jwt_header(token: str) -> bool:
 
 
 _BYTE = r"(?:0[xX][0-9a-fA-F]{1,2}|\d{1,3})"
-_BYTE_ARRAY = re.compile(rf"\[\s*(?:{_BYTE}\s*,\s*){{15,}}{_BYTE}\s*\]")
+_BYTE_ARRAY = LazyPattern(rf"\[\s*(?:{_BYTE}\s*,\s*){{15,}}{_BYTE}\s*\]")
 
 
 def _key_bytes(array: str) -> bool:
@@ -332,7 +332,7 @@ _QUOTED = Screened(  # (and in the corner brackets Chinese quotes with: 「X」)
     # engine then skips to the next quote; the look-behind after it keeps a quote after a letter out)
     r"""['"`‘“「『][^\s'"`‘’“”「」『』]{8,64}['"`’”」』]""",
 )
-_TOKEN_LINES = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*)+$")
+_TOKEN_LINES = LazyPattern(r"(?m)^[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*(?:\n[ \t]*[A-Za-z0-9+/=_.-]{6,}[ \t]*)+$")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -353,15 +353,15 @@ def typed(value: str) -> bool:
     return classes == {0, 1, 3} and inner >= 2 and len(value) >= 10
 
 
-_NEXT_LINE = re.compile(  # (a line break a one-line field made a space: then the part is 12 or more)
+_NEXT_LINE = LazyPattern(  # (a line break a one-line field made a space: then the part is 12 or more)
     r"(?:[\"'][ \t]*\+?[ \t]*)?(?:\n[ \t]*[\"']?([A-Za-z0-9+/=_-]{6,})|[ \t][\"']?([A-Za-z0-9+/=_-]{12,}))"
     r"(?=[\"'\s;,)]|$)"
 )
 
 
-_PART_BEFORE = re.compile(r"(?<![^\s])([A-Za-z0-9_+/=-]{12,64})[ \t]*\n?[ \t]*$")
+_PART_BEFORE = LazyPattern(r"(?<![^\s])([A-Za-z0-9_+/=-]{12,64})[ \t]*\n?[ \t]*$")
 # a provider token's head: a short lower-case prefix and `_`, then both cases and digits (`glsa_ZfiptxroqpQ4ymly`)
-_PREFIXED_HEAD = re.compile(r"[a-z]{2,8}_(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{12,}")
+_PREFIXED_HEAD = LazyPattern(r"[a-z]{2,8}_(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{12,}")
 
 
 def wrapped_start(text: str, start: int) -> int:

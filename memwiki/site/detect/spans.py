@@ -7,16 +7,15 @@ triggers. Every detector class (`memwiki.site.detect.*`) gives spans in the same
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import re2
 
-from memwiki.screen import Present, re2_safe
+from memwiki.screen import LazyPattern, Present, re2_safe, shared_pattern
 
 REDACTED_PREFIX = "[redacted: "  # how every label starts: no detector takes a label for a secret
-WITHHELD_NAME = re.compile(r"\[redacted: [^\]]+\]")  # a name the gate withheld whole: it names nothing to list
+WITHHELD_NAME = LazyPattern(r"\[redacted: [^\]]+\]")  # a name the gate withheld whole: it names nothing to list
 NOT_A_LABEL = r"(?!\[|redacted[-_ :·])"  # a label (maybe cut short, maybe slugged) is no secret
 BEHIND = 160  # how far before a trigger a rule's match may start (a local part, a scheme, "password for X")
 AHEAD = 400  # how far after it a rule looks (a longer match is followed to its end)
@@ -50,7 +49,7 @@ class RuleSet:
     def __init__(self, rules: Iterable[Rule], rank: int = 0) -> None:
         self.rules = list(rules)
         self._rank = rank
-        self._patterns = [re.compile(r.pattern) for r in self.rules]
+        self._patterns = [shared_pattern(r.pattern) for r in self.rules]
         compiled: dict[str, object] = {}  # rules that share a trigger share its compiled form and its hits
         self._triggers = [compiled.setdefault(r.trigger, re2.compile(r.trigger)) for r in self.rules]
         self._any = Present(rule.trigger for rule in self.rules)
@@ -88,7 +87,7 @@ class RuleSet:
         return list(found.values())
 
 
-_CJK = re.compile("[\u4e00-\u9fff]")
+_CJK = LazyPattern("[\u4e00-\u9fff]")
 
 
 def has_cjk(text: str) -> bool:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 
+from memwiki.screen import LazyPattern
+
 QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
 _STOP = frozenset("\"'`“”‘’「」『』«»，。；、！？：（）【】《》\u3000")
 _TRAILING = ".,;:"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
-_ESCAPED_QUOTE = re.compile(r"\\+[\"']")
+_ESCAPED_QUOTE = LazyPattern(r"\\+[\"']")
 MAX_VALUE = 400  # a value longer than this is cut there (the rest is redacted with it)
 
 # words that describe a credential rather than being one ("secret: optional", "password is required")
@@ -28,7 +30,7 @@ NOT_VALUES = frozenset(
     kept written printed noted listed shared managed synced located taped stuck files compat
     plain plaintext hashed encrypted argon2 argon2id argon2i bcrypt scrypt pbkdf2 sha1 sha256 sha512 md5""".split()
 )
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = LazyPattern(
     r"^(?:\$\{.*|\$\(.*|\{\{.*|<[A-Za-z_ -]*>?|%\(?\w*\)?s|\*{3,}|x{3,}|X{3,}|\.{3,}|…+|•+|"
     # a variable (`$HOME`, `$db_pass`), not a password that starts with `$` (`$itIyV8hPSq2M`: digits and both cases)
     r"\$(?!(?-i:(?=[A-Za-z]*[0-9])(?=[A-Z0-9]*[a-z])(?=[a-z0-9]*[A-Z])))[A-Z_][A-Z0-9_]*|"
