@@ -16,7 +16,7 @@ import pytest
 import memwiki.markers
 import memwiki.site.detect as detect
 import memwiki.site.privacy
-from memwiki.screen import Screened
+from memwiki.screen import LazyPattern, Screened
 from memwiki.site.detect.spans import Rule
 
 UNITS = ("aB", "a1", "ab", "1a", "a ", "a-", "a.", "1.", "1 ", "1-", "a_", "A", "1", "密", "密 ", "a:", "a=", "a/")
@@ -34,9 +34,11 @@ def _patterns() -> Iterator[tuple[str, re.Pattern[str]]]:
                 if isinstance(item, tuple) and item and isinstance(item[0], Rule):  # (rule, how) pairs
                     item = item[0]
                 if isinstance(item, Screened):
-                    yield f"{module.__name__}.{name}[{i}]", item.pattern
+                    yield f"{module.__name__}.{name}[{i}]", item.pattern.compiled()
                 elif isinstance(item, Rule):
                     yield f"{module.__name__}.{name}[{i}]", re.compile(item.pattern)
+                elif isinstance(item, LazyPattern):  # (compiled where first used: here)
+                    yield f"{module.__name__}.{name}[{i}]", item.compiled()
                 elif isinstance(item, re.Pattern):
                     yield f"{module.__name__}.{name}[{i}]", item
 
