@@ -7,9 +7,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memwiki.site.generated import GeneratedPage
+from memwiki.site.speed import cache_file
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.site.speed.memo import PageMemo, StaleMemo
 
@@ -83,3 +85,45 @@ def test_a_failure_beside_the_build_is_raised_where_the_result_is_asked_for(tmp_
     done = BuildSpeed().beside("boom", boom)
     with pytest.raises(OSError, match="disk gone"):
         done.result()
+
+
+def test_kept_vectors_are_asked_of_the_source_only_for_memories_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The layer cache keeps L2's vectors by (embedder, id, embedded text) in a journaled file: a build after one
+    memory changed asks the store for that memory's vector alone, writes only a journal, and gives exactly the
+    store's vectors; a memory that is gone leaves the file."""
+    from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+    from memwiki.site.speed.layer_cache import CachedSource
+    from memwiki.source import Memory
+    from memwiki.store import Store
+
+    with Store.init(tmp_path / "store") as store:
+        store.semantic.add([Memory(id=f"m-{n}", text=f"Backup step {n}: copy the disk to the NAS.") for n in range(20)])
+    asked: list[str] = []
+
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        with Store.open(tmp_path / "store") as store:
+            gate = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32)
+            read = gate.memory_vectors
+            monkeypatch.setattr(gate, "memory_vectors", lambda ids: asked.extend(ids) or read(ids))
+            source = CachedSource(gate, tmp_path / "layers")
+            ids = sorted(m.id for m in source.memories())
+            got = source.memory_vectors(ids)
+            source.save()
+            return got, store.semantic.vectors(ids)
+
+    first, expected = build()
+    assert sorted(asked) == sorted(f"m-{n}" for n in range(20)) and np.allclose(first, expected, atol=1e-6)
+    asked.clear()
+    again, _ = build()
+    assert asked == [] and np.array_equal(again, first)
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([Memory(id="m-2", text="Backup step 2: copy the photos to the cloud.")])
+        store.semantic.delete(["m-4"])
+    asked.clear()
+    changed, expected = build()
+    assert asked == ["m-2"] and np.allclose(changed, expected, atol=1e-6)
+    assert (tmp_path / "layers" / "vectors.marshal.journal").is_file()  # (one vector written, not the file)
+    kept = CachedSource(PrivacyFilter(None, PrivacyRules()), tmp_path / "layers")  # type: ignore[arg-type]
+    assert len(cache_file.JournaledDict(kept._path("vectors"), cache_file.version("layer", "vectors")).data) == 19

@@ -98,6 +98,8 @@ def test_a_digest_says_what_was_asked_what_came_out_and_what_was_decided() -> No
     assert all("dmesg" not in t and "Killed process" not in t for t in decided)  # tool calls and output: never
     assert spoken(messages) == [0, 3, 4, 5]
     assert summary.line().startswith("Why were the dask workers killed last night? → Done:")
+    line_only = about(messages + [_m("assistant", '→ terminal({"command": "true"})')], decisions=False)
+    assert line_only.line() == summary.line() and not line_only.decisions  # (an index reads no other turn)
 
 
 def test_key_turns_quote_both_sides() -> None:

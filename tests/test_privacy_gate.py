@@ -337,3 +337,45 @@ def test_a_text_judged_by_one_build_is_shown_by_the_next_without_being_judged_ag
     assert kept and KEY.encode() not in kept and MAIL.encode() not in kept
     assert build(PrivacyRules(contact=False))[2] > 0
     assert build(PrivacyRules(), key=b"j" * 32)[2] > 0
+
+
+def test_a_rebuild_judges_only_the_memories_that_changed_and_what_they_depend_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """L2's verdicts are kept record by record (memwiki.site.speed.gate_memo.record_key): a build after one memory
+    changed judges that memory alone, and shows and counts exactly what a build without the memo does; a session
+    withheld since reaches every memory kept from the last build (its link to the session goes), and a redacted
+    memory kept from the last build still gets the vector of its redacted text."""
+    judged: list[str] = []
+    verdict = PrivacyFilter._verdict  # noqa: SLF001 - what judges a record: counted
+    monkeypatch.setattr(PrivacyFilter, "_verdict", lambda self, r, *a: judged.append(r.id) or verdict(self, r, *a))
+    with Store.init(tmp_path / "store") as store:
+        store.sessions.add_session("s-talk", title="Planning the NAS")
+        store.sessions.add_message("s-talk", "user", "let us plan the NAS")
+        plan = [
+            Memory(id=f"m-{n}", text=f"NAS plan step {n}: buy disk model {n}.", session_id="s-talk") for n in range(6)
+        ]
+        store.semantic.add([*plan, Memory(id="m-key", text=f"The KB token is {KEY}; rotate it monthly.")])
+
+    def build(cache: Path | None) -> tuple[list[Memory], dict[str, dict[str, int]], np.ndarray]:
+        judged.clear()
+        with Store.open(tmp_path / "store") as store:
+            gate = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32, cache_dir=cache)
+            shown = sorted(gate.memories(), key=lambda m: m.id)
+            vectors = gate.memory_vectors(["m-key"])
+            gate.save()
+            return shown, gate.withheld(), vectors
+
+    cache = tmp_path / "cache"
+    first = build(cache)
+    assert len(judged) == 7 and "[redacted: openai key" in first[0][-1].text and first[1]["memories"]
+    again = build(cache)
+    assert judged == [] and again[:2] == first[:2] and float(np.dot(again[2][0], first[2][0])) > 0.999
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([Memory(id="m-3", text="NAS plan step 3: buy two disks.", session_id="s-talk")])
+    changed = build(cache)
+    assert judged == ["m-3"] and changed[:2] == build(None)[:2] and changed[0][3].text.endswith("two disks.")
+    with Store.open(tmp_path / "store") as store:
+        store.sessions.add_session("s-talk", title="[private] Planning the NAS")
+    withheld = build(cache)
+    assert len(judged) == 7 and withheld[:2] == build(None)[:2] and {m.session_id for m in withheld[0]} == {""}

@@ -62,19 +62,23 @@ def collection_records(db: ReadOnlyDB, cid: str) -> tuple[dict[str, dict[str, An
     max_seq = 0
     if segment is not None:
         has_bool = "bool_value" in db.columns("embedding_metadata")
-        bool_col = "m.bool_value" if has_bool else "NULL AS bool_value"
-        rows = db.conn.execute(
-            "SELECT e.id AS rid, e.embedding_id, m.key, m.string_value, m.int_value, m.float_value, "
+        bool_col = "m.bool_value" if has_bool else "NULL"
+        rows = db.conn.cursor()
+        rows.row_factory = None  # (tuples: a 100k store has a million rows here)
+        rows.execute(
+            "SELECT e.id, e.embedding_id, m.key, COALESCE(m.string_value, m.int_value, m.float_value), "
             f"{bool_col} FROM embeddings e LEFT JOIN embedding_metadata m ON m.id = e.id "
             "WHERE e.segment_id = ? ORDER BY e.id",
             (segment,),
         )
         rid_to_id: dict[int, str] = {}
-        for r in rows:
-            meta = records.setdefault(r["embedding_id"], {})
-            rid_to_id[r["rid"]] = r["embedding_id"]
-            if r["key"] is not None:
-                meta[r["key"]] = _value(r, has_bool)
+        for rid, embedding_id, key, value, flag in rows:
+            meta = records.get(embedding_id)
+            if meta is None:
+                meta = records[embedding_id] = {}
+                rid_to_id[rid] = embedding_id
+            if key is not None:
+                meta[key] = value if value is not None or flag is None else bool(flag)  # (as `_value` reads a row)
         if "embedding_metadata_array" in db.tables():
             for r in db.conn.execute(
                 "SELECT a.id AS rid, a.key, a.string_value, a.int_value, a.float_value, a.bool_value "

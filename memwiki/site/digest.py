@@ -70,18 +70,22 @@ def first_sentence(text: str, limit: int = SENTENCE_CHARS) -> str:
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
-def about(messages: list[Message]) -> About:
-    """The session's question, outcome and decisions, each a sentence of its own turns."""
-    turns = spoken(messages)
+def about(messages: list[Message], decisions: bool = True) -> About:
+    """The session's question, outcome and (`decisions`) decisions, each a sentence of its own turns."""
     out = About()
-    first_user = next((i for i in turns if messages[i].role == "user"), None)
+    first_user = next((i for i, m in enumerate(messages) if m.role == "user" and said(m.content)), None)
     if first_user is not None:
         out.asked = Turn(first_user + 1, "user", first_sentence(messages[first_user].content))
-    last_assistant = next((i for i in reversed(turns) if messages[i].role == "assistant"), None)
+    last_assistant = next(
+        (i for i in reversed(range(len(messages))) if messages[i].role == "assistant" and said(messages[i].content)),
+        None,
+    )
     if last_assistant is not None and last_assistant != first_user:
         out.outcome = Turn(last_assistant + 1, "assistant", first_sentence(messages[last_assistant].content))
+    if not decisions:
+        return out  # (an index's line: a session's other turns are not read)
     quoted = {t.text for t in (out.asked, out.outcome) if t is not None}
-    for i in turns:
+    for i in spoken(messages):
         for sentence in sentences(messages[i].content):
             if len(out.decisions) >= MAX_DECISIONS:
                 return out

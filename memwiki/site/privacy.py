@@ -49,7 +49,7 @@ from memwiki.site.detect import Detectors
 from memwiki.site.detect.spans import Span
 from memwiki.site.gate_workers import Judges
 from memwiki.site.speed import cache_file
-from memwiki.site.speed.gate_memo import GateMemo, folders_salt
+from memwiki.site.speed.gate_memo import GateMemo, folders_salt, record_key
 from memwiki.source import (
     Entity,
     HotFile,
@@ -289,6 +289,17 @@ def _fields_of(cls: type) -> tuple[tuple[str, bool], ...] | None:
     return tuple((f.name, f.init) for f in fields(cls)) if is_dataclass(cls) else None
 
 
+def _values(record: object) -> tuple:
+    """A record's fields' values, in order (a dataclass's fields set at init)."""
+    return tuple(getattr(record, name) for name, init in _fields_of(type(record)) or () if init)
+
+
+def _from_values(cls: type[T], values: tuple) -> T:
+    """The record of type `cls` whose `_values` these are."""
+    names = [name for name, init in _fields_of(cls) or () if init]
+    return cls(**dict(zip(names, values, strict=True)))
+
+
 def strings(value: object, keys: bool = True) -> Iterator[str]:
     """Every string in a record: its fields, and the items, keys (unless `keys` is false) and values of its
     tuples, lists, sets and dicts."""
@@ -327,7 +338,8 @@ def scrub(value: T, clean: Callable[[str], str]) -> T:
     """`value` with `clean` applied to every string in it (a record comes back as the same type; unchanged
     parts are the same objects)."""
     if isinstance(value, str):
-        return clean(value)  # type: ignore[return-value]
+        shown = clean(value)
+        return value if shown == value else shown  # type: ignore[return-value] # (the same object: unchanged)
     if (names := _fields_of(type(value))) is not None:
         changes = {}
         for name, init in names:
@@ -497,25 +509,63 @@ class PrivacyFilter:
         self._spans.clear()
 
     def _count(
-        self, part: str, records: Iterable[T], keep: Callable[[T], bool | str], show: Callable[[T], T] | None = None
+        self,
+        part: str,
+        records: Iterable[T],
+        keep: Callable[[T], bool | str],
+        show: Callable[[T], T] | None = None,
+        note: Callable[[T, T], None] | None = None,
+        by_record: bool = False,
     ) -> list[T]:
         """The records to show, cleaned (by `show`, else `_record`); what was withheld or redacted is counted
-        under `part`."""
+        under `part`. `note(record, shown)`: for each record shown, judged now or kept. `by_record`: the verdicts
+        kept in the memo record by record (a layer whose `keep` and `show` depend on nothing but the rules and
+        `_record_salt`), so that an unchanged record is not judged again."""
         counts: Counter[str] = Counter()
         out = []
-        self._kinds = Counter()
-        show = show or self._record
         records = list(records)
-        self._judge(records)
-        for record in records:
-            verdict = keep(record)
+        keys = self._record_keys(records) if by_record and self._memo is not None else [None] * len(records)
+        kept = [self._memo.record(k) if k is not None else None for k in keys]  # type: ignore[union-attr]
+        self._judge([r for r, v in zip(records, kept, strict=True) if v is None])
+        for record, key, got in zip(records, keys, kept, strict=True):
+            if got is None:
+                verdict, shown, made = self._verdict(record, keep, show or self._record)
+                if key is not None:
+                    values = None if shown is record or shown is None else _values(shown)
+                    self._memo.put_record(key, verdict, values, made)  # type: ignore[union-attr]
+            else:
+                verdict, values, made = got
+                shown = record if values is None else _from_values(type(record), values)
             if verdict is True:
-                out.append(show(record))
+                out.append(shown)
+                if note is not None:
+                    note(record, shown)
             else:
                 counts[verdict or WITHHELD_PRIVATE] += 1
-        counts.update(self._kinds)
+            if made:
+                counts.update(made)
         self._counts[part] = counts
         return out
+
+    def _verdict(
+        self, record: T, keep: Callable[[T], bool | str], show: Callable[[T], T]
+    ) -> tuple[bool | str, T | None, Counter[str]]:
+        """Whether `record` is shown (True, else why not), what is shown of it, and the redactions that made."""
+        self._kinds = Counter()
+        verdict = keep(record)
+        shown = show(record) if verdict is True else None
+        return verdict, shown, self._kinds
+
+    def _record_keys(self, records: Sequence[object]) -> list[bytes | None]:
+        salt = self._record_salt
+        return [record_key(_values(r), salt) if _fields_of(type(r)) is not None else None for r in records]
+
+    @functools.cached_property
+    def _record_salt(self) -> bytes:
+        """What a record's verdict depends on besides the rules and its own fields: the local folders shortened in
+        it, and the names and sessions withheld (its links to them are dropped)."""
+        names = self._withheld_names_digest().encode()
+        return hashlib.blake2b(self._folders_salt + names, digest_size=16).digest()
 
     def _unlink_private(self, text: str) -> str:
         """`[[a withheld page or entity]]` as plain text (its label, or its name)."""
@@ -644,14 +694,17 @@ class PrivacyFilter:
     def _memory(self, memory: Memory) -> Memory:
         if self.rules.public and memory.session_id in self._private_session_ids():
             memory = replace(memory, session_id="", message_id="")  # its session is withheld: no link to it
-        shown = self._record(memory)
+        return self._record(memory)
+
+    def _note_memory(self, memory: Memory, shown: Memory) -> None:
         self._memory_ids[shown.id] = memory.id
-        if index_text(shown) != index_text(memory):
-            self._redacted_texts[shown.id] = index_text(shown)
-        return shown
+        changed = shown.text != memory.text or shown.meta != memory.meta  # (what index_text reads)
+        if changed and (text := index_text(shown)) != index_text(memory):
+            self._redacted_texts[shown.id] = text
 
     def memories(self) -> Iterator[Memory]:
-        return iter(self._count("memories", self.source.memories(), self._keep, self._memory))
+        memories = self.source.memories()
+        return iter(self._count("memories", memories, self._keep, self._memory, self._note_memory, by_record=True))
 
     def memory_count(self) -> int:
         return sum(1 for _ in self.memories())

@@ -118,13 +118,17 @@ def script_json(value: Any, row_depth: int = 0) -> str:
     return text
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # (made once: json.dumps with
+# options makes an encoder each call, most of the time of writing 100k rows one by one)
+
+
 def _json(value: Any, row_depth: int) -> str:  # noqa: ANN401
     if row_depth > 0 and isinstance(value, dict):
-        items = (f"{json.dumps(str(k), ensure_ascii=False)}:{_json(v, row_depth - 1)}" for k, v in value.items())
+        items = (f"{_COMPACT(str(k))}:{_json(v, row_depth - 1)}" for k, v in value.items())
         return "{" + ",".join(items) + "}"
     if row_depth > 0 and isinstance(value, list) and value and all(isinstance(x, list | dict) for x in value):
-        return "[\n" + ",\n".join(_json(x, 0) for x in value) + "\n]"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return "[\n" + ",\n".join(map(_COMPACT, value)) + "\n]"
+    return _COMPACT(value)
 
 
 def inert_html_text(text: str) -> str:

@@ -336,7 +336,7 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
                 md += f"\n## {esc(month or 'undated')}\n"
             messages = s.messages.get(session.id, [])
             url = href(uri, s.session_uri(session.id), directory_urls=s.directory_urls)
-            line = about(messages).line()
+            line = about(messages, decisions=False).line()
             teaser = s.renderer.inline(line, uri) if line else ""
             md += block(
                 f'<p class="mw-post-date">{esc(_when(session.started))} · {len(messages)} messages</p>'

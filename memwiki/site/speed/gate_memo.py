@@ -6,6 +6,10 @@ hash, under a version key of the code, the rules and the redaction key: whether 
 marker, a private word or pattern), and what is shown of it (0: as written; else the text shown and the redactions
 made, by kind), hashed with the build's local folders, which the text shown also depends on.
 
+A layer of many records (L2's memories) is also kept record by record: the hash of a record's fields, with what
+its gate verdict depends on besides the rules (the local folders, the names and sessions withheld), gives whether it
+was shown and what was shown of it, so a rebuild after one memory changed judges that memory alone.
+
 Only hashes and what the site may show are kept, never a secret: a secret redacted by a kept verdict is therefore
 not among the secrets the site scan looks for copies of (`PrivacyFilter.redacted`), as for a layer kept whole.
 """
@@ -13,6 +17,7 @@ not among the secrets the site scan looks for copies of (`PrivacyFilter.redacted
 from __future__ import annotations
 
 import hashlib
+import marshal
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +34,16 @@ def _key(text: str, what: bytes, salt: bytes = b"") -> bytes:
 def folders_salt(folders: object) -> bytes:
     """What the text shown depends on besides the rules: the local folders it shortens (`repr`-able)."""
     return hashlib.blake2b(repr(folders).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def record_key(values: tuple, salt: bytes) -> bytes | None:
+    """A record's key in the memo: its fields' values (plain data, `marshal`ed) and `salt`; None when a field is
+    no plain data (the record is then judged every build)."""
+    try:
+        blob = marshal.dumps(values)
+    except ValueError:
+        return None
+    return hashlib.blake2b(blob, digest_size=16, person=b"record", salt=salt).digest()
 
 
 class GateMemo:
@@ -56,6 +71,18 @@ class GateMemo:
 
     def put_private(self, text: str, verdict: bool) -> None:
         self._put(_key(text, b"private"), verdict)
+
+    def record(self, key: bytes) -> tuple[bool | str, tuple | None, dict[str, int]] | None:
+        """What a build made of the record with this key (`record_key`): its verdict (True: shown, else why it was
+        withheld), the fields shown (None: as written) and the redactions made, by kind."""
+        kept = self._kept.data.get(key)
+        if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[2], dict)):
+            return None
+        verdict, shown, made = kept
+        return verdict, None if shown == AS_WRITTEN else shown, made
+
+    def put_record(self, key: bytes, verdict: bool | str, shown: tuple | None, made: Counter[str]) -> None:
+        self._put(key, (verdict, AS_WRITTEN if shown is None else shown, dict(made)))
 
     def _put(self, key: bytes, value: object) -> None:
         if len(self._kept.data) >= LIMIT:

@@ -14,6 +14,7 @@ has no fingerprint for is read in full every time.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -65,13 +66,10 @@ def _register() -> None:
         lambda v: (sessions[0](v[0]), {k: messages[0](m) for k, m in v[1].items()}),
         lambda v: (sessions[1](v[0]), {k: messages[1](m) for k, m in v[1].items()}),
     )
-    _PLAIN[VECTORS] = (
-        lambda v: {k: (a.shape[0], a.astype(np.float32).tobytes()) for k, a in v.items()},
-        lambda v: {k: np.frombuffer(b, dtype=np.float32, count=n).copy() for k, (n, b) in v.items()},
-    )
 
 
 VECTORS = "vectors"  # the vectors file is not tied to one state of the source: its keys say what they are of
+# (a journal beside it: a rebuild after one memory changed writes one vector, not the 200 MB of a 100k store's)
 
 
 def _vector_key(embedder: str, memory: Memory) -> str:
@@ -90,9 +88,9 @@ class CachedSource:
         self.fingerprints: dict[str, str] = dict(source.layer_fingerprints())
         self._loaded: dict[str, Any] = {}
         self.reads: list[str] = []  # layers read from the source in this build (the others came from the cache)
-        self._vectors: dict[str, np.ndarray] | None = None
-        self._vectors_changed = False
+        self._vectors: cache_file.JournaledDict | None = None  # vector key -> float32 bytes
         self._memories_by_id: dict[str, Memory] | None = None
+        self._vector_keys: dict[str, str] = {}  # memory id -> its vector's key, made once a build
         self._withheld: dict[str, dict[str, int]] = {}  # layer -> what the privacy gate withheld from it, by kind
 
     # ── what passes on to the source ──
@@ -192,8 +190,15 @@ class CachedSource:
         return self._memories_by_id
 
     def _vector_key(self, memory: Memory) -> str:
+        key = self._vector_keys.get(memory.id)
+        if key is None:
+            key = self._vector_keys[memory.id] = _vector_key(self._embedder, memory)
+        return key
+
+    @functools.cached_property
+    def _embedder(self) -> str:
         info = self.source.info()
-        return _vector_key(f"{info.embedder}:{info.dim}", memory)
+        return f"{info.embedder}:{info.dim}"
 
     def _graph(self) -> tuple[list[Entity], list[Triple]]:
         def read() -> tuple[list[Entity], list[Triple]]:
@@ -231,20 +236,23 @@ class CachedSource:
         if not ids or not by_id or any(i not in by_id for i in ids):
             return self.source.memory_vectors(ids)
         if self._vectors is None:
-            self._vectors = self._load("vectors", VECTORS) or {}
+            self._vectors = cache_file.JournaledDict(self._path(VECTORS), cache_file.version("layer", VECTORS))
+        kept = self._vectors.data
         keys = [self._vector_key(by_id[i]) for i in ids]
-        missing = [(i, k) for i, k in zip(ids, keys, strict=True) if k not in self._vectors]
+        missing = [(i, k) for i, k in zip(ids, keys, strict=True) if not isinstance(kept.get(k), bytes)]
         if missing:
             got = self.source.memory_vectors([i for i, _ in missing])
             if got is None:
                 return None
             for (_, key), vector in zip(missing, np.asarray(got, dtype=np.float32), strict=True):
-                self._vectors[key] = vector
-            self._vectors_changed = True
-        return np.stack([self._vectors[k] for k in keys])
+                self._vectors.set(key, vector.tobytes())
+        rows = bytearray().join(kept[k] for k in keys)  # (one copy, writable: callers normalise in place)
+        return np.frombuffer(rows, dtype=np.float32).reshape(len(keys), -1)
 
     def save(self) -> None:
         """Keep the vectors asked for in this build (those of memories that are gone are dropped)."""
-        if self._vectors is not None and self._vectors_changed:
+        if self._vectors is not None:
             live = {self._vector_key(m) for m in self.memories()}
-            self._save("vectors", VECTORS, {k: v for k, v in self._vectors.items() if k in live})
+            for key in [k for k in self._vectors.data if k not in live]:
+                self._vectors.drop(key)
+            self._vectors.save()
