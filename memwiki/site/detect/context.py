@@ -602,7 +602,10 @@ CODE_FIRST = Screened(
     r"(?i)\d\s+is\s+your\s|\d\s*(?:是|为)?(?:您|你)的|use\s+\d{4}",
 )
 # pgpass: host:port:database:user:password
-PGPASS = LazyPattern(r"(?m)(?:^|(?<=[\s'\"]))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:([^\s'\"]+)(?=[\s'\"]|$)")
+PGPASS = Screened(  # (screened without its look-arounds, and with any name's characters: RE2's `\w` is ASCII)
+    r"(?m)(?:^|(?<=[\s'\"]))[\w.*-]+:(?:\d+|\*):[\w.*-]+:[\w.*@-]+:([^\s'\"]+)(?=[\s'\"]|$)",
+    r":(?:\d+|\*):[^\s:]+:[^\s:]+:[^\s'\"]",
+)
 # a credential's name on one line, its value printed alone on the next: a notebook's `Out[7]: '…'`, a CI log's
 # `##[debug]=> '…'`, what `… | base64 -d` printed
 _NAMED_THEN_PRINTED = Screened(
@@ -837,7 +840,7 @@ class ContextDetector:
             spans += values_before_words(text)
         if "(" in text:
             spans += login_arguments(text)
-        if "\n" in text and (_POINTER.search(text) or _NEXT_LINE.search(text)) and CREDENTIAL_WORD.occurs(text):
+        if "\n" in text and CREDENTIAL_WORD.occurs(text) and (_POINTER.search(text) or _NEXT_LINE.search(text)):
             spans += pointed_value(text)
         if "^" in text or "↑" in text or "上面" in text:
             spans += values_pointed_up(text)
@@ -1097,7 +1100,7 @@ def typed_near_words(text: str) -> list[Span]:
 
 # a password made as people make them, a word and digits (`letmein398`, `Guoqiang@1991`, `hplc@906`), said beside a
 # word of logging in on its line: a product and its number (`rtx4090`, `ubuntu2204`) is not said so
-_HUMAN_WORD = LazyPattern(
+_HUMAN_WORD = Screened(  # (read by RE2 first: most texts name none of these)
     r"(?i)\b(?:pass(?:word|wd|code)?s?|pwd|pw|log\s*in|logs?\s+(?:in(?:to)?|on)|logged\s+in(?:to)?|sign\s*in"
     r"|opens?\s+with|unlocks?(?:\s+with)?|capital\s+first|first\s+letter\s+capital)\b"
     r"|密码|密碼|口令|登录|登陆|開機|开机|解锁|管理页面|管理后台|前面大写|首字母大写"
@@ -1120,11 +1123,11 @@ HUMAN_NEAR = 48  # characters between the word and the value, on one line
 
 def human_passwords(text: str) -> list[Span]:
     """`…still opens with letmein398`, "so it's Guoqiang@1991, capital first letter", 服务器密码…是coffee123!"""
-    if not _HUMAN_WORD.search(text):
+    if not _HUMAN_WORD.occurs(text):
         return []
     spans = []
     for line in _LINE.finditer(text):
-        words = [m.span() for m in _HUMAN_WORD.finditer(line.group())]
+        words = [m.span() for m in _HUMAN_WORD.pattern.finditer(line.group())]
         if not words:
             continue
         for m in _HUMAN_PASSWORD.finditer(line.group()):

@@ -84,7 +84,10 @@ _HASH_EMAIL = Screened(
     r"[A-Za-z0-9._%+-]{2}#(?:[A-Za-z0-9-]+\.)+(?:com|cn|net|org|edu|io|me|co|jp|de|uk|hk|tw)",
 )
 _ODD_DOT = LazyPattern("[·。．]")  # `name@host·com`: a dot no address holds
-_MAC = LazyPattern(r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![\w:-])")
+_MAC = Screened(  # (screened without its look-arounds and back-reference)
+    r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![\w:-])",
+    r"(?:[0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}",
+)
 _AT_WORD = Screened(r"[\[({<（【]\s*(?:at|@|dot|\.)\s*[\])}>）】]|\sat\s|艾特")
 _AT = r"\s*(?:[\[(（【{<]\s*(?:at|@|艾特)\s*[\])）】}>]|\s(?:at|AT)\s|艾特|@)\s*"
 _DOT = r"\s*(?:[\[(（【{<]\s*(?:dot|\.|点)\s*[\])）】}>]|\s(?:dot|DOT)\s|点|[·。．])\s*"
@@ -242,7 +245,7 @@ def _wordlist(language: str) -> frozenset[str]:
     return frozenset(_mnemonic(language).wordlist)
 
 
-_BANK = LazyPattern(r"(?i)银行|銀行|支行|分行|开户行|開戶行|信用社|农商行|\bbank\b|\bbanque\b|\bsparkasse\b")
+_BANK = Screened(r"(?i)银行|銀行|支行|分行|开户行|開戶行|信用社|农商行|\bbank\b|\bbanque\b|\bsparkasse\b")
 _ACCOUNT_DIGITS = LazyPattern(r"(?<![\d.,:/-])\d{4}(?: ?\d){8,26}(?![\d.,:/-])")  # 12 to 30 digits, in groups or not
 
 
