@@ -355,7 +355,8 @@ def test_a_rebuild_judges_only_the_memories_that_changed_and_what_they_depend_on
         plan = [
             Memory(id=f"m-{n}", text=f"NAS plan step {n}: buy disk model {n}.", session_id="s-talk") for n in range(6)
         ]
-        store.semantic.add([*plan, Memory(id="m-key", text=f"The KB token is {KEY}; rotate it monthly.")])
+        kept_back = Memory(id="m-private", text="[private] the lawyer's number.")  # (withheld: kept as such)
+        store.semantic.add([*plan, kept_back, Memory(id="m-key", text=f"The KB token is {KEY}; rotate it monthly.")])
 
     def build(cache: Path | None) -> tuple[list[Memory], dict[str, dict[str, int]], np.ndarray]:
         judged.clear()
@@ -368,7 +369,7 @@ def test_a_rebuild_judges_only_the_memories_that_changed_and_what_they_depend_on
 
     cache = tmp_path / "cache"
     first = build(cache)
-    assert len(judged) == 7 and "[redacted: openai key" in first[0][-1].text and first[1]["memories"]
+    assert len(judged) == 8 and "[redacted: openai key" in first[0][-1].text and first[1]["memories"]["private record"]
     again = build(cache)
     assert judged == [] and again[:2] == first[:2] and float(np.dot(again[2][0], first[2][0])) > 0.999
     with Store.open(tmp_path / "store") as store:
@@ -378,4 +379,4 @@ def test_a_rebuild_judges_only_the_memories_that_changed_and_what_they_depend_on
     with Store.open(tmp_path / "store") as store:
         store.sessions.add_session("s-talk", title="[private] Planning the NAS")
     withheld = build(cache)
-    assert len(judged) == 7 and withheld[:2] == build(None)[:2] and {m.session_id for m in withheld[0]} == {""}
+    assert len(judged) == 8 and withheld[:2] == build(None)[:2] and {m.session_id for m in withheld[0]} == {""}

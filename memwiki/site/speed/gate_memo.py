@@ -79,6 +79,8 @@ class GateMemo:
         if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[2], dict)):
             return None
         verdict, shown, made = kept
+        if not isinstance(verdict, (bool, str)) or not (shown == AS_WRITTEN or isinstance(shown, tuple)):
+            return None  # (not what `put_record` writes: judged again)
         return verdict, None if shown == AS_WRITTEN else shown, made
 
     def put_record(self, key: bytes, verdict: bool | str, shown: tuple | None, made: Counter[str]) -> None:
