@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from memwiki.screen import LazyPattern
+from memwiki.screen import Screened
 from memwiki.site.detect.spans import NOT_A_LABEL, REDACTED_PREFIX, Rule, RuleSet, Span
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -89,7 +89,7 @@ RULES: tuple[Rule, ...] = (
         1,
     ),
 )
-_WORTH_SCANNING = LazyPattern(r"[A-Za-z0-9+/_=.-]{16,}|BEGIN")  # no provider key is shorter
+_WORTH_SCANNING = Screened(r"[A-Za-z0-9+/_=.-]{16,}|BEGIN")  # no provider key is shorter (read by RE2)
 
 
 class ProviderDetector:
@@ -103,7 +103,7 @@ class ProviderDetector:
 
     def find(self, text: str) -> list[Span]:
         spans = self._rules.find(text)
-        if self.library and _WORTH_SCANNING.search(text):
+        if self.library and _WORTH_SCANNING.occurs(text):
             spans += _betterleaks(text)
         return spans
 
