@@ -10,7 +10,8 @@ cache), `--runs` times. The baseline is a plain `mkdocs build` of N ordinary Mar
 theme, features and search plugin, in the same script.
 
 Reported per build: pages, median wall time, pages/s, total site size, bytes per page (mean HTML page),
-peak RSS of the build process (its high-water mark, from wait4) and the peak PSS summed over the build and
+peak RSS of the build process (its high-water mark from wait4, which is that of a forked child when higher: a
+fork's RSS counts the pages it shares with the build) and the peak PSS summed over the build and
 its worker processes (sampled every 0.25 s: `tree_MB`), and the CPU time of the build with its workers
 (`cpu_s`: the work done, whatever else the shared machine was doing). Targets at 10k: >= 150 pages/s, <= 40 KB
 per page, <= 1.5 GB peak, rebuild after one memory changed <= 5 s.
@@ -281,7 +282,7 @@ def _write_config(dest: Path, cfg: dict) -> Path:
 @dataclass
 class Build:
     seconds: float
-    peak_mb: float  # the build process's own high-water mark (wait4's ru_maxrss)
+    peak_mb: float  # wait4's ru_maxrss: the build process's high-water mark, or a forked child's when higher
     log: str
     tree_mb: float = 0.0  # the largest sum of PSS over the process and its children seen while it ran
     cpu_s: float = 0.0  # user + system CPU time of the build and its (waited-for) workers
