@@ -420,20 +420,22 @@ class SiteScan:
         todo = [line for line in fresh if keys[line] not in self._clean_before]
         self._clean_now.update(keys[line] for line in fresh if keys[line] in self._clean_before)
         self.read_lines += len(todo)
-        leaks = self._find(todo, lines, rel, detectors, decode)
+        read = {line: _without_labels(decode(line)) for line in (fresh if self._known is not None else todo)}
+        leaks = self._find(todo, lines, rel, detectors, read)
         if self._known is not None:
-            leaks += self._find(fresh, lines, rel, None, decode)
+            leaks += self._find(fresh, lines, rel, None, read)
         found = {lines[leak.line - 1] for leak in leaks}
         self._clean_now.update(key for line, key in keys.items() if line not in found)
         return leaks
 
     def _find(
-        self, fresh: list[str], lines: list[str], rel: str, detectors: Detectors | None, decode: Callable[[str], str]
+        self, fresh: list[str], lines: list[str], rel: str, detectors: Detectors | None, read: dict[str, str]
     ) -> list[Leak]:
-        """What `detectors` (None: the secrets this build redacted) find in `fresh`, by the line of `lines`."""
+        """What `detectors` (None: the secrets this build redacted) find in `fresh`, by the line of `lines`; `read`:
+        each line as the detectors read it (decoded once for both passes)."""
         if not fresh:
             return []
-        decoded = [_without_labels(decode(line)) for line in fresh]
+        decoded = [read[line] for line in fresh]
         joined = "\n".join(decoded)
         if detectors is not None:
             spans = detectors.find(joined)
