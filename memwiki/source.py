@@ -1,6 +1,6 @@
 """The one read-only interface through which the wiki (and recall over external sources) reads memory.
 
-A `MemorySource` is implemented by the store itself (`memwiki.store.Store.reader()`), by the readers of
+A `MemorySource` is implemented by the store itself (`memwiki.store.store.Store.reader()`), by the readers of
 other layouts (a hermes-agent home, a MemPalace palace) and by their combination. The plugin never
 opens Chroma or SQLite itself: it only calls these methods and reads these records.
 
@@ -10,7 +10,7 @@ Times are ISO-8601 strings in UTC (`2026-11-30T04:19:58Z`) or "" when unknown; d
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -230,7 +230,7 @@ class MemorySource(Protocol):
         ...
 
     def l2_index(self) -> Any:
-        """L2 as `memwiki.recall.L2Index` (dense + lexical search) for recall, or None without an L2 layer."""
+        """L2 as `memwiki.recall.cascade.L2Index` (dense + lexical search) for recall, or None without an L2 layer."""
         ...
 
     def entities(self) -> Sequence[Entity]: ...
@@ -258,3 +258,59 @@ class MemorySource(Protocol):
     def close(self) -> None:
         """Let go of what reading opened (indexes, connections); what the source reads stays as it was."""
         ...
+
+
+@dataclass(frozen=True)
+class LayerCounts:
+    """What each layer holds, in the one shape `memwiki stats` (and its `--json`) and the MCP server's
+    `memwiki_stats` give for a store and for read-only sources alike (`as_json`). A store counts in SQL
+    (`Store.stats`); a source through this interface (`of`)."""
+
+    info: SourceInfo
+    persona: Persona | None
+    hot: Sequence[HotFile]
+    memories: int
+    sunk: int
+    entities: int
+    facts: int
+    current: int
+    sessions: int
+    messages: int
+    first: str  # the first and the last time in the sessions ("" without any)
+    last: str
+    wiki_pages: int
+
+    @classmethod
+    def of(cls, source: MemorySource) -> LayerCounts:
+        triples, sessions = source.triples(), source.sessions()
+        times = sorted(t for s in sessions for t in (s.started, s.ended) if t)
+        return cls(
+            info=source.info(),
+            persona=source.persona(),
+            hot=source.hot_files(),
+            memories=source.memory_count(),
+            sunk=len(source.sinks()),
+            entities=len(source.entities()),
+            facts=len(triples),
+            current=sum(1 for t in triples if t.current),
+            sessions=len(sessions),
+            messages=sum(s.message_count for s in sessions),
+            first=times[0] if times else "",
+            last=times[-1] if times else "",
+            wiki_pages=len(source.wiki_pages()),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": asdict(self.info)}
+        if self.persona is not None:
+            out["L0"] = {"chars": self.persona.chars, "cap": self.persona.cap}
+        out["L1"] = {
+            f.target: {"entries": len(f.entries), "chars": f.chars, "cap": f.cap, "usage": round(f.usage, 3)}
+            for f in self.hot
+        }
+        out["L2"] = {"memories": self.memories, "sunk": self.sunk}
+        out["L3"] = {"entities": self.entities, "triples": self.facts, "current": self.current}
+        out["L3"]["ended"] = self.facts - self.current
+        out["L4"] = {"sessions": self.sessions, "messages": self.messages, "first": self.first, "last": self.last}
+        out["wiki"] = {"pages": self.wiki_pages}
+        return out

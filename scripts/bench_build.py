@@ -1,6 +1,6 @@
 """Benchmark: `mkdocs build` of a generated memory store through the memwiki plugin, beside a plain build.
 
-For each size N (concepts), a store is generated through the real store API (`memwiki.store.Store`): N/2
+For each size N (concepts), a store is generated through the real store API (`memwiki.store.store.Store`): N/2
 wiki concept pages (Markdown with frontmatter and [[wikilinks]], a few to concepts that have no page),
 N/2 graph entities with ~1.5 facts each (some ended, some superseded), N/10 L2 memories (embedded with
 the store's USE embedder) and N/100 sessions of 8 messages. It is built with `mkdocs build` and Material
@@ -45,9 +45,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from memwiki.common.textio import atomic_write_text  # noqa: E402
 from memwiki.source import CATEGORIES, Memory  # noqa: E402
-from memwiki.store import Store  # noqa: E402
-from memwiki.textio import atomic_write_text  # noqa: E402
+from memwiki.store.store import Store  # noqa: E402
 
 GEN_VERSION = 4  # 4: one session writer for both shapes (turns a minute apart); 3: Chinese drawn as words
 WORK = ROOT / ".cache" / "bench_build"

@@ -35,9 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memwiki.recall import Hit, Recaller  # noqa: E402
-from memwiki.source_recall import recaller_for  # noqa: E402
-from memwiki.store import Store  # noqa: E402
+from memwiki.recall.cascade import Hit, Recaller  # noqa: E402
+from memwiki.recall.sources import recaller_for  # noqa: E402
+from memwiki.store.store import Store  # noqa: E402
 
 SETS = ROOT / "scripts" / "heldout" / "crosslayer"
 

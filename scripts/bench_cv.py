@@ -2,7 +2,7 @@
 
 Each retriever's ranking is computed once per case through the real code path (a real SemanticMemory in a
 temporary folder, the default embedder, `Recaller.query_vector`, the FTS5 lexical index);
-the fused ranking of any setting is then `memwiki.recall.fuse` over those lists, exactly as recall fuses them.
+the fused ranking of any setting is then `memwiki.recall.cascade.fuse` over those lists, exactly as recall fuses them.
 The settings form a grid over every stage (each turn indexed after the previous one or not, lexical weight,
 peak weighting). Commit 3e634c3 ran the same over the stages since removed (the English-gloss bridge, a
 recency-weighted dialogue query vector, reciprocal-rank and min-max fusion): none helped on held-out folds.
@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_recall import Dataset, load_locomo, load_madial, load_zh, score  # noqa: E402
 
-from memwiki.embedders import USEEmbedder  # noqa: E402
-from memwiki.recall import RecallConfig, Recaller, fuse  # noqa: E402
-from memwiki.semantic import SemanticMemory  # noqa: E402
+from memwiki.layers.semantic.memory import SemanticMemory  # noqa: E402
+from memwiki.recall.cascade import RecallConfig, Recaller, fuse  # noqa: E402
+from memwiki.text.embedders import USEEmbedder  # noqa: E402
 
 METRICS = ("hit@1", "hit@5", "recall@5")
 DEPTH = 50

@@ -2,7 +2,7 @@
 
 The gate is timed as a build uses it: every layer of a store read through `PrivacyFilter` (persona, hot memory,
 sinks, memories, graph, sessions with their messages, wiki pages), each string cleaned once, with a worker process
-per core but one beside it when this checkout has them (memwiki.site.gate_workers). The scan is
+per core but one beside it when this checkout has them (memwiki.site.gate.workers). The scan is
 `SiteScan` over a built site (no scan cache: every file read but the search's vector slices, which a build names as
 numbers). Each side runs in its own process, importing
 memwiki from its own checkout, `--runs` times alternately; the median, the process's peak RSS and the ratio
@@ -35,13 +35,14 @@ from pathlib import Path
 store, site, what = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {}
 if what == "gate":
-    from memwiki.store import Store
-    from memwiki.site.privacy import PrivacyFilter, PrivacyRules
-    try:
-        from memwiki.site.privacy import load_key
-        key = load_key()
+    try:  # (a baseline before the folders first: the editable install would lend it this checkout's new modules)
+        from memwiki.store import Store
+        from memwiki.site.privacy import PrivacyFilter, PrivacyRules
     except ImportError:
-        key = None
+        from memwiki.store.store import Store
+        from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    load_key = getattr(sys.modules[PrivacyFilter.__module__], "load_key", None)  # (the gate's own module)
+    key = load_key() if load_key is not None else None
     with Store.open(store) as opened:
         reader = opened.reader()
         t0 = time.perf_counter()
@@ -64,13 +65,17 @@ if what == "gate":
         out["seconds"] = time.perf_counter() - t0
         out["records"] = n
 else:
-    try:
+    try:  # (a baseline's names first, as above)
         from memwiki.site.detect import Detectors
+        from memwiki.site.site_scan import SiteScan
     except ImportError:
-        from memwiki.site.detectors import Detectors
-    from memwiki.site.site_scan import SiteScan
+        from memwiki.site.gate.detect import Detectors
+        from memwiki.site.gate.scan import SiteScan
     import material
-    from memwiki.site import site_build
+    try:
+        from memwiki.site import site_build
+    except ImportError:
+        from memwiki.site import pipeline as site_build
     exports = (Path(site).parent / "cache" / "use").glob("*/")  # the browser embedder's model
     vis = [site_build.PYVIS_VIS] if hasattr(site_build, "PYVIS_VIS") else []  # the graph's vis-network files
     static = [Path(material.__file__).parent / "templates", site_build.ASSETS, *vis, *exports]  # (a build skips copies

@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_build import clear_caches, set_aside, site_stats, write_memwiki_project  # noqa: E402
 
-from memwiki.demo import build_demo_store  # noqa: E402
-from memwiki.passages import split  # noqa: E402
+from memwiki.layers.semantic.passages import split  # noqa: E402
+from memwiki.store.demo import build_demo_store  # noqa: E402
 
 WORK = ROOT / ".cache" / "bench_huge"
 WORDS = (
@@ -67,7 +67,7 @@ def run_child(cmd: list[str], cwd: Path, code: Path) -> tuple[float, float, floa
 
 
 def _memwiki() -> list[str]:
-    return [sys.executable, "-c", "from memwiki.cli import main; main()"]
+    return [sys.executable, "-c", "from memwiki.agents.cli import main; main()"]
 
 
 # ── one huge memory ──────────────────────────────────────────────────────────────────────────────────

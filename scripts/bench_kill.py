@@ -17,9 +17,9 @@ After every kill the store is opened the way a user opens it (`Store.open`, ever
 - duplicated: an entry twice in a hot file, a memory twice in a vector search or the lexical index out of
   step with Chroma, a fact twice or more than one current fact;
 - unfinished: an entry in both hot memory and L2 (a sink killed between its L2 write and its hot rewrite:
-  allowed by memwiki/overflow.py, which re-runs it); the next sink must leave none behind;
+  allowed by memwiki/layers/hot/overflow.py, which re-runs it); the next sink must leave none behind;
 - hot files must round-trip (parse and re-join to the same bytes, no drift).
-Rebuilds of a damaged L2 vector index (memwiki/recovery.py) are counted per kind.
+Rebuilds of a damaged L2 vector index (memwiki/layers/semantic/recovery.py) are counted per kind.
 
 Usage: python scripts/bench_kill.py [--kills 50] [--seed S] [--rows 3000] [--store DIR] [--json]
 Prints the seed, then per kind: kills survived / lost / duplicated / unfinished / rebuilds, median round time.
@@ -45,11 +45,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memwiki.hot import drift_reason, join_entries, parse_entries  # noqa: E402
-from memwiki.overflow import memory_id  # noqa: E402
-from memwiki.semantic import WRITE_BATCH  # noqa: E402
+from memwiki.layers.hot.files import drift_reason, join_entries, parse_entries  # noqa: E402
+from memwiki.layers.hot.overflow import memory_id  # noqa: E402
+from memwiki.layers.semantic.memory import WRITE_BATCH  # noqa: E402
 from memwiki.source import Memory  # noqa: E402
-from memwiki.store import Store  # noqa: E402
+from memwiki.store.store import Store  # noqa: E402
 
 KINDS = ("sink", "import", "supersede")
 SINK_WRITES = 40  # remembers per sink round (each past the threshold sinks about one entry)
@@ -246,7 +246,7 @@ def prepare(store_dir: Path, work: Path, rows: int) -> None:
     store = Store.init(store_dir)
     with store:
         texts = _rows(rows)
-        from memwiki.semantic import index_text
+        from memwiki.layers.semantic.memory import index_text
 
         vectors = store.embedder.embed([index_text(Memory(f"imp-{i}", t, "other")) for i, t in enumerate(texts)])
     np.save(work / "vectors.npy", vectors)

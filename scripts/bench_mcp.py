@@ -35,7 +35,7 @@ from bench_store import peak_rss_mb, synthetic_texts  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
 from memwiki.source import Memory  # noqa: E402
-from memwiki.store import Store  # noqa: E402
+from memwiki.store.store import Store  # noqa: E402
 
 POOL = 2000
 
@@ -65,7 +65,9 @@ def server_rss_mb(pid: int) -> float:
 
 async def through_mcp(root: Path, queries: list[str], rounds: int) -> dict:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memwiki.cli", "--store", str(root), "mcp"], env={"PYTHONPATH": str(ROOT)}
+        command=sys.executable,
+        args=["-m", "memwiki.agents.cli", "--store", str(root), "mcp"],
+        env={"PYTHONPATH": str(ROOT)},
     )
     t0 = time.perf_counter()
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -111,7 +113,7 @@ def per_process(root: Path, queries: list[str]) -> dict:
     for q in queries:
         t = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "memwiki.cli", "--store", str(root), "recall", q, "--json"],
+            [sys.executable, "-m", "memwiki.agents.cli", "--store", str(root), "recall", q, "--json"],
             capture_output=True,
             text=True,
             cwd=ROOT,

@@ -59,7 +59,7 @@ class Tally:
 
 
 def _cli(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "memwiki.cli", *argv]
+    return [sys.executable, "-m", "memwiki.agents.cli", *argv]
 
 
 def _env() -> dict[str, str]:
@@ -188,7 +188,7 @@ CHECK = textwrap.dedent(
     """
     import json, sys
     import numpy as np
-    from memwiki.store import Store
+    from memwiki.store.store import Store
     ids = json.load(open(sys.argv[2]))
     out = {"missing": [], "unreadable": [], "not_found_by_own_vector": []}
     with Store.open(sys.argv[1]) as store:

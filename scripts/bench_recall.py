@@ -2,7 +2,7 @@
 
 Both runs go through the real code path: each corpus is imported into a real SemanticMemory (Chroma in a
 temporary folder, default embedder); the baseline is `SemanticMemory.search` on the embedded query, ours
-is `Recaller.recall` over that L2 (peak-weighted z fusion of dense and lexical, `memwiki.recall.fuse`).
+is `Recaller.recall` over that L2 (peak-weighted z fusion of dense and lexical, `memwiki.recall.cascade.fuse`).
 
 Data sets (formats of ../shared/bench, see its README):
 - zh_recall_dev.jsonl: corpus = every memory, query = the paraphrased question, gold = its own memory.
@@ -32,11 +32,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memwiki.embedders import USEEmbedder  # noqa: E402
-from memwiki.recall import RecallConfig, Recaller  # noqa: E402
-from memwiki.semantic import SemanticMemory  # noqa: E402
+from memwiki.layers.semantic.memory import SemanticMemory  # noqa: E402
+from memwiki.recall.cascade import RecallConfig, Recaller  # noqa: E402
 from memwiki.source import Memory  # noqa: E402
-from memwiki.tokens import coverage  # noqa: E402
+from memwiki.text.embedders import USEEmbedder  # noqa: E402
+from memwiki.text.tokens import coverage  # noqa: E402
 
 K_EVAL = 10
 

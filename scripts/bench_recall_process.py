@@ -7,7 +7,7 @@ never changes it. Reported, each the median of `--runs` processes:
 - the files layer alone (`Recaller._layer("files", ...)`, timed in a process of its own: what each recall pays for it);
 for this checkout and, with `--before DIR`, the code before the change (a checkout of it, e.g.
 `git worktree add --detach /tmp/recall-before HEAD`, run with PYTHONPATH=DIR), their runs interleaved. For this
-checkout also: the first process (the kept files layer made from nothing, memwiki.files_index), one right after a
+checkout also: the first process (the kept files layer made from nothing, memwiki.recall.files_layer), one right after a
 page changed (its stat not trusted yet) and one after the change settled. The load average is printed before and
 after.
 
@@ -28,10 +28,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = "how do I rotate the backup keys"
-SETTLE = 2.2  # seconds after a change before its stat is trusted (memwiki.files_index.RACY_NS, and a margin)
+SETTLE = 2.2  # seconds after a change before its stat is trusted (memwiki.recall.files_layer.RACY_NS, and a margin)
 FILES_LAYER = """
 import sys, time
-from memwiki.store import Store
+try:  # (a baseline before the folders first: the editable install would lend it this checkout's modules)
+    from memwiki.store import Store
+except ImportError:
+    from memwiki.store.store import Store
 store = Store.open(sys.argv[1])
 recaller = store.recaller
 qv = recaller.query_vector(sys.argv[2])
@@ -60,7 +63,8 @@ def run(code: Path | None, argv: list[str]) -> tuple[float, float, str]:
 
 
 def recall(code: Path | None, store: Path, *flags: str) -> tuple[float, float]:
-    wall, rss, _ = run(code, ["-m", "memwiki.cli", "--store", str(store), "recall", *flags, QUERY])
+    cli = "memwiki.agents.cli" if ((code or ROOT) / "memwiki" / "agents").is_dir() else "memwiki.cli"  # (a baseline)
+    wall, rss, _ = run(code, ["-m", cli, "--store", str(store), "recall", *flags, QUERY])
     return wall, rss
 
 

@@ -25,9 +25,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memwiki.embedders import USEEmbedder  # noqa: E402
-from memwiki.semantic import SemanticMemory  # noqa: E402
+from memwiki.layers.semantic.memory import SemanticMemory  # noqa: E402
 from memwiki.source import Memory  # noqa: E402
+from memwiki.text.embedders import USEEmbedder  # noqa: E402
 from scripts.bench_store import peak_rss_mb, synthetic_texts  # noqa: E402
 
 

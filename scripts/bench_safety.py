@@ -25,11 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memwiki.demo import build_demo_store  # noqa: E402
-from memwiki.readers.open_sources import open_sources  # noqa: E402
-from memwiki.site.detect import Detectors  # noqa: E402
-from memwiki.site.privacy import strings  # noqa: E402
-from memwiki.store import Store  # noqa: E402
+from memwiki.site.gate.detect import Detectors  # noqa: E402
+from memwiki.site.gate.filter import strings  # noqa: E402
+from memwiki.store.demo import build_demo_store  # noqa: E402
+from memwiki.store.open_sources import open_sources  # noqa: E402
+from memwiki.store.store import Store  # noqa: E402
 
 
 def canaries(per_field: int, work: Path) -> None:

@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_store import peak_rss_mb, synthetic_texts  # noqa: E402
 
-from memwiki.embedders import USE_NAME, USEEmbedder  # noqa: E402
+from memwiki.text.embedders import USE_NAME, USEEmbedder  # noqa: E402
 
 CHROMA = Path(sys.executable).with_name("chroma")
 DIM = 512
@@ -85,8 +85,8 @@ class ReusedVectors:
 
 
 def worker(args: argparse.Namespace) -> int:
-    from memwiki.recall import Recaller
-    from memwiki.semantic import SemanticMemory
+    from memwiki.layers.semantic.memory import SemanticMemory
+    from memwiki.recall.cascade import Recaller
 
     tmp = Path(args.tmp)
     pool = json.loads((tmp / "pool.json").read_text(encoding="utf-8"))

@@ -55,9 +55,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from memwiki.common.textio import atomic_write_text  # noqa: E402
 from memwiki.source import CATEGORIES, Memory  # noqa: E402
-from memwiki.store import Store  # noqa: E402
-from memwiki.textio import atomic_write_text  # noqa: E402
+from memwiki.store.store import Store  # noqa: E402
 from scripts.bench_build import (  # noqa: E402
     PREDICATES,
     TYPES,

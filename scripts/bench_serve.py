@@ -31,7 +31,7 @@ from bench_build import WORK, _load, generate_store, write_memwiki_project  # no
 
 from memwiki.site.builders.search import DATA_JS  # noqa: E402
 from memwiki.source import Memory  # noqa: E402
-from memwiki.store import Store  # noqa: E402
+from memwiki.store.store import Store  # noqa: E402
 
 
 def free_port() -> int:

@@ -29,10 +29,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memwiki.embedders import USEEmbedder  # noqa: E402
-from memwiki.recall import Recaller  # noqa: E402
-from memwiki.semantic import SemanticMemory  # noqa: E402
+from memwiki.layers.semantic.memory import SemanticMemory  # noqa: E402
+from memwiki.recall.cascade import Recaller  # noqa: E402
 from memwiki.source import Memory  # noqa: E402
+from memwiki.text.embedders import USEEmbedder  # noqa: E402
 
 ZH_SUBJECTS = ["用户", "项目", "服务器", "家里的 NAS", "测试环境", "博客", "数据库", "路由器", "孩子", "同事小王"]
 ZH_VERBS = ["喜欢", "需要", "部署了", "每周检查", "讨厌", "迁移到", "备份到", "升级了", "记录了", "推荐"]

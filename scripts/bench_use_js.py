@@ -1,4 +1,4 @@
-"""Benchmark the browser embedder (use.js under node) against Python's (memwiki.embedders.USEEmbedder).
+"""Benchmark the browser embedder (use.js under node) against Python's (memwiki.text.embedders.USEEmbedder).
 
 Prints per-query embedding time (median over --runs, model already loaded) for both, the JS load time,
 the model's files (bytes on disk; over http: raw, gzip -9 and brotli 11 of exactly what a browser
@@ -32,8 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memwiki.embedders import USEEmbedder  # noqa: E402
-from memwiki.site.use_export import export_use_assets, with_manifest  # noqa: E402
+from memwiki.site.browser.use_export import export_use_assets, with_manifest  # noqa: E402
+from memwiki.text.embedders import USEEmbedder  # noqa: E402
 from tests.test_use_js import SENTENCES, random_texts  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench"

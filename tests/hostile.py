@@ -3,7 +3,7 @@ payload markup that reached built HTML, and path-trick names.
 
 Every payload calls `xss(N)` when it runs, where N = field number × 100 + payload number, so a browser
 test that defines `xss` (see tests/test_xss_browser.py) learns which payload ran and from which field.
-`plant_store` writes each payload into each field of a new `memwiki.store.Store`: a new field of a record
+`plant_store` writes each payload into each field of a new `memwiki.store.store.Store`: a new field of a record
 gets covered by adding one line to `FIELDS` and one to `plant_store`.
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from memwiki.config import Caps, StoreConfig
 from memwiki.source import Memory, SinkRecord
-from memwiki.store import Store
+from memwiki.store.config import Caps, StoreConfig
+from memwiki.store.store import Store
 
 # `{n}` is the payload's number in its field. Written to run (or to load a dangerous URL) if any layer of
 # the site passed it through as markup: raw HTML, Markdown links, wikilinks, entities, broken markup.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from memwiki.store import Store
+from memwiki.store.store import Store
 from tests.test_site import ROOT, demo_build, site  # noqa: F401 - fixtures: the demo site built once
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

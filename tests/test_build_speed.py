@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memwiki.site.generated import GeneratedPage
+from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.speed import cache_file
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.site.speed.memo import PageMemo, StaleMemo
@@ -93,10 +93,10 @@ def test_kept_vectors_are_asked_of_the_source_only_for_memories_that_changed(
     """The layer cache keeps L2's vectors by (embedder, id, embedded text) in a journaled file: a build after one
     memory changed asks the store for that memory's vector alone, writes only a journal, and gives exactly the
     store's vectors; a memory that is gone leaves the file."""
-    from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
     from memwiki.site.speed.layer_cache import CachedSource
     from memwiki.source import Memory
-    from memwiki.store import Store
+    from memwiki.store.store import Store
 
     with Store.init(tmp_path / "store") as store:
         store.semantic.add([Memory(id=f"m-{n}", text=f"Backup step {n}: copy the disk to the NAS.") for n in range(20)])

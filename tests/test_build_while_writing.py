@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from urllib.parse import unquote
 
-from memwiki.demo import build_demo_store
+from memwiki.store.demo import build_demo_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +23,7 @@ WRITER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from memwiki.source import Memory
-    from memwiki.store import Store
+    from memwiki.store.store import Store
     store_dir, stop = Path(sys.argv[1]), Path(sys.argv[2])
     with Store.open(store_dir) as store:
         i = 0

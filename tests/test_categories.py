@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fixture_homes import pristine
 
-from memwiki.categories import MAX_CLASSIFIED_CHARS, category_of, classify, is_core, parse_tag
-from memwiki.hot import parse_entries
+from memwiki.layers.hot.categories import MAX_CLASSIFIED_CHARS, category_of, classify, is_core, parse_tag
+from memwiki.layers.hot.files import parse_entries
 from memwiki.source import CATEGORIES, CORE_CATEGORIES
 
 # Labels given by reading each entry of the real fixture (file order). Mixed entries that carry a

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 
 def _digest(path: Path) -> str:

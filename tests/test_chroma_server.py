@@ -33,15 +33,15 @@ from test_ollama import DIM, OllamaProtocol, ollama_server
 from test_semantic import use  # noqa: F401 - the real USE embedder, a session fixture
 from test_site import build_site
 
-from memwiki.cli import main
-from memwiki.config import ChromaConfig, EmbedderConfig, StoreConfig
-from memwiki.embedders import USEEmbedder
+from memwiki.agents.cli import main
 from memwiki.errors import EmbedderMismatchError, MemwikiError
-from memwiki.passages import PASSAGE_KEY
-from memwiki.recall import Recaller
-from memwiki.semantic import SemanticMemory
+from memwiki.layers.semantic.memory import SemanticMemory
+from memwiki.layers.semantic.passages import PASSAGE_KEY
+from memwiki.recall.cascade import Recaller
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.config import ChromaConfig, EmbedderConfig, StoreConfig
+from memwiki.store.store import Store
+from memwiki.text.embedders import USEEmbedder
 
 CHROMA = Path(sys.executable).with_name("chroma")  # the wheel's own `chroma` command
 MODEL = "qwen3-embedding:0.6b"
@@ -352,7 +352,7 @@ def test_a_server_that_goes_down_mid_import_is_a_one_line_error_and_loses_nothin
                 one_line_error(*cli(capsys, "--store", str(root), *argv)[::2], chroma.url)
 
             mcp = subprocess.run(  # it opens the store before it speaks: it stops, saying why
-                [sys.executable, "-m", "memwiki.cli", "--store", str(root), "mcp"],
+                [sys.executable, "-m", "memwiki.agents.cli", "--store", str(root), "mcp"],
                 input="",
                 capture_output=True,
                 text=True,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.cli import main
+from memwiki.agents.cli import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -171,14 +171,18 @@ def test_kg_and_session_search(store_dir: str, tmp_path: Path, capsys: pytest.Ca
 
 def test_console_script_runs_as_a_process(store_dir: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "memwiki.cli", "--store", store_dir, "stats", "--json"],
+        [sys.executable, "-m", "memwiki.agents.cli", "--store", store_dir, "stats", "--json"],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     stats = json.loads(proc.stdout)
-    assert stats["embedder"] == {"name": "use-multilingual-v3", "dim": 512}
+    assert (stats["source"]["kind"], stats["source"]["embedder"], stats["source"]["dim"]) == (
+        "store",
+        "use-multilingual-v3",
+        512,
+    )
     assert stats["L1"]["memory"]["cap"] == 2200 and stats["L1"]["user"]["cap"] == 1375
 
 
@@ -202,7 +206,7 @@ def test_stats_prints_a_summary_with_right_plurals(
     assert run(capsys, "--store", store_dir, "kg", "invalidate", "embed-01", "runs", "Ollama")[0] == 0
     out = summary()
     assert "2 memories" in out and "1 memory" not in out and "1 fact (0 current, 1 ended)" in out
-    stats = json.loads(run(capsys, "--store", store_dir, "stats", "--json")[1])  # the JSON keeps its shape
+    stats = json.loads(run(capsys, "--store", store_dir, "stats", "--json")[1])  # the one shape (LayerCounts)
     assert stats["L2"]["memories"] == 2 and stats["L3"]["ended"] == 1 and set(stats) >= {"L0", "L1", "L4", "wiki"}
 
 
@@ -253,7 +257,7 @@ def test_a_full_disk_is_said_as_such_and_nothing_is_lost(tmp_path: Path) -> None
 
         def cli(*argv: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
-                [sys.executable, "-m", "memwiki.cli", "--store", str(store), *argv],
+                [sys.executable, "-m", "memwiki.agents.cli", "--store", str(store), *argv],
                 capture_output=True,
                 text=True,
                 env=env,
@@ -286,7 +290,10 @@ def test_a_store_on_a_read_only_mount_is_said_as_such_and_not_touched(tmp_path: 
 
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "memwiki.cli", "--store", str(store), *argv], capture_output=True, text=True, env=env
+            [sys.executable, "-m", "memwiki.agents.cli", "--store", str(store), *argv],
+            capture_output=True,
+            text=True,
+            env=env,
         )
 
     assert cli("init").returncode == 0 and cli("remember", "[rule] be brief").returncode == 0

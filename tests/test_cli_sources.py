@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.cli import main
+from memwiki.agents.cli import main
 from tests.fixture_copies import checksums, copy_fixtures
 
 
@@ -50,7 +50,7 @@ def test_recall_and_reads_over_sources_leave_every_byte(
     assert code == 0 and "restic" in json.loads(out)[0]["session"]["title"]
     code, out, _ = run(capsys, *src, "stats", "--json")
     stats = json.loads(out)
-    assert stats["L2"]["memories"] == 16 and stats["L3"] == {"entities": 14, "triples": 10}
+    assert stats["L2"]["memories"] == 16 and stats["L3"] == {"entities": 14, "triples": 10, "current": 8, "ended": 2}
     code, out, _ = run(capsys, *src, "stats")
     assert code == 0 and "16 memories" in out and "14 entities, 10 facts (8 current, 2 ended)" in out
     code, _, err = run(capsys, *src, "remember", "x")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from fixture_homes import pristine
 
-from memwiki.context import FrozenContext, render_context
-from memwiki.hot import HotMemoryFile
-from memwiki.persona import read_persona
+from memwiki.layers.hot.files import HotMemoryFile
+from memwiki.layers.persona import read_persona
+from memwiki.layers.turn_block import FrozenContext, render_context
 
 
 def hermes() -> Path:

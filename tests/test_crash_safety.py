@@ -15,11 +15,11 @@ import chromadb
 import numpy as np
 import pytest
 
-from memwiki.embedders import USEEmbedder
-from memwiki.recovery import COMPLETE_MARK, REBUILD_SUFFIX
-from memwiki.semantic import COLLECTION, SemanticMemory
+from memwiki.layers.semantic.memory import COLLECTION, SemanticMemory
+from memwiki.layers.semantic.recovery import COMPLETE_MARK, REBUILD_SUFFIX
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
+from memwiki.text.embedders import USEEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
 # Past Chroma's sync_threshold (1,000): the HNSW segment is persisted to files, as in a real import.
@@ -65,7 +65,7 @@ def test_damaged_hnsw_segment_is_rebuilt_with_nothing_lost(tmp_path, memories, d
         client.get_collection(COLLECTION).query(query_embeddings=vectors[:1], n_results=1)
     client.close()
 
-    with caplog.at_level(logging.WARNING, logger="memwiki.recovery"):
+    with caplog.at_level(logging.WARNING, logger="memwiki.layers.semantic.recovery"):
         semantic = SemanticMemory(l2, USEEmbedder())
     try:
         assert "rebuilding it" in caplog.text and "rebuilt" in caplog.text
@@ -99,7 +99,7 @@ def test_swap_cut_between_its_renames_is_finished_on_open(tmp_path) -> None:
 
 
 def _cli(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-c", "from memwiki.cli import main; main()", "--store", str(store), *args]
+    cmd = [sys.executable, "-c", "from memwiki.agents.cli import main; main()", "--store", str(store), *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 

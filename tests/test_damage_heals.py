@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = 300
@@ -73,7 +73,10 @@ DAMAGES["segment folder deleted"] = lambda store: [shutil.rmtree(s) for s in _se
 def _stats(store: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "memwiki.cli", "--store", str(store), "stats"], capture_output=True, text=True, env=env
+        [sys.executable, "-m", "memwiki.agents.cli", "--store", str(store), "stats"],
+        capture_output=True,
+        text=True,
+        env=env,
     )
 
 
@@ -120,7 +123,7 @@ def test_derived_files_are_made_again_and_a_bad_log_line_is_skipped(pristine: Pa
 def test_a_deleted_memory_is_no_damage(pristine: Path, tmp_path: Path) -> None:
     """hnswlib marks a deleted row in its header's third byte, beside the neighbour count: a store whose newest
     memories were deleted (the rows read first and last) opens without a rebuild."""
-    from memwiki.hnsw_files import segment_damage
+    from memwiki.layers.semantic.hnsw_files import segment_damage
 
     store = tmp_path / "store"
     shutil.copytree(pristine, store)

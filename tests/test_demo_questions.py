@@ -2,7 +2,7 @@
 
 The demo store is built from demo/ into a temporary folder (the real store, Chroma and the default USE
 embedder; no network), and every question of tests/demo_questions.jsonl is asked through the CLI's entry point
-(`memwiki.cli.main`, `memwiki recall --batch FILE --all-layers --json -k 5`); a few are asked again through the
+(`memwiki.agents.cli.main`, `memwiki recall --batch FILE --all-layers --json -k 5`); a few are asked again through the
 installed console script in a subprocess, one query at a time, which must answer the same.
 
 Format of tests/demo_questions.jsonl (one JSON object a line). The site's search test reads the same file, so
@@ -51,9 +51,9 @@ from typing import Any
 
 import pytest
 
-from memwiki.cli import main
-from memwiki.demo import build_demo_store
-from memwiki.store import Store
+from memwiki.agents.cli import main
+from memwiki.store.demo import build_demo_store
+from memwiki.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS_FILE = ROOT / "tests" / "demo_questions.jsonl"
@@ -226,7 +226,7 @@ def test_the_demo_answers_its_own_questions(answers: dict[str, list[dict[str, An
 
 def _console_script() -> list[str]:
     script = shutil.which("memwiki", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
-    return [script] if script else [sys.executable, "-m", "memwiki.cli"]
+    return [script] if script else [sys.executable, "-m", "memwiki.agents.cli"]
 
 
 @pytest.mark.parametrize("qid", ["dq-01", "dq-16", "dq-31"])  # one Chinese, one English, one mixed

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from memwiki.site.detect import Detectors
-from memwiki.site.detect.context import ContextDetector
-from memwiki.site.detect.detectors import _views
-from memwiki.site.detect.hosts import HostDetector
-from memwiki.site.detect.personal import PersonalDetector
-from memwiki.site.detect.providers import ProviderDetector
-from memwiki.site.detect.shapes import ShapeDetector, made
+from memwiki.site.gate.detect import Detectors
+from memwiki.site.gate.detect.context import ContextDetector
+from memwiki.site.gate.detect.detectors import _views
+from memwiki.site.gate.detect.hosts import HostDetector
+from memwiki.site.gate.detect.personal import PersonalDetector
+from memwiki.site.gate.detect.providers import ProviderDetector
+from memwiki.site.gate.detect.shapes import ShapeDetector, made
 
 
 def found(detector: object, text: str) -> list[str]:
@@ -631,7 +631,7 @@ ORDINARY = [
 ]
 
 
-# read through the detectors' other views of a text (memwiki.site.detect.detectors._views)
+# read through the detectors' other views of a text (memwiki.site.gate.detect.detectors._views)
 VIEWED = [
     (
         "给外婆挂号用的身份证号，四二零一一一一九五一一一二三六零八叉，最后一位是叉",
@@ -812,9 +812,9 @@ def test_a_quoted_password_is_found_after_a_space_or_a_corner_bracket_not_after_
 
 
 def test_every_detector_pattern_compiles() -> None:
-    """The detectors' patterns compile where first used (memwiki.screen.LazyPattern): each one compiles here, so a
+    """The detectors' patterns compile where first used (memwiki.text.screen.LazyPattern): each one compiles here, so a
     wrong one fails this test rather than the first build that meets it; a detector made again makes none anew."""
-    from memwiki.screen import LAZY
+    from memwiki.text.screen import LAZY
 
     Detectors()
     made = len(LAZY)

@@ -18,10 +18,10 @@ from urllib.parse import quote
 import pytest
 from mkdocs.structure.toc import get_toc
 
-from memwiki.demo import build_demo_store
 from memwiki.site.speed.theme_frame import ThemeFrame, probe_name
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.demo import build_demo_store
+from memwiki.store.store import Store
 from tests.hostile import payload
 from tests.test_site import ROOT, build_site
 

@@ -1,4 +1,5 @@
-"""Recall's files layer kept between processes (memwiki.files_index): the same hits as the layer read anew, whatever
+"""Recall's files layer kept between processes (memwiki.recall.files_layer): the same hits as the layer read anew,
+whatever
 changed between two processes, and a kept file that is damaged or cannot be written is no failure.
 
 Every store here is the demo store (real wiki pages, a real graph, real USE vectors) with pages added: two with
@@ -19,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.demo import build_demo_store
-from memwiki.files_index import FILE_NAME, RACY_NS
-from memwiki.graph_pages import recall_pages
-from memwiki.jsonable import jsonable
-from memwiki.layout import LAYER_PATHS
-from memwiki.recall import Recaller, page_text
-from memwiki.store import Store
-from memwiki.text_vectors import text_key
+from memwiki.agents.as_json import jsonable
+from memwiki.recall.cascade import Recaller, page_text
+from memwiki.recall.entity_pages import recall_pages
+from memwiki.recall.files_layer import FILE_NAME, RACY_NS
+from memwiki.store.demo import build_demo_store
+from memwiki.store.layout import LAYER_PATHS
+from memwiki.store.store import Store
+from memwiki.text.vectors import text_key
 
 ROOT = Path(__file__).resolve().parent.parent
 K = 8
@@ -92,7 +93,9 @@ def cli_answers(store_dir: Path) -> list[list[dict]]:
     batch = store_dir.parent / "queries.jsonl"
     batch.write_text("".join(json.dumps({"query": q}) + "\n" for q in QUERIES), encoding="utf-8")
     argv = ["--store", str(store_dir), "recall", "--json", "--all-layers", "-k", str(K), "--batch", str(batch)]
-    done = subprocess.run([sys.executable, "-m", "memwiki.cli", *argv], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "memwiki.agents.cli", *argv], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert "broken.md" in done.stderr
     return [json.loads(line)["hits"] for line in done.stdout.splitlines()]
@@ -109,7 +112,7 @@ def written(store_dir: Path) -> list[tuple[int, int]]:
 
 
 def settle() -> None:
-    """Wait until the stats of files changed just now are trusted (memwiki.files_index.RACY_NS)."""
+    """Wait until the stats of files changed just now are trusted (memwiki.recall.files_layer.RACY_NS)."""
     time.sleep(RACY_NS / 1e9 + 0.1)
 
 
@@ -165,7 +168,9 @@ def test_processes_that_make_the_layer_at_once_all_answer_alike(store_dir: Path)
     batch.write_text("".join(json.dumps({"query": q}) + "\n" for q in QUERIES), encoding="utf-8")
     argv = ["--store", str(store_dir), "recall", "--json", "--all-layers", "-k", str(K), "--batch", str(batch)]
     runs = [
-        subprocess.Popen([sys.executable, "-m", "memwiki.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-m", "memwiki.agents.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         for _ in range(3)
     ]
     want = expected(store_dir)

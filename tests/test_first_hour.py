@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.cli import _parser
-from memwiki.persona import TEMPLATE
+from memwiki.agents.cli import _parser
+from memwiki.layers.persona import TEMPLATE
 from tests.fixture_copies import copy_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""memwiki.graph: L3 in MemPalace's schema, temporal queries, and read-only access that writes nothing."""
+"""memwiki.layers.graph: L3 in MemPalace's schema, temporal queries, and read-only access that writes nothing."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from fixture_homes import pristine
 
+from memwiki.common.sqlitedb import connect_readonly
+from memwiki.common.times import parse_date, parse_time
 from memwiki.errors import MemwikiError, SourceError, StoreLockedError
-from memwiki.graph import KnowledgeGraph, entity_id
-from memwiki.sqlitedb import connect_readonly
-from memwiki.times import parse_date, parse_time
+from memwiki.layers.graph import KnowledgeGraph, entity_id
 
 
 def fixture_kg() -> Path:
@@ -365,7 +365,7 @@ def test_locked_graph_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_select_facts_agrees_with_query_entity_on_the_fixture(tmp_path: Path) -> None:
     """The in-memory filter used over external sources gives what the SQL query gives."""
-    from memwiki.graph import select_facts
+    from memwiki.layers.graph import select_facts
 
     db = tmp_path / "kg.sqlite3"
     shutil.copy(fixture_kg(), db)
@@ -380,7 +380,7 @@ def test_select_facts_agrees_with_query_entity_on_the_fixture(tmp_path: Path) ->
 
 
 def test_a_graph_without_types_gets_them_from_its_predicates() -> None:
-    from memwiki.graph_types import with_types
+    from memwiki.layers.graph_types import with_types
     from memwiki.source import Entity, Triple
 
     triples = [
@@ -407,7 +407,7 @@ def test_a_graph_without_types_gets_them_from_its_predicates() -> None:
 
 
 def test_values_a_palace_stores_as_entities_are_literals() -> None:
-    from memwiki.graph_types import literal_ids
+    from memwiki.layers.graph_types import literal_ids
     from memwiki.source import Entity, Triple
 
     triples = [

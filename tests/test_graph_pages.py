@@ -14,13 +14,13 @@ import pytest
 from fixture_copies import copy_fixtures
 
 from memwiki.readers.mempalace import MemPalace
-from memwiki.site.builder_io import BuildContext, BuildSettings
+from memwiki.site.browser.pyvis_html import external_refs
 from memwiki.site.builders import graph, site
-from memwiki.site.generated import GeneratedAsset
-from memwiki.site.privacy import PrivacyFilter
-from memwiki.site.pyvis_html import external_refs
+from memwiki.site.gate.filter import PrivacyFilter
+from memwiki.site.model.build_context import BuildContext, BuildSettings
+from memwiki.site.model.generated import GeneratedAsset
 from memwiki.site.speed.builder_speed import BuildSpeed
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 ATTR_RE = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"']*)["']""", re.I)

@@ -21,7 +21,7 @@ from test_cli import run
 from test_site import build_site
 
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 pytest.importorskip("agent.memory_provider", reason="hermes-agent is a test dependency: pip install -e '.[test]'")
 
@@ -69,7 +69,7 @@ def test_install_then_a_conversation_fills_every_layer(conversation: tuple[Path,
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(out_path.read_text(encoding="utf-8"))
 
-    assert seen["provider"] == "memwiki.hermes_provider"  # what hermes's own loader found in plugins/memwiki
+    assert seen["provider"] == "memwiki.agents.hermes_provider"  # what hermes's own loader found in plugins/memwiki
     assert {"memwiki_recall", "memwiki_kg_add", "memwiki_kg_supersede", "memwiki_remember_long"} <= set(seen["tools"])
     assert "memwiki" in seen["system"]
     refused = [r for r in seen["memory_tool"] if not r.get("success")]

@@ -19,7 +19,7 @@ from memwiki.errors import (
     InputFormatError,
     MemwikiError,
 )
-from memwiki.hot import HotMemoryFile, join_entries, parse_entries, usage_text
+from memwiki.layers.hot.files import HotMemoryFile, join_entries, parse_entries, usage_text
 
 
 def hermes() -> Path:

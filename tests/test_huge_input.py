@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.cli import main
-from memwiki.config import load_config, save_config
+from memwiki.agents.cli import main
+from memwiki.common.textio import utf8_size
 from memwiki.errors import CapacityError, InputTooLargeError
-from memwiki.passages import LONG_BYTES, PASSAGE_BYTES, PASSAGE_KEY, is_long, split, utf8_size
-from memwiki.recall import cut_query
+from memwiki.layers.semantic.passages import LONG_BYTES, PASSAGE_BYTES, PASSAGE_KEY, is_long, split
+from memwiki.recall.cascade import cut_query
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.config import load_config, save_config
+from memwiki.store.store import Store
 
 NEEDLE = "The spare key to the server room is taped under the third drawer of Maria's desk."
 FILLER = (
@@ -225,7 +226,15 @@ def test_a_five_megabyte_session_message_imports_and_is_found_in_a_small_process
     path = write_jsonl(tmp_path / "s.jsonl", rows)
     root = tmp_path / "store"
     Store.init(root).close()
-    cmd = [sys.executable, "-c", "from memwiki.cli import main; main()", "--store", str(root), "import", str(path)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from memwiki.agents.cli import main; main()",
+        "--store",
+        str(root),
+        "import",
+        str(path),
+    ]
     proc = subprocess.Popen([*cmd, "--layer", "L4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     out = proc.stdout.read().decode()
@@ -246,7 +255,7 @@ def test_a_huge_query_is_cut_to_what_the_embedder_reads_with_a_warning(
     root, _ = store_with_long_memory
     query = "where is the spare key to the server room " + "and also " * 6_670
     assert len(query) > 60_000
-    with caplog.at_level(logging.WARNING, logger="memwiki.recall"), Store.open(root) as store:
+    with caplog.at_level(logging.WARNING, logger="memwiki.recall.cascade"), Store.open(root) as store:
         hits = store.recall(query, k=3)
     assert hits and hits[0].id == "long-1"
     assert any("query of 60,0" in r.getMessage() and "cut to its beginning" in r.getMessage() for r in caplog.records)

@@ -1,4 +1,4 @@
-"""memwiki.jsonl: the one JSONL reader (line numbers, blank lines, every kind of bad line)."""
+"""memwiki.common.jsonl: the one JSONL reader (line numbers, blank lines, every kind of bad line)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from memwiki.common.jsonl import count_lines, iter_jsonl
 from memwiki.errors import InputFormatError
-from memwiki.jsonl import count_lines, iter_jsonl
 
 
 def _write(tmp_path: Path, data: bytes, name: str = "in.jsonl") -> Path:

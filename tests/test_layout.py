@@ -1,5 +1,5 @@
 """The import graph of memwiki's own modules: no cycles, and the design's direction (the core never imports the site;
-builders read the store through `memwiki.source`, never `memwiki.store`).
+builders read the store through `memwiki.source`, never `memwiki.store.store`).
 
 Every import counts: module level, inside a function, under `if TYPE_CHECKING:`, and `importlib.import_module` of a
 literal name. A cycle hidden in a function or behind TYPE_CHECKING is still two modules that cannot be understood,
@@ -19,7 +19,11 @@ import pytest
 PACKAGE = "memwiki"
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 
-STORE_MODULES = ("memwiki.store", "memwiki.store_reader", "memwiki.store_thread")  # the store, and what holds one
+STORE_MODULES = (
+    "memwiki.store.store",
+    "memwiki.store.reader",
+    "memwiki.agents.store_thread",
+)  # the store, and what holds one
 
 # Edges of known cycles whose fix waits for files others are editing: (importer, imported as an fnmatch pattern) ->
 # why it is a cycle and what ends it. Each must still close its cycle (test_pending_cycle_edges_are_still_needed).
@@ -183,6 +187,33 @@ def without(graph: Graph, edges: Iterable[tuple[str, str]]) -> dict[str, dict[st
     }
 
 
+# The house, from the ground up: a module may import its own floor and the floors below, never one above. The store
+# folder has two floors: what every layer reads of the folder (settings, file names, limits) is below the layers;
+# the `Store` that runs operations on them, its reader and the door that opens sources are above recall.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("primitives", ("memwiki", "memwiki.errors", "memwiki.source", "memwiki.common")),
+    ("store folder", ("memwiki.store", "memwiki.store.config", "memwiki.store.layout", "memwiki.store.limits",
+                      "memwiki.store.damage", "memwiki.store.generation")),
+    ("text", ("memwiki.text",)),
+    ("layers", ("memwiki.layers",)),
+    ("readers", ("memwiki.readers",)),
+    ("recall", ("memwiki.recall",)),
+    ("store", ("memwiki.store.store", "memwiki.store.reader", "memwiki.store.open_sources", "memwiki.store.demo")),
+    ("agents", ("memwiki.agents", "memwiki.hermes_provider")),
+)  # fmt: skip
+
+
+def floor(module: str) -> int:
+    """The floor of a core module: its own name's or its closest package's (`memwiki.layers.hot.files`: layers)."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        name = ".".join(parts[:n])
+        for level, (_, prefixes) in enumerate(FLOORS):
+            if name in prefixes:
+                return level
+    raise AssertionError(f"{module}: on no floor of FLOORS (add its folder there)")
+
+
 def is_core(module: str) -> bool:
     return not (module == f"{PACKAGE}.site" or module.startswith(f"{PACKAGE}.site."))
 
@@ -195,8 +226,8 @@ def graph() -> dict[str, dict[str, list[Import]]]:
 def test_the_graph_sees_every_module_and_known_imports(graph: Graph) -> None:
     """The walk finds the package (a wrong path would make every other test here pass on an empty graph)."""
     assert len(graph) > 40
-    assert "memwiki.site.builders" in graph and "memwiki.store" in graph
-    assert "memwiki.config" in graph["memwiki.store"]
+    assert "memwiki.site.builders" in graph and "memwiki.store.store" in graph
+    assert "memwiki.store.config" in graph["memwiki.store.store"]
 
 
 def test_no_import_cycles(graph: Graph) -> None:
@@ -285,3 +316,45 @@ from . import e
         "p.g": ["function"],
     }
     assert [s.line for s in found["p.sub.e"]] == [11, 17]
+
+
+def test_every_core_module_is_on_a_floor(graph: Graph) -> None:
+    """A new folder or module outside every floor fails here, not silently outside the rules below."""
+    for module in graph:
+        if is_core(module):
+            floor(module)
+
+
+def test_core_imports_go_down_the_house_never_up(graph: Graph) -> None:
+    """Layers below recall below the store below agents (FLOORS): recall never reaches for an agent, a layer never
+    for recall, the primitives never for a layer."""
+    edges = [
+        f"{src} ({FLOORS[floor(src)][0]}) -> {dst} ({FLOORS[floor(dst)][0]}): {', '.join(map(str, stmts))}"
+        for src, targets in sorted(graph.items())
+        if is_core(src)
+        for dst, stmts in sorted(targets.items())
+        if is_core(dst) and floor(dst) > floor(src)
+    ]
+    assert not edges, "imports up the house:\n" + "\n".join(edges)
+
+
+def test_the_site_reads_memory_only_through_the_source_interface(graph: Graph) -> None:
+    """The site never holds a `Store` nor calls an agent: it reads what the one door (`open_sources`) opened, as a
+    `memwiki.source.MemorySource`, through the gate. (Helpers of the layers, text and recall are shared code, not
+    reads: the entity types, the tokens, the ranking the browser mirrors.)"""
+    edges = [
+        f"{src} -> {dst}: {', '.join(map(str, stmts))}"
+        for src, targets in sorted(graph.items())
+        if not is_core(src)
+        for dst, stmts in sorted(targets.items())
+        if is_core(dst) and (dst in STORE_MODULES or floor(dst) == len(FLOORS) - 1)
+    ]
+    assert not edges, "the site reads around the source interface:\n" + "\n".join(edges)
+
+
+def test_the_floor_check_catches_an_import_up_the_house() -> None:
+    """The rule itself, on a made-up edge: a layer importing recall is caught, recall importing a layer is not."""
+    made_up = {"memwiki.layers.graph": {"memwiki.recall.cascade": [Import(1, "module")]}, "memwiki.recall.cascade": {}}
+    up = [(s, d) for s, t in made_up.items() for d in t if floor(d) > floor(s)]
+    assert up == [("memwiki.layers.graph", "memwiki.recall.cascade")]
+    assert floor("memwiki.store.layout") < floor("memwiki.layers.hot.files") < floor("memwiki.store.store")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.lexical import LexicalIndex
+from memwiki.text.lexical import LexicalIndex
 
 
 @pytest.fixture()

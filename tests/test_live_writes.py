@@ -22,10 +22,10 @@ from mcp import ClientSession
 from test_mcp import call, session_with
 from test_site import build_site
 
-from memwiki import semantic
 from memwiki.errors import StoreLockedError
+from memwiki.layers.semantic import memory as semantic
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 25
@@ -34,7 +34,7 @@ WRITER_B = textwrap.dedent(
     """
     import sys, time
     from memwiki.source import Memory
-    from memwiki.store import Store
+    from memwiki.store.store import Store
 
     with Store.open(sys.argv[1]) as store:  # open for the whole run, as a provider or a server is
         store.embedder.warm()
@@ -103,8 +103,8 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from memwiki.semantic import WRITE_LOCK
-    from memwiki.textio import file_lock
+    from memwiki.layers.semantic.memory import WRITE_LOCK
+    from memwiki.common.textio import file_lock
 
     with file_lock(Path(sys.argv[1]) / WRITE_LOCK):  # another process in the middle of its write
         print("holding", flush=True)

@@ -1,11 +1,11 @@
-"""Private markers as people type them (memwiki/markers.py): each shape is read as private, and ordinary text that
+"""Private markers as people type them (memwiki/text/markers.py): each shape is read as private, and ordinary text that
 only mentions a private word is not."""
 
 from __future__ import annotations
 
 import pytest
 
-from memwiki.markers import flagged, marked, private_heading, private_path, without_private_sections
+from memwiki.text.markers import flagged, marked, private_heading, private_path, without_private_sections
 
 MARKED = [
     "[private] the garden gate",
@@ -142,7 +142,7 @@ def test_a_folder_named_private_marks_its_pages() -> None:
 
 
 def test_a_marker_alone_on_its_line_marks_the_paragraph_under_it() -> None:
-    from memwiki.markers import only_marker
+    from memwiki.text.markers import only_marker
 
     assert only_marker("<!-- private -->") and only_marker("[private]") and only_marker("🔒")
     assert not only_marker("[private] the garden gate") and not only_marker("the garden gate")

@@ -22,7 +22,7 @@ from fixture_copies import checksums, copy_fixtures
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 READ_TOOLS = {
@@ -44,9 +44,9 @@ WRITE_TOOLS = {
 
 
 def session_with(argv: list[str], body: Callable[[ClientSession], Awaitable[Any]]) -> Any:  # noqa: ANN401
-    """Run `body` against `python -m memwiki.cli ARGV` over stdio, through the SDK's client."""
+    """Run `body` against `python -m memwiki.agents.cli ARGV` over stdio, through the SDK's client."""
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memwiki.cli", *argv], env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT)
+        command=sys.executable, args=["-m", "memwiki.agents.cli", *argv], env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT)
     )
 
     async def run() -> Any:  # noqa: ANN401
@@ -233,7 +233,7 @@ def test_a_request_with_a_lone_surrogate_gets_an_error_not_silence(store_dir: Pa
     """Raw JSON-RPC over the server's stdin (the SDK's client cannot even send this): the SDK's parser refuses the
     line, and the server answers it with an error naming the argument instead of leaving the client waiting."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memwiki.cli", "--store", str(store_dir), "mcp"],
+        [sys.executable, "-m", "memwiki.agents.cli", "--store", str(store_dir), "mcp"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

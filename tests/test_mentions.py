@@ -1,4 +1,5 @@
-"""memwiki.site.mentions: where a concept is named in text (whole Latin words, any case, Chinese inside sentences)."""
+"""memwiki.site.model.mentions: where a concept is named in text (whole Latin words, any case, Chinese inside
+sentences)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import random
 import string
 import time
 
-from memwiki.site.concept_index import ConceptIndex, TextSource
-from memwiki.site.mentions import MentionIndex
+from memwiki.site.model.concept_index import ConceptIndex, TextSource
+from memwiki.site.model.mentions import MentionIndex
 from memwiki.source import Entity, WikiPage
 
 

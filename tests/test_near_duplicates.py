@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import audit
+from memwiki.site.model.build_context import BuildContext
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 LOOPED = 750
 

@@ -9,9 +9,9 @@ import pytest
 from mkdocs.config import load_config
 from mkdocs.exceptions import PluginError
 
-from memwiki.site.detect import Detectors
-from memwiki.site.offline import keep_offline, outside_loads
-from memwiki.site.site_scan import SiteScan
+from memwiki.site.gate.detect import Detectors
+from memwiki.site.gate.offline import keep_offline, outside_loads
+from memwiki.site.gate.scan import SiteScan
 
 
 def _config(tmp_path: Path, theme: dict, **extra: object) -> object:

@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memwiki.config import EmbedderConfig, StoreConfig
-from memwiki.embedders import OllamaEmbedder, USEEmbedder
 from memwiki.errors import EmbedderMismatchError, MemwikiError
-from memwiki.readers.open_sources import open_sources
+from memwiki.recall.sources import recaller_for
 from memwiki.source import Memory
-from memwiki.source_recall import recaller_for
-from memwiki.store import Store
-from memwiki.tokens import tokens
+from memwiki.store.config import EmbedderConfig, StoreConfig
+from memwiki.store.open_sources import open_sources
+from memwiki.store.store import Store
+from memwiki.text.embedders import OllamaEmbedder, USEEmbedder
+from memwiki.text.tokens import tokens
 from tests.fixture_copies import copy_fixtures
 
 DIM = 64
@@ -128,9 +128,9 @@ def test_recall_over_a_palace_uses_the_store_s_ollama_embedder(ollama_host: str,
 def test_session_digests_embed_with_the_store_s_ollama_and_fall_back_when_it_is_down(
     ollama_host: str, tmp_path: Path
 ) -> None:
-    from memwiki.site.builder_io import BuildContext
     from memwiki.site.builders import site
     from memwiki.site.builders.sessions import Digester, prepare
+    from memwiki.site.model.build_context import BuildContext
 
     config = StoreConfig(embedder=EmbedderConfig("ollama", 0, "qwen3-embedding:0.6b", ollama_host))
     lines = [

@@ -15,12 +15,12 @@ import pytest
 from chromadb.config import Settings
 from fixture_homes import pristine
 
-from memwiki.categories import category_of, is_core, parse_tag
-from memwiki.embedders import USEEmbedder
 from memwiki.errors import CapacityError, DuplicateEntryError, MemwikiError
-from memwiki.hot import HotMemoryFile, join_entries
-from memwiki.overflow import L2Writer, SinkLog, memory_id, plan_sink, remember, sink
+from memwiki.layers.hot.categories import category_of, is_core, parse_tag
+from memwiki.layers.hot.files import HotMemoryFile, join_entries
+from memwiki.layers.hot.overflow import L2Writer, SinkLog, memory_id, plan_sink, remember, sink
 from memwiki.source import Memory
+from memwiki.text.embedders import USEEmbedder
 
 
 def hermes() -> Path:
@@ -229,7 +229,7 @@ def test_interrupted_sink_loses_nothing_and_reruns_cleanly(
         if step == "log":
             patch.setattr(SinkLog, "append", _boom)
         if step == "rewrite":
-            patch.setattr("memwiki.hot.atomic_write_text", _boom)
+            patch.setattr("memwiki.layers.hot.files.atomic_write_text", _boom)
         with pytest.raises((OSError, MemwikiError)) as err:
             sink(hot, l2, log)
         if step == "verify":
@@ -248,7 +248,7 @@ CRASHER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
-    import memwiki.overflow as overflow
+    import memwiki.layers.hot.overflow as overflow
     from test_overflow import ChromaL2
     root, step = Path(sys.argv[2]), sys.argv[3]
     l2 = ChromaL2(root / "l2")
@@ -302,8 +302,8 @@ def test_sink_log_torn_line_and_bad_line(tmp_path: Path, caplog: pytest.LogCaptu
 
 
 def test_the_store_semantic_memory_is_an_l2_writer(tmp_path: Path, home: tuple[HotMemoryFile, SinkLog, list[str]]):
-    """The project's own L2 (memwiki.semantic) plugs in through the same protocol."""
-    from memwiki.semantic import SemanticMemory
+    """The project's own L2 (memwiki.layers.semantic.memory) plugs in through the same protocol."""
+    from memwiki.layers.semantic.memory import SemanticMemory
 
     hot, log, original = home
     l2 = SemanticMemory(tmp_path / "l2", USEEmbedder())
@@ -318,7 +318,7 @@ def test_the_store_semantic_memory_is_an_l2_writer(tmp_path: Path, home: tuple[H
 
 def test_the_guard_never_overrules_an_explicit_tag(tmp_path: Path) -> None:
     """A second opinion may keep an untagged entry hot, never one its writer tagged non-core."""
-    from memwiki.overflow import _plan
+    from memwiki.layers.hot.overflow import _plan
 
     entries = ["[env] dev box: Ubuntu 24.04, Python 3.11", "Address the user as Professor Li.", "x" * 60]
     always_core = lambda texts: [True] * len(texts)  # noqa: E731 - the strictest possible guard

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 from tests.hostile import plant_tricks, trick_names
 from tests.test_site import build_site
 

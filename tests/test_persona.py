@@ -9,7 +9,7 @@ import pytest
 from fixture_homes import pristine
 
 from memwiki.errors import CapacityError, InputFormatError
-from memwiki.persona import PersonaTruncatedWarning, injected, read_persona, truncate, write_persona
+from memwiki.layers.persona import PersonaTruncatedWarning, injected, read_persona, truncate, write_persona
 
 
 def soul() -> Path:

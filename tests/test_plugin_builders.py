@@ -9,7 +9,7 @@ import numpy as np
 
 from memwiki.site.builders.audit import conflicts, expired
 from memwiki.site.builders.sessions import mmr, tfidf_vectors
-from memwiki.site.digest import about, both_sides, spoken
+from memwiki.site.model.digest import about, both_sides, spoken
 from memwiki.source import Message, Triple
 
 
@@ -57,10 +57,10 @@ def test_mmr_picks_central_yet_diverse_turns_in_order() -> None:
 
 def test_a_session_digest_lists_only_the_facts_that_cite_that_session(tmp_path: Path) -> None:
     """`session s-1` must not claim the facts of `session s-10`."""
-    from memwiki.site.builder_io import BuildContext
     from memwiki.site.builders import sessions as session_pages
+    from memwiki.site.model.build_context import BuildContext
     from memwiki.site.speed.builder_speed import BuildSpeed
-    from memwiki.store import Store
+    from memwiki.store.store import Store
 
     with Store.init(tmp_path / "s") as store:
         store.graph.add_triple("Juniper", "uses", "Chroma", valid_from="2026-01-01", source_file="session s-1")

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.demo import build_demo_store
-from memwiki.site.builder_io import BuildContext
-from memwiki.site.detect import REDACTED_PREFIX
-from memwiki.site.privacy import PrivacyFilter, PrivacyRules
-from memwiki.site.site_build import build_all
+from memwiki.site.gate.detect import REDACTED_PREFIX
+from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.pipeline import build_all
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.demo import build_demo_store
+from memwiki.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 PRIVATE = "[private] Lin Xiao's bank PIN is 4321 and her diary lives at ~/diary"

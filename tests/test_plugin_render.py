@@ -10,8 +10,8 @@ from pathlib import Path
 
 import markdown
 
-from memwiki.site.concept_index import ConceptIndex, TextSource
-from memwiki.site.render import TextRenderer, block, href, page_url
+from memwiki.site.model.concept_index import ConceptIndex, TextSource
+from memwiki.site.model.render import TextRenderer, block, href, page_url
 from memwiki.site.speed import cache_file
 from memwiki.site.speed.raw_blocks import join, split
 from memwiki.site.speed.text_cache import TextCache

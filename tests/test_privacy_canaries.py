@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.site import site_scan
-from memwiki.site.detect import Detectors
-from memwiki.site.detect.detectors import _views
-from memwiki.site.site_scan import SiteScan
+from memwiki.site.gate import scan as site_scan
+from memwiki.site.gate.detect import Detectors
+from memwiki.site.gate.detect.detectors import _views
+from memwiki.site.gate.scan import SiteScan
 from memwiki.site.speed.builder_speed import BuildSpeed
-from memwiki.store import Store
+from memwiki.store.store import Store
 from tests.canaries import FIELDS, KINDS, found_in, plant
 from tests.test_site import build_site
 

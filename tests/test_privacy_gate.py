@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memwiki.site.builder_io import BuildContext
-from memwiki.site.detect import Detectors
-from memwiki.site.privacy import PrivacyFilter, PrivacyRules, scrub, strings
-from memwiki.site.site_build import build_all
+from memwiki.recall.sources import recaller_for
+from memwiki.site.gate.detect import Detectors
+from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules, scrub, strings
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.pipeline import build_all
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory, Triple
-from memwiki.source_recall import recaller_for
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 KEY = "sk-proj-Zx81kQ2mW9pLr4Tt7Yv3Bn6Hc5Jd0Fs1"
 MAIL = "lin.xiao@mailbox.org"
@@ -205,7 +205,7 @@ def test_strings_judged_in_worker_processes_are_gated_as_in_one(
 ) -> None:
     """A large layer's strings are judged in spawned workers beside the build's process (gate_workers): every
     layer comes out as the gate alone makes it, with the same counts and the same secrets known to the scan."""
-    from memwiki.site import gate_workers
+    from memwiki.site.gate import workers as gate_workers
 
     def gated(workers: int) -> tuple[list[object], dict[str, dict[str, int]], set[str], bool]:
         with Store.open(store_dir) as store:
@@ -225,10 +225,10 @@ def test_strings_judged_in_worker_processes_are_gated_as_in_one(
 
 
 def test_work_is_shared_between_this_process_and_a_pool_in_order() -> None:
-    """memwiki.workers.share_out: the results in the chunks' order, some made here and some in the pool."""
+    """memwiki.common.workers.share_out: the results in the chunks' order, some made here and some in the pool."""
     import time
 
-    from memwiki.workers import share_out, spawned_pool
+    from memwiki.common.workers import share_out, spawned_pool
 
     here: list[str] = []
 
@@ -272,7 +272,7 @@ def test_ids_made_from_gated_fields_are_made_again_not_gated_alone(
 def test_workers_judge_a_layer_only_when_they_take_off_more_than_they_cost() -> None:
     """With one worker beside the build's process, a 10k store's wiki (5,000 pages of 1,300 characters) is
     judged here (the worker would take half of it, less than its start costs); with three, it is shared."""
-    from memwiki.site.gate_workers import Judges
+    from memwiki.site.gate.workers import Judges
 
     wiki = ["x" * 1_300] * 5_000
     assert not Judges(PrivacyRules(), 1).wanted(wiki)
@@ -285,7 +285,7 @@ def test_the_texts_of_a_withheld_record_are_not_sent_to_the_judges_again(
 ) -> None:
     """A large layer's strings are sent to the judging workers once: the next build finds every verdict kept, those
     of the records it withheld (and so never showed) included."""
-    from memwiki.site import gate_workers
+    from memwiki.site.gate import workers as gate_workers
 
     sent: list[str] = []
 

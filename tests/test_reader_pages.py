@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 from tests.test_site import build_site
 
 HOSTILE = '<img src=x onerror="alert(1)">'

@@ -9,12 +9,13 @@ import pytest
 from fixture_copies import checksums, copy_fixtures
 from fixture_homes import pristine
 
-from memwiki.embedders import USEEmbedder
 from memwiki.errors import SourceError
-from memwiki.readers import CombinedSource, HermesHome, MemPalace, open_sources
+from memwiki.readers import CombinedSource, HermesHome, MemPalace
 from memwiki.readers.locate import hermes_home_path, palace_path
+from memwiki.recall.sources import recaller_for
 from memwiki.source import MemorySource
-from memwiki.source_recall import recaller_for
+from memwiki.store.open_sources import open_sources
+from memwiki.text.embedders import USEEmbedder
 
 EMBEDDER = USEEmbedder()
 
@@ -104,7 +105,7 @@ def test_open_sources_defaults_and_environment(fx: Path, tmp_path: Path, monkeyp
 
 
 def test_store_fills_the_layers_the_sources_lack(fx: Path, tmp_path: Path) -> None:
-    from memwiki.store import Store
+    from memwiki.store.store import Store
 
     store = tmp_path / "store"
     Store.init(store, embedder=EMBEDDER).close()

@@ -228,7 +228,7 @@ def test_schema_v1_layout_without_titles(tmp_path: Path) -> None:
 
 def test_persona_over_its_cap_is_cut_with_a_note(home: Path) -> None:
     """The record keeps the whole file (the privacy gate reads it as written); the agent is given the cut."""
-    from memwiki.persona import injected
+    from memwiki.layers.persona import injected
 
     source = HermesHome(home, persona_cap=200)
     persona = source.persona()

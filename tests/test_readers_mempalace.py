@@ -12,10 +12,10 @@ import pytest
 from fixture_copies import checksums, copy_fixtures, leave_rows_in_wal, make_readonly, make_writable
 from fixture_homes import pristine
 
-from memwiki.embedders import USEEmbedder
 from memwiki.errors import EmbedderMismatchError, SourceError
 from memwiki.readers.mempalace import MemPalace
 from memwiki.source import MemorySource
+from memwiki.text.embedders import USEEmbedder
 
 EMBEDDER = USEEmbedder()  # the model is loaded once per process
 
@@ -74,7 +74,7 @@ def test_closets_and_diary(fx: Path, tmp_path: Path) -> None:
     for closet in closets:
         assert closet.meta["kind"] == "closet" and closet.meta["drawer_ids"]
         assert set(closet.meta["drawer_ids"]) <= drawer_ids
-    (diary,) = palace.diary_entries()
+    (diary,) = [m for m in palace.memories() if m.meta.get("kind") == "diary"]
     assert diary.id.startswith("diary_wing_claude_") and diary.meta["agent"] == "claude"
     assert (diary.wing, diary.room, diary.meta["topic"]) == ("wing_claude", "diary", "tidepool")
     assert "象山港" in diary.text

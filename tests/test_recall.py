@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.embedders import USEEmbedder
 from memwiki.errors import MemwikiError
-from memwiki.recall import Hit, RecallConfig, Recaller, fuse
-from memwiki.semantic import SemanticMemory
-from memwiki.sessions import SessionHistory
+from memwiki.layers.semantic.memory import SemanticMemory
+from memwiki.layers.sessions import SessionHistory
+from memwiki.readers.vector_cache import VectorCache
+from memwiki.recall.cascade import Hit, RecallConfig, Recaller, fuse
 from memwiki.source import HotEntry, HotFile, Memory, WikiPage
-from memwiki.vector_cache import VectorCache
+from memwiki.text.embedders import USEEmbedder
 
 CORPUS = [
     ("nas", "家里的 NAS 是群晖 DS920+，地址 192.168.1.10，共享目录挂载在 /mnt/nas。"),
@@ -206,7 +206,7 @@ def test_peak_weighting_gives_a_flat_retriever_less_say() -> None:
 def test_vector_cache_reindexes_words_made_by_another_tokenizer(use: USEEmbedder, tmp_path: Path) -> None:
     import sqlite3
 
-    from memwiki.tokens import TOKENIZER_VERSION
+    from memwiki.text.tokens import TOKENIZER_VERSION
 
     source = [Memory(id=i, text=t) for i, t in CORPUS]
     VectorCache(tmp_path / "cache", use).update(source)

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-import memwiki.markers
-import memwiki.site.detect as detect
-import memwiki.site.privacy
-from memwiki.screen import LazyPattern, Screened
-from memwiki.site.detect.spans import Rule
+import memwiki.site.gate.detect as detect
+import memwiki.site.gate.filter
+import memwiki.text.markers
+from memwiki.site.gate.detect.spans import Rule
+from memwiki.text.screen import LazyPattern, Screened
 
 UNITS = ("aB", "a1", "ab", "1a", "a ", "a-", "a.", "1.", "1 ", "1-", "a_", "A", "1", "密", "密 ", "a:", "a=", "a/")
 UNITS += ("%2", "\\n", '\\"', ". ", "ab ", "a1-", "Ab1 ", "a b ", "1 2 ")
@@ -27,7 +27,7 @@ ENDS = ("!", "_1", "\n", "", "@", "~")
 
 def _patterns() -> Iterator[tuple[str, re.Pattern[str]]]:
     modules = [importlib.import_module(f"{detect.__name__}.{m.name}") for m in pkgutil.iter_modules(detect.__path__)]
-    for module in [*modules, memwiki.markers, memwiki.site.privacy]:
+    for module in [*modules, memwiki.text.markers, memwiki.site.gate.filter]:
         for name, value in vars(module).items():
             values = value if isinstance(value, (tuple, list)) else (value,)
             for i, item in enumerate(values):

@@ -1,4 +1,4 @@
-"""RE2 screens (memwiki.screen) are a necessary condition: every text a screened pattern matches, its screen finds.
+"""RE2 screens (memwiki.text.screen) are a necessary condition: every text a screened pattern matches, its screen finds.
 
 A screen too narrow would silently skip a detector: the texts are every canary of the tests and of the blind rounds
 (seeded), the detectors' own cases, and the same texts with Unicode spaces and digits, lower- and upper-cased.
@@ -12,13 +12,13 @@ import random
 import pytest
 import re2
 
-from memwiki.screen import Screened, re2_safe
+from memwiki.text.screen import Screened, re2_safe
 from tests import canaries
 from tests.blind.harness import load_set
 from tests.test_detect_classes import CONTEXT, HOSTS, ORDINARY, PERSONAL, PROVIDERS, SHAPES
 
-MODULES = [f"memwiki.site.detect.{m}" for m in ("context", "hosts", "personal", "providers", "shapes", "spans")]
-MODULES += ["memwiki.site.detect.detectors", "memwiki.markers", "memwiki.site.offline"]
+MODULES = [f"memwiki.site.gate.detect.{m}" for m in ("context", "hosts", "personal", "providers", "shapes", "spans")]
+MODULES += ["memwiki.site.gate.detect.detectors", "memwiki.text.markers", "memwiki.site.gate.offline"]
 
 
 def _screened() -> dict[str, Screened]:

@@ -21,15 +21,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memwiki.config import EmbedderConfig, StoreConfig
-from memwiki.embedders import USEEmbedder
-from memwiki.recall import RecallConfig, cut_query, fuse
-from memwiki.site.builder_io import BuildContext
+from memwiki.recall.cascade import RecallConfig, cut_query, fuse
 from memwiki.site.builders import search
+from memwiki.site.model.build_context import BuildContext
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory
-from memwiki.store import Store
-from memwiki.tokens import coverage, fts_text, tokens
+from memwiki.store.config import EmbedderConfig, StoreConfig
+from memwiki.store.store import Store
+from memwiki.text.embedders import USEEmbedder
+from memwiki.text.tokens import coverage, fts_text, tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "memwiki"  # the plugin's default cache: the exported model is reused across runs
@@ -446,7 +446,7 @@ def test_search_data_holds_no_planted_secret(tmp_path: Path) -> None:
     """Everything the search ships comes through the privacy gate: secrets planted in every field of every layer
     (tests/canaries.py) are in none of its files, though the layers they sit in are (the control: the private
     profile ships them)."""
-    from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
     from tests.canaries import found_in, plant
 
     (tmp_path / "cache").mkdir()
@@ -467,7 +467,7 @@ def test_search_data_holds_no_planted_secret(tmp_path: Path) -> None:
 def test_search_data_is_written_a_row_a_line_and_reads_as_the_same_json() -> None:
     """The search data is one JS object; its lists of rows are written a row a line (a rebuild's site scan then
     reads the rows that changed), and it parses to exactly what one line of JSON holds, `</script>` escaped."""
-    from memwiki.site.pyvis_html import script_json
+    from memwiki.site.browser.pyvis_html import script_json
 
     data = {
         "L1": [["memory:0", "a </script> b", 0], ["memory:1", "两行\n文字", 1]],

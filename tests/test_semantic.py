@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memwiki.embedders import OllamaEmbedder, USEEmbedder
 from memwiki.errors import DuplicateEntryError, EmbedderMismatchError, InputFormatError
-from memwiki.passages import PASSAGE_KEY
-from memwiki.semantic import SemanticMemory
+from memwiki.layers.semantic.memory import SemanticMemory
+from memwiki.layers.semantic.passages import PASSAGE_KEY
 from memwiki.source import Memory
+from memwiki.text.embedders import OllamaEmbedder, USEEmbedder
 
 
 @pytest.fixture(scope="session")
@@ -187,7 +187,7 @@ def test_lexical_index_is_rebuilt_when_out_of_step(tmp_path: Path, use: USEEmbed
 def test_lexical_index_from_another_tokenizer_version_is_rebuilt(tmp_path: Path, use: USEEmbedder) -> None:
     import sqlite3
 
-    from memwiki.tokens import TOKENIZER_VERSION
+    from memwiki.text.tokens import TOKENIZER_VERSION
 
     l2 = SemanticMemory(tmp_path / "l2", use)
     l2.upsert(MEMORIES)
@@ -205,7 +205,7 @@ def test_lexical_index_from_another_tokenizer_version_is_rebuilt(tmp_path: Path,
 def test_many_ids_are_asked_of_chroma_in_batches(l2: SemanticMemory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma's SQLite takes at most 32,766 variables a statement: records and vectors of more ids than a batch are
     asked batch by batch and come back whole and in order (a 100k store's build asked for all at once)."""
-    from memwiki import semantic
+    from memwiki.layers.semantic import memory as semantic
 
     rows = [Memory(id=f"m{i:02d}", text=f"note {i}: 备份盘 {i} 在书房", category="other") for i in range(11)]
     l2.add(rows)

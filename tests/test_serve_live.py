@@ -16,7 +16,7 @@ from pathlib import Path
 
 from test_cli import run
 
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 

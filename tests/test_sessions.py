@@ -1,4 +1,4 @@
-"""memwiki.sessions: L4 session history, CJK-aware FTS5 search, all-or-nothing JSONL import."""
+"""memwiki.layers.sessions: L4 session history, CJK-aware FTS5 search, all-or-nothing JSONL import."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memwiki.errors import InputFormatError, MemwikiError, StoreLockedError
-from memwiki.sessions import SessionHistory, require_fts5, snippet
+from memwiki.layers.sessions import SessionHistory, require_fts5, snippet
 
 MESSAGES = [
     {"session_id": "s-dance", "role": "user", "content": "我最近喜欢跳舞，周末去学 Salsa。",
@@ -287,7 +287,7 @@ def test_an_index_from_another_tokenizer_version_is_rebuilt_on_open(tmp_path: Pa
     """A history indexed by an older `fts_text` (here: bigrams only, no single characters) re-indexes itself."""
     import sqlite3
 
-    from memwiki.tokens import TOKENIZER_VERSION
+    from memwiki.text.tokens import TOKENIZER_VERSION
 
     db = tmp_path / "s.sqlite3"
     with SessionHistory(db) as h:

@@ -19,9 +19,9 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-from memwiki.site.speed.html_cache import load_manifest
+from memwiki.site.speed.html_cache import _manifest_file
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 HREF = re.compile(r'<a class="mw-wikilink( mw-wanted)?" href="([^"]+)"')
@@ -378,7 +378,7 @@ def test_a_rebuild_into_the_same_site_keeps_it_and_ends_as_a_clean_build(
     _, error = build_site(site, cache, store=str(store_dir), demo_src=None, fast_pages=False)
     assert error is None, error
     assert not (site / "concepts" / "cloud-kb.html").exists()
-    manifest = load_manifest(cache / "pages")
+    manifest = _manifest_file(cache / "pages").data
     for src_uri in manifest:  # the cache was not written through the site
         cached = (cache / "pages" / (hashlib.sha1(src_uri.encode()).hexdigest() + ".html")).read_bytes()
         assert cached == (site / src_uri.removesuffix(".md")).with_suffix(".html").read_bytes(), src_uri

@@ -11,9 +11,9 @@ import os
 import shutil
 from pathlib import Path
 
-from memwiki.site.speed.html_cache import load_manifest
+from memwiki.site.speed.html_cache import _manifest_file
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.store import Store
 from tests.test_site import NEW_TEXT, ROOT, build_site, demo_build  # noqa: F401 - demo_build: the fixture
 
 WORKERS = {"render_workers": 2}  # changed pages written by two forked workers (memwiki.site.speed.parallel_pages)
@@ -53,7 +53,7 @@ def _built(tmp_path: Path, demo_build: Path) -> tuple[Path, Path, Path, list[str
 
 def _written(cache: Path, plugin) -> list[str]:  # noqa: ANN001 - tests.test_site.Built
     """The cached pages the workers wrote in this build: neither reused nor rendered by MkDocs."""
-    return sorted(set(load_manifest(cache / "pages")) - set(plugin.hits) - set(plugin.generated))
+    return sorted(set(_manifest_file(cache / "pages").data) - set(plugin.hits) - set(plugin.generated))
 
 
 def _rebuild(store_dir: Path, cache: Path, site: Path):  # noqa: ANN202 - tests.test_site.Built

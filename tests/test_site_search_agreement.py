@@ -25,14 +25,14 @@ from pathlib import Path
 import pytest
 from fixture_copies import bench_file
 
-from memwiki.demo import build_demo_store
-from memwiki.recall import LAYERS, cut_query
-from memwiki.site.builder_io import BuildContext
+from memwiki.recall.cascade import LAYERS, cut_query
 from memwiki.site.builders import search
-from memwiki.site.privacy import PrivacyFilter, PrivacyRules
+from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+from memwiki.site.model.build_context import BuildContext
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.demo import build_demo_store
+from memwiki.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_QUESTIONS = ROOT / "tests" / "demo_questions.jsonl"
@@ -95,7 +95,7 @@ def cli_recall(store_dir: Path, qs: list[str], k: int = K) -> list[dict]:
     batch = store_dir.parent / "queries.jsonl"
     batch.write_text("".join(json.dumps({"id": n, "query": q}, ensure_ascii=False) + "\n" for n, q in enumerate(qs)))
     cli = shutil.which("memwiki") or sys.executable
-    head = [cli] if cli != sys.executable else [cli, "-m", "memwiki.cli"]
+    head = [cli] if cli != sys.executable else [cli, "-m", "memwiki.agents.cli"]
     proc = subprocess.run(
         [*head, "--store", str(store_dir), "recall", "--all-layers", "--json", "-k", str(k), "--batch", str(batch)],
         capture_output=True,

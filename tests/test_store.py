@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.config import StoreConfig
-from memwiki.demo import build_demo_store
-from memwiki.embedders import OllamaEmbedder
 from memwiki.errors import CapacityError, EmbedderMismatchError, MemwikiError, NotAStoreError
-from memwiki.recall import OpeningL2
-from memwiki.semantic import SemanticMemory
-from memwiki.store import Store
+from memwiki.layers.semantic.memory import SemanticMemory
+from memwiki.recall.cascade import OpeningL2
+from memwiki.store.config import StoreConfig
+from memwiki.store.demo import build_demo_store
+from memwiki.store.store import Store
+from memwiki.text.embedders import OllamaEmbedder
 
 
 @pytest.fixture()
@@ -184,7 +184,7 @@ def test_reader_offers_every_layer(store: Store, tmp_path: Path) -> None:
 
 def test_an_entry_the_rules_miss_but_that_reads_core_stays_hot(tmp_path: Path) -> None:
     """The rules see no core word in it; its meaning (nearest labelled examples) keeps it from sinking."""
-    from memwiki.categories import category_of
+    from memwiki.layers.hot.categories import category_of
 
     unmarked = "Address the user as Professor Li in every email."
     assert category_of(unmarked)[0] == "other", "precondition: the rules alone would sink it"

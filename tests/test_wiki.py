@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memwiki.errors import InputFormatError
-from memwiki.wiki import iter_wiki_pages, page_files, parse_page
+from memwiki.layers.wiki import iter_wiki_pages, page_files, parse_page
 
 
 @pytest.mark.parametrize(

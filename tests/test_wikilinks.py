@@ -3,9 +3,9 @@ and the untrusted-text renderer."""
 
 from __future__ import annotations
 
-from memwiki.site.concept_index import ConceptIndex, TextSource, slugify
-from memwiki.site.render import TextRenderer, href, md_esc, page_url
-from memwiki.site.wikilinks import find_links, parse_link
+from memwiki.site.model.concept_index import ConceptIndex, TextSource, slugify
+from memwiki.site.model.render import TextRenderer, href, md_esc, page_url
+from memwiki.site.model.wikilinks import find_links, parse_link
 from memwiki.source import Entity, WikiPage
 
 

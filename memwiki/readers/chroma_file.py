@@ -148,7 +148,7 @@ def queued_vectors(db: ReadOnlyDB, cid: str, ids: Sequence[str]) -> dict[str, np
 
 def read_collection(path: Path, name: str, live: bool = False) -> list[tuple[str, dict[str, Any]]] | None:
     """(id, metadata with the document under DOCUMENT_KEY) of each record of one collection, in Chroma's
-    order; None when the file has no such collection. `live`: a writer may be at work (memwiki.sqlitedb)."""
+    order; None when the file has no such collection. `live`: a writer may be at work (memwiki.common.sqlitedb)."""
     with open_readonly_db(path, "Chroma database", live) as db:
         if missing := {"collections", "segments", "embeddings", "embedding_metadata"} - db.tables():
             raise SourceError(f"{path}: not a Chroma database this reader knows (no {sorted(missing)})")

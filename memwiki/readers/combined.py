@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from memwiki.embedders import Embedder
 from memwiki.source import (
     Entity,
     HotFile,
@@ -28,7 +27,8 @@ from memwiki.source import (
     Triple,
     WikiPage,
 )
-from memwiki.text_vectors import TextVectors
+from memwiki.text.embedders import Embedder
+from memwiki.text.vectors import TextVectors
 
 LAYER_KEYS = ("L0", "L1", "L2", "L3", "L4", "files", "sinks")
 
@@ -170,8 +170,8 @@ class CombinedSource:
 
     # ── beyond the protocol: what recall over sources needs ──
 
-    def l2_index(self):  # noqa: ANN201 - an L2Index (memwiki.recall) or None
-        """The L2 layer as `memwiki.recall.L2Index` (a palace's VectorCache, a store's SemanticMemory), or None."""
+    def l2_index(self):  # noqa: ANN201 - an L2Index (memwiki.recall.cascade) or None
+        """The L2 layer as recall's `L2Index` (a palace's VectorCache, a store's SemanticMemory), or None."""
         source = self._get("L2")
         return source.l2_index() if source is not None else None
 

@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 import yaml
 
-from memwiki.categories import category_of
-from memwiki.config import StoreConfig
+from memwiki.common.textio import read_text
+from memwiki.common.times import mtime_iso, stored_time
 from memwiki.errors import MemwikiError, SourceError
-from memwiki.hot import FILE_NAMES, drift_reason, parse_entries
-from memwiki.lexical import LexicalIndex
+from memwiki.layers.hot.categories import category_of
+from memwiki.layers.hot.files import drift_reason, parse_entries
+from memwiki.layers.sessions import query_words, snippet
 from memwiki.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
-from memwiki.sessions import query_words, snippet
 from memwiki.source import (
     Entity,
     HotEntry,
@@ -47,8 +47,9 @@ from memwiki.source import (
     Triple,
     WikiPage,
 )
-from memwiki.textio import read_text
-from memwiki.times import mtime_iso, stored_time
+from memwiki.store.config import StoreConfig
+from memwiki.store.layout import HOT_FILES
+from memwiki.text.lexical import LexicalIndex
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ class HermesHome:
         )
 
     def persona(self) -> Persona | None:
-        from memwiki.persona import read_persona
+        from memwiki.layers.persona import read_persona
 
         path = self.root / "SOUL.md"
         if not path.is_file():
@@ -135,7 +136,7 @@ class HermesHome:
 
     def hot_files(self) -> Sequence[HotFile]:
         out = []
-        for target, name in FILE_NAMES.items():
+        for target, name in HOT_FILES.items():
             path = self.root / "memories" / name
             if not path.is_file():
                 continue

@@ -19,8 +19,9 @@ import os
 from pathlib import Path
 
 from memwiki.errors import SourceError
+from memwiki.store.layout import LAYER_PATHS, default_cache_dir
 
-KG_FILE = "knowledge_graph.sqlite3"
+KG_FILE = LAYER_PATHS["graph"]  # (a palace names its graph as a store does)
 AUTO = "auto"  # pass as hermes_home / palace to open_sources: locate it through env vars and defaults
 
 
@@ -60,12 +61,6 @@ def find_knowledge_graph(palace: Path, config_dir: Path | None = None) -> Path |
     if config_dir is not None:
         places.append(Path(config_dir) / KG_FILE)
     return next((p for p in places if p.is_file()), None)
-
-
-def default_cache_dir() -> Path:
-    """memwiki's cache root: $XDG_CACHE_HOME/memwiki, else ~/.cache/memwiki."""
-    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "memwiki"
 
 
 def text_vectors_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:

@@ -24,13 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from memwiki.categories import category_of
-from memwiki.embedders import Embedder, label_of
+from memwiki.common.textio import read_text
+from memwiki.common.times import stored_time
 from memwiki.errors import EmbedderMismatchError, MemwikiError, SourceError
-from memwiki.graph import KnowledgeGraph
+from memwiki.layers.graph import KnowledgeGraph
+from memwiki.layers.hot.categories import category_of
 from memwiki.readers.chroma_file import DOCUMENT_KEY, collection_records
 from memwiki.readers.locate import find_knowledge_graph, mempalace_config_dir, palace_cache_dir
 from memwiki.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
+from memwiki.readers.vector_cache import VectorCache
 from memwiki.source import (
     Entity,
     HotFile,
@@ -45,9 +47,7 @@ from memwiki.source import (
     Triple,
     WikiPage,
 )
-from memwiki.textio import read_text
-from memwiki.times import stored_time
-from memwiki.vector_cache import VectorCache
+from memwiki.text.embedders import Embedder, label_of
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +134,6 @@ class MemPalace:
         collections, _ = self._collections()
         return list(collections.get(CLOSETS, []))
 
-    def diary_entries(self) -> list[Memory]:
-        return [m for m in self.memories() if m.meta.get("kind") == "diary"]
-
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
         """The drawers' vectors from memwiki's embedder (the cache), never the palace's own: those cannot be
         compared with any query memwiki can embed here. None without an embedder."""
@@ -156,7 +153,7 @@ class MemPalace:
         return index.search(vector, k)
 
     def l2_index(self) -> VectorCache:
-        """The palace's drawers embedded with memwiki's embedder (an L2Index for `memwiki.recall.Recaller`)."""
+        """The palace's drawers embedded with memwiki's embedder (an L2Index for `memwiki.recall.cascade.Recaller`)."""
         if self.embedder is None:
             raise SourceError(f"{self.root}: searching the palace needs memwiki's embedder (none was given)")
         key = self.fingerprint()

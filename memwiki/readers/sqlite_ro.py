@@ -1,6 +1,6 @@
 """Open another program's SQLite file strictly read-only, and say what a person should know about it.
 
-The opening itself is `memwiki.graph.connect_readonly` (in place with `mode=ro&immutable=1` when no `-wal` /
+The opening itself is `memwiki.layers.graph.connect_readonly` (in place with `mode=ro&immutable=1` when no `-wal` /
 `-journal` is pending, else on a private snapshot copy of the database and its journal). This module adds
 what a reader of a live agent's files needs on top: whether a writer holds the database right now, the
 notes to show on the audit page, and the tables and columns the file really has (layouts vary by version).
@@ -17,8 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memwiki.common.sqlitedb import connect_readonly
 from memwiki.errors import MemwikiError, SourceError
-from memwiki.sqlitedb import connect_readonly
 
 # SQLite's lock bytes (os_unix.c): in rollback-journal mode a writer holds a write lock on PENDING / RESERVED
 # of the database file; in WAL mode it holds the WAL write lock, byte 120 of the `-shm` file.

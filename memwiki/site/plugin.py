@@ -1,6 +1,6 @@
 """The MkDocs plugin `memwiki`: its options, and thin hooks over two objects.
 
-- `SiteBuild` (memwiki.site.site_build): one build's content. The memory source opened through the privacy
+- `SiteBuild` (memwiki.site.pipeline): one build's content. The memory source opened through the privacy
   gate, every page builder run, the navigation, the audit's warnings (`audit_errors`: `mkdocs build --strict`
   fails on them), and a public build's final scan of the whole site.
 - `PageStore` (memwiki.site.speed.page_store): how those pages get into the site fast. Reused from the last
@@ -24,10 +24,10 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
 from memwiki.site.builders.audit import KINDS
-from memwiki.site.generated import GeneratedPage
-from memwiki.site.offline import keep_offline
-from memwiki.site.privacy import PROFILES
-from memwiki.site.site_build import ASSETS, Built, SiteBuild
+from memwiki.site.gate.filter import PROFILES
+from memwiki.site.gate.offline import keep_offline
+from memwiki.site.model.generated import GeneratedPage
+from memwiki.site.pipeline import ASSETS, Built, SiteBuild
 from memwiki.site.speed import gc_policy
 from memwiki.site.speed.page_store import PageStore
 
@@ -93,7 +93,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(1000)  # the first handler after MkDocs' clean
     def _put_back_site(self, files: Files, /, *, config: MkDocsConfig) -> Files:
-        self._store.put_back_site()
+        self._pages.put_back_site()
         return files
 
     @event_priority(-50)  # after other plugins have added their files
@@ -101,18 +101,18 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.built = self._build(files, config)
         for name in ("memwiki.css", "memwiki.js"):
             files.append(File.generated(config, f"assets/memwiki/{name}", content=(ASSETS / name).read_bytes()))
-        files = self._store.add(files, self.built.pages, self.built.assets, config)
+        files = self._pages.add(files, self.built.pages, self.built.assets, config)
         self._site.report_audit(self.built.ctx)
         return files
 
     on_files = CombinedEvent(_put_back_site, _files)
 
     def on_page_markdown(self, markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-        self._store.page_markdown(page)
+        self._pages.page_markdown(page)
         return markdown
 
     def on_page_content(self, html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-        return self._store.page_content(html, page)
+        return self._pages.page_content(html, page)
 
     @event_priority(100)  # before other plugins read the navigation (MkDocs renders pages one by one here)
     def on_page_context(self, context: Any, /, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:  # noqa: ANN401
@@ -125,24 +125,24 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         if self._marked is not None:
             self._marked.active = False  # the navigation is shared by every page
             self._marked = None
-        self._store.page_done(page, output)
+        self._pages.page_done(page, output)
         return output
 
     def on_template_context(self, context: Any, /, *, template_name: str, config: MkDocsConfig) -> Any:  # noqa: ANN401
-        return self._store.sitemap(context, config) if template_name == "sitemap.xml" else context
+        return self._pages.sitemap(context, config) if template_name == "sitemap.xml" else context
 
     @event_priority(-100)  # MkDocs writes files right after this event
     def on_env(self, env: Environment, /, *, config: MkDocsConfig, files: Files) -> Environment:
-        return self._store.environment(env)
+        return self._pages.environment(env)
 
     @event_priority(50)  # before other plugins read the site
     def _write_rest(self, *, config: MkDocsConfig) -> None:
-        self._store.write_rest(config)
+        self._pages.write_rest(config)
         log.info("memwiki: seconds spent: %s", ", ".join(f"{k} {v:.1f}" for k, v in self._times().items()))
 
     @event_priority(-100)  # after other plugins have written into the site
     def _complete(self, *, config: MkDocsConfig) -> None:
-        self._store.complete()
+        self._pages.complete()
 
     @event_priority(-200)  # last: every plugin has written into the site
     def _scan(self, *, config: MkDocsConfig) -> None:
@@ -171,30 +171,30 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         return self.site
 
     @property
-    def _store(self) -> PageStore:
+    def _pages(self) -> PageStore:
         assert self.pages is not None, "on_pre_build runs first"
         return self.pages
 
     def _build(self, files: Files, config: MkDocsConfig) -> Built:
         """Run the builders, letting them give back pages whose HTML is cached; when the navigation made from the
         pages is not the one those pages were cached with, run them again without."""
-        self._store.open_cache(config)
-        built = self._site.run(self._store.reusable)
+        self._pages.open_cache(config)
+        built = self._site.run(self._pages.reusable)
         nav_given = bool(config.nav)
         if not nav_given:
             config.nav = nav(built.pages, files)
-        if not self._store.layout_holds() and built.kept:
+        if not self._pages.layout_holds() and built.kept:
             log.info("memwiki: the navigation changed; every page is made again")
             del built
             gc_policy.start()  # the first attempt is garbage now
             built = self._site.run(None)
             if not nav_given:
                 config.nav = nav(built.pages, files)
-            self._store.layout_holds()
+            self._pages.layout_holds()
         return built
 
     def _times(self) -> dict[str, float]:
-        return {**self._site.times, **self._store.times}
+        return {**self._site.times, **self._pages.times}
 
     # read by tests and benchmarks
     @property

@@ -52,9 +52,9 @@ from urllib.parse import quote, quote_plus
 
 import numpy as np
 
-from memwiki.config import Caps, StoreConfig
 from memwiki.source import Memory
-from memwiki.store import Store
+from memwiki.store.config import Caps, StoreConfig
+from memwiki.store.store import Store
 from tests.canaries import (
     FIELDS,
     HERMES_FIELDS,
@@ -615,7 +615,7 @@ def _escapes(s: str) -> set[str]:
 
 def slug_forms(secret: str) -> set[str]:
     """The secret as a slug, an id or a file name may give it (memwiki's slugify, separators as - or _)."""
-    from memwiki.site.concept_index import slugify
+    from memwiki.site.model.concept_index import slugify
 
     low = secret.lower()
     forms = {slugify(secret), low.replace(" ", "_"), low.replace(" ", "-")}

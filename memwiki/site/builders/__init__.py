@@ -3,7 +3,7 @@
 `site(ctx)` reads the (privacy-filtered) source once per build and holds what several builders share:
 the records, the concept index with its backlinks, the text renderer, where each memory and entity is shown
 and where each concept is named (`mentions`). `provenance` resolves a fact's source to the place that shows it.
-memwiki.site.site_build runs them.
+memwiki.site.pipeline runs them.
 """
 
 from __future__ import annotations
@@ -15,16 +15,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from memwiki.graph_types import literal_ids, with_types
-from memwiki.site.builder_io import BuildContext
-from memwiki.site.concept_index import Concept, ConceptIndex, TextSource, UniquePaths, claim_order, paged_uri
-from memwiki.site.generated import GeneratedAsset, GeneratedPage
-from memwiki.site.mentions import MentionIndex
-from memwiki.site.render import TextRenderer, block, esc, href, page_url
+from memwiki.layers.graph_types import literal_ids, with_types
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.concept_index import Concept, ConceptIndex, TextSource, UniquePaths, claim_order, paged_uri
+from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
+from memwiki.site.model.mentions import MentionIndex
+from memwiki.site.model.render import TextRenderer, block, esc, href, page_url
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.site.speed.memo import key_of
 from memwiki.site.speed.text_cache import TextCache
 from memwiki.source import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
+from memwiki.store.layout import HOT_FILES
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 
@@ -104,15 +105,23 @@ class Site:
         built_from = key_of(self.layer_version("wiki", self.wiki), self.layer_version("graph", self.entities))
         return key_of(self.index.digest(built_from), self.directory_urls)
 
+    def url(self, src_uri: str) -> str:
+        """The URL (from the site root) of the page made from `src_uri`, as this build's settings write URLs."""
+        return page_url(src_uri, self.directory_urls)
+
+    def href(self, from_src: str, to_src: str, anchor: str = "") -> str:
+        """A link from the page `from_src` to `to_src` (a page or a file), relative, as this build writes URLs."""
+        return href(from_src, to_src, anchor, self.directory_urls)
+
     def entity_url(self, entity_id: str) -> str:
         """The URL (from the site root) of the page that shows an entity; "" when none does."""
         concept = self.index.for_entity(entity_id)
-        return page_url(concept.src_uri, self.directory_urls) if concept else ""
+        return self.url(concept.src_uri) if concept else ""
 
     def memory_url(self, memory: Memory) -> str:
         """The URL (from the site root) of a memory's card."""
         page, anchor = self.memory_home.get(memory.id, ("", ""))
-        return f"{page_url(page, self.directory_urls)}#{anchor}" if page else ""
+        return f"{self.url(page)}#{anchor}" if page else ""
 
     def memory_by_id(self) -> dict[str, Memory]:
         """Memory id -> memory (made on first use)."""
@@ -150,7 +159,7 @@ class Site:
         if self.persona and self.persona.text:
             yield "persona", TextSource(PERSONA, "soul", "SOUL.md", self.persona.text)
         for hot in self.hot:
-            name = "MEMORY.md" if hot.target == "memory" else "USER.md"
+            name = HOT_FILES.get(hot.target, hot.target)
             for n, entry in enumerate(hot.entries, 1):  # numbered as the persona page numbers them
                 yield "hot", TextSource(PERSONA, hot_anchor(hot.target, entry.index), f"{name} · entry {n}", entry.text)
         for memory in self.memories:
@@ -171,7 +180,7 @@ class Site:
 
     def mentions(self) -> MentionIndex:
         """Where each wiki page and entity is named in the layers' texts (made on first use, after the scan
-        for links: see memwiki.site.mentions)."""
+        for links: see memwiki.site.model.mentions)."""
         if self._mentions is None:
             self._mentions = MentionIndex(self.index.concepts)
             self._mentions.scan(self.layer_texts(), self.index.texts)
@@ -284,16 +293,14 @@ def site(ctx: BuildContext) -> Site:
     return ctx.part(Site, _read)
 
 
-def pager(base: str, page: int, pages: int, here: str, du: bool) -> str:
+def pager(s: Site, base: str, page: int, pages: int, here: str) -> str:
     """Links to the pages of a paged listing (`paged_uri(base, n)`), the current one in bold."""
     if pages <= 1:
         return ""
     links = []
     for n in range(1, pages + 1):
         uri = paged_uri(base, n)
-        links.append(
-            f"<strong>{n}</strong>" if n == page else f'<a href="{esc(href(here, uri, directory_urls=du))}">{n}</a>'
-        )
+        links.append(f"<strong>{n}</strong>" if n == page else f'<a href="{esc(s.href(here, uri))}">{n}</a>')
     return block(" ".join(links), cls="mw-pager", tag="nav")
 
 

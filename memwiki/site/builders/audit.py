@@ -16,16 +16,16 @@ from functools import cached_property
 
 import numpy as np
 
-from memwiki.site.builder_io import BuildContext
+from memwiki.readers.vector_cache import memory_digest
 from memwiki.site.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, paged_uri, pager, site
-from memwiki.site.builders.privacy import profile_line, withheld_table
+from memwiki.site.builders.privacy_report import profile_line, withheld_table
 from memwiki.site.builders.provenance import origin, source_html
-from memwiki.site.generated import GeneratedPage
-from memwiki.site.render import block, esc, href, md_esc
-from memwiki.site.wikilinks import as_words
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.generated import GeneratedPage
+from memwiki.site.model.render import block, esc, md_esc
+from memwiki.site.model.wikilinks import as_words
 from memwiki.source import Memory, Triple
-from memwiki.tokens import tokens
-from memwiki.vector_cache import memory_digest
+from memwiki.text.tokens import tokens
 
 KINDS = ("conflicts", "expired", "wanted", "orphans", "duplicates", "hot_over_threshold", "persona_over_cap", "source")
 DUPLICATE_COSINE = 0.95
@@ -381,17 +381,16 @@ def _side(columns: list[tuple[str, str]], marked: bool = False) -> str:
 
 def _conflict_table(s: Site, groups: list[list[Triple]], page: str) -> str:
     """Each conflict: its subject and predicate, then its facts side by side, each with the text it came from."""
-    du = s.directory_urls
 
     def url(src_uri: str, anchor: str) -> str:
-        return href(page, src_uri, anchor, du)
+        return s.href(page, src_uri, anchor)
 
     items = []
     for group in groups:
         c = s.index.for_entity(group[0].subject)
         subj = esc(s.entity_names.get(group[0].subject, group[0].subject))
         if c is not None:
-            subj = f'<a href="{esc(href(page, c.src_uri, directory_urls=du))}">{subj}</a>'
+            subj = f'<a href="{esc(s.href(page, c.src_uri))}">{subj}</a>'
         columns = []
         for t in group[: SIDE_SHOWN * 2]:
             found = origin(s, t)
@@ -416,7 +415,7 @@ def _cluster_item(s: Site, cluster: Cluster, page: str) -> str:
     for memory_id in cluster.ids[:MEMBERS_SHOWN]:
         home, anchor = s.memory_home.get(memory_id, ("", ""))
         label = f"<code>{esc(memory_id)}</code>"
-        links.append(f'<a href="{esc(href(page, home, anchor, s.directory_urls))}">{label}</a>' if home else label)
+        links.append(f'<a href="{esc(s.href(page, home, anchor))}">{label}</a>' if home else label)
     more = len(cluster.ids) - MEMBERS_SHOWN
     tail = f" ≈ … <em>{more:,} more not shown</em>" if more > 0 else ""
     count = f"{len(cluster.ids):,} memories, closest pair" if len(cluster.ids) > 2 else "cosine"
@@ -462,7 +461,7 @@ def _where(kind: str, i: int, total: int, anchor: str) -> tuple[str, str]:
 def flag_html(s: Site, found: list[Flag], page: str) -> str:
     """The flags of a card or page: each a link to its finding on the audit page."""
     return " ".join(
-        f'<a class="mw-flag mw-flag-{f.kind}" href="{esc(href(page, f.uri, f.anchor, s.directory_urls))}" '
+        f'<a class="mw-flag mw-flag-{f.kind}" href="{esc(s.href(page, f.uri, f.anchor))}" '
         f'title="{esc(f.title)}">⚑ {esc(f.label)}</a>'
         for f in found
     )
@@ -482,7 +481,7 @@ def _listing(ctx: BuildContext, kind: str, items: list, page: str) -> str:
         text = esc(f.message)
         if f.uri:
             cls = ' class="mw-wikilink mw-wanted"' if kind == "wanted" else ""
-            text = f'<a{cls} href="{esc(href(page, f.uri, f.anchor, s.directory_urls))}">{text}</a>'
+            text = f'<a{cls} href="{esc(s.href(page, f.uri, f.anchor))}">{text}</a>'
         lis.append(f"<li>{text}</li>")
     return block(f"<ul>{''.join(lis)}</ul>", cls=f"mw-audit mw-audit-{kind}")
 
@@ -506,7 +505,6 @@ def _kind_pages(ctx: BuildContext, kind: str, items: list) -> tuple[str, list[Ge
     many are left out), and its follow-on pages `audit/<kind>.md`, `audit/<kind>-2.md`, ... (LISTED each, PAGES
     at most)."""
     s = site(ctx)
-    du = s.directory_urls
     base = f"audit/{kind}"
     pages = min(PAGES, -(-len(items) // LISTED))
     listed = min(len(items), pages * LISTED)
@@ -517,15 +515,13 @@ def _kind_pages(ctx: BuildContext, kind: str, items: list) -> tuple[str, list[Ge
         title = f"Audit: {TITLES[kind]} ({n}/{pages})"
         first = (n - 1) * LISTED + 1
         md = frontmatter(title) + f"# {md_esc(title)}\n\n"
-        back = f'<a href="{esc(href(uri, AUDIT, directory_urls=du))}">the audit</a>'
+        back = f'<a href="{esc(s.href(uri, AUDIT))}">the audit</a>'
         md += f'<p class="mw-muted">{first:,}–{first + len(chunk) - 1:,} of {len(items):,} · {back}</p>\n'
-        md += pager(base, n, pages, uri, du) + _listing(ctx, kind, chunk, uri) + pager(base, n, pages, uri, du)
+        md += pager(s, base, n, pages, uri) + _listing(ctx, kind, chunk, uri) + pager(s, base, n, pages, uri)
         if n == pages:
             md += _left_out(len(items), listed)
         out.append(GeneratedPage(uri, title, md))
-    link = (
-        f'<a href="{esc(href(AUDIT, paged_uri(base, 1), directory_urls=du))}">the first {listed:,} on {pages} pages</a>'
-    )
+    link = f'<a href="{esc(s.href(AUDIT, paged_uri(base, 1)))}">the first {listed:,} on {pages} pages</a>'
     unlisted = f" ({len(items) - listed:,} more not listed)" if len(items) > listed else ""
     part = f'<p class="mw-muted">The first {LISTED:,} of {len(items):,} · {link}{unlisted}.</p>\n'
     return part + _listing(ctx, kind, items[:LISTED], AUDIT), out

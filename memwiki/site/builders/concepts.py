@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import astuple
 
-from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import (
     AUDIT,
     CONCEPTS,
@@ -18,11 +17,12 @@ from memwiki.site.builders import (
 from memwiki.site.builders.audit import Flags, flag_html, flags
 from memwiki.site.builders.graph import entity_section
 from memwiki.site.builders.provenance import origin_key
-from memwiki.site.concept_index import Concept, norm
-from memwiki.site.detect import WITHHELD_NAME
-from memwiki.site.generated import GeneratedPage
-from memwiki.site.mentions import Mention
-from memwiki.site.render import block, esc, href, md_esc
+from memwiki.site.gate.detect import WITHHELD_NAME
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.concept_index import Concept, norm
+from memwiki.site.model.generated import GeneratedPage
+from memwiki.site.model.mentions import Mention
+from memwiki.site.model.render import block, esc, md_esc
 from memwiki.site.speed.memo import PageMemo, key_of
 from memwiki.source import Triple
 
@@ -37,7 +37,7 @@ def backlinks(s: Site, concept: Concept, *, heading: str = "Backlinks") -> str:
         return f"\n## {heading}\n\nNothing links here yet.\n"
     items = []
     for b in sorted(concept.backlinks, key=lambda b: (b.title, b.anchor)):
-        url = href(here, b.src_uri, b.anchor, s.directory_urls)
+        url = s.href(here, b.src_uri, b.anchor)
         items.append(
             f'<li><a href="{esc(url)}">{esc(b.title)}</a>'
             f'<blockquote class="mw-context">{s.renderer.inline(b.sentence, here)}</blockquote></li>'
@@ -66,7 +66,7 @@ def mentioned_in(s: Site, concept: Concept) -> str:
         return head + "No hot entry, memory or session turn names it without a link.\n"
     items = []
     for m in found[:MENTIONS_SHOWN]:
-        url = href(here, m.src_uri, m.anchor, s.directory_urls)
+        url = s.href(here, m.src_uri, m.anchor)
         title = f"{m.title} · turn {m.anchor.removeprefix('msg-')}" if m.layer == "L4" else m.title
         before, after = m.context()
         items.append(
@@ -119,7 +119,7 @@ def concept_page(ctx: BuildContext, s: Site, concept: Concept) -> GeneratedPage:
 
 
 def _item(s: Site, here: str, c: Concept) -> str:
-    url = href(here, c.src_uri, directory_urls=s.directory_urls)
+    url = s.href(here, c.src_uri)
     cls = "mw-wikilink mw-wanted" if c.wanted else "mw-wikilink"
     kind = f"{c.entity.type}" if c.entity is not None and c.wiki is None else "wiki" if c.wiki else c.kind
     return (
@@ -146,8 +146,7 @@ def _index(s: Site, listed: list[Concept], memo: PageMemo) -> list[GeneratedPage
         md += block(f"<ul class='mw-columns'>{''.join(_item(s, CONCEPTS, c) for c in others)}</ul>", cls="mw-index")
     elif chunks:
         links = "".join(
-            f'<li><a href="{esc(href(CONCEPTS, u, directory_urls=s.directory_urls))}">'
-            f"{esc(ch[0].title)} … {esc(ch[-1].title)}</a></li>"
+            f'<li><a href="{esc(s.href(CONCEPTS, u))}">{esc(ch[0].title)} … {esc(ch[-1].title)}</a></li>'
             for u, ch in zip(list_uris, chunks, strict=True)
         )
         md += block(f"<ul>{links}</ul>", cls="mw-index")
@@ -161,7 +160,7 @@ def _index(s: Site, listed: list[Concept], memo: PageMemo) -> list[GeneratedPage
         else "\nNone.\n"
     )
     if len(wanted) > len(shown):
-        audit = esc(href(CONCEPTS, AUDIT, directory_urls=s.directory_urls))
+        audit = esc(s.href(CONCEPTS, AUDIT))
         md += f'\n{len(wanted) - len(shown):,} more on the <a href="{audit}">audit page</a>.\n'
     pages = [GeneratedPage(CONCEPTS, "Concepts", md, section="concepts", in_nav=True, meta={"order": 2})]
     return pages + _list_pages(s, chunks, list_uris, memo)

@@ -1,8 +1,8 @@
 """Knowledge-graph views: the facts block of an entity's page, its neighbourhood graph, the global graph.
 
-Graph files are offline pyvis networks (see memwiki.site.pyvis_html): edges labelled by predicate, nodes coloured
-by entity type, current facts solid, ended facts dashed and grey. Entity names are untrusted: they are
-escaped in HTML and only ever drawn as text in the graphs.
+Graph files are offline pyvis networks (see memwiki.site.browser.pyvis_html): edges labelled by predicate, nodes
+coloured by entity type, current facts solid, ended facts dashed and grey. Entity names are untrusted: they are escaped
+in HTML and only ever drawn as text in the graphs.
 
 Links to entity pages go through `entity_url(entity_id) -> URL relative to the site root` (the site's own,
 `Site.entity_url`, unless a caller gives another). URLs ending in "/" are directory URLs; anything else is a
@@ -18,13 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memwiki.graph_types import with_types
-from memwiki.site.builder_io import BuildContext
-from memwiki.site.builders import site
-from memwiki.site.builders.provenance import source_html
-from memwiki.site.concept_index import slugify
-from memwiki.site.generated import GeneratedAsset, GeneratedPage
-from memwiki.site.pyvis_html import (
+from memwiki.layers.graph_types import with_types
+from memwiki.site.browser.pyvis_html import (
     ENDED_COLOR,
     graph_options,
     network_html,
@@ -33,7 +28,12 @@ from memwiki.site.pyvis_html import (
     type_colors,
     vis_assets,
 )
-from memwiki.site.render import esc, page_url
+from memwiki.site.builders import site
+from memwiki.site.builders.provenance import source_html
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.concept_index import slugify
+from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
+from memwiki.site.model.render import esc
 from memwiki.site.speed.builder_speed import Pending
 from memwiki.source import Entity, Triple
 
@@ -171,7 +171,7 @@ def _source_link(ctx: BuildContext, here: str) -> Callable[[Triple], str]:
     s = site(ctx)
 
     def url(src_uri: str, anchor: str) -> str:
-        target = relative_url(page_url(src_uri, s.directory_urls), here)
+        target = relative_url(s.url(src_uri), here)
         return f"{target}#{anchor}" if anchor else target
 
     return lambda t: source_html(s, t, url)
@@ -190,6 +190,8 @@ def entity_section(ctx: BuildContext, entity_id: str, entity_url: EntityUrl | No
     index = graph_index(ctx)
     here = entity_url(entity_id) or default_entity_url(entity_id)
     facts = sorted(index.by_entity.get(entity_id, []), key=_fact_sort_key)
+    if not facts:
+        return "\n".join(["## Knowledge graph", "", _muted("No facts about this entity in the knowledge graph."), ""])
     current = [t for t in facts if t.current]
     ended = [t for t in facts if not t.current]
 
@@ -197,47 +199,66 @@ def entity_section(ctx: BuildContext, entity_id: str, entity_url: EntityUrl | No
         return _link(index, eid, here, entity_url, entity_id)
 
     source_of = _source_link(ctx, here)
-
-    out = ["## Knowledge graph", ""]
-    if not facts:
-        out += ['<p class="memwiki-muted">No facts about this entity in the knowledge graph.</p>', ""]
-        return "\n".join(out)
-    out += [f"### Current facts ({len(current)})", ""]
-    if current:
-        rows = [
-            f"<tr><td>{link(t.subject)}</td><td><em>{esc(t.predicate)}</em></td><td>{link(t.object)}</td>"
-            f"<td>{esc(_date(t.valid_from)) or '—'}</td><td>{source_of(t)}</td></tr>"
-            for t in current[:MAX_ROWS]
-        ]
-        out.append(
-            '<div class="memwiki-facts"><table><thead><tr><th>Subject</th><th>Predicate</th><th>Object</th>'
-            "<th>Since</th><th>Source</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
-        )
-        out += [_more(len(current)), ""]
-    else:
-        out += ['<p class="memwiki-muted">None: every known fact about this entity has ended.</p>', ""]
-
+    out = ["## Knowledge graph", "", *_current_facts(current, link, source_of)]
     if ended:
-        now = {(t.subject, t.predicate): t for t in current}
-        out += [f"### Timeline of ended facts ({len(ended)})", ""]
-        items = []
-        for t in ended[:MAX_ROWS]:
-            successor = now.get((t.subject, t.predicate))
-            replaced = f' <span class="memwiki-muted">(now: {link(successor.object)})</span>' if successor else ""
-            items.append(
-                f'<li class="memwiki-ended"><time>{esc(_date(t.valid_from)) or "?"}</time> → '
-                f"<time>{esc(_date(t.valid_to))}</time>: {link(t.subject)} <em>{esc(t.predicate)}</em> "
-                f"{link(t.object)}{replaced} · source {source_of(t)}</li>"
-            )
-        out += ['<ol class="memwiki-timeline">' + "".join(items) + "</ol>", _more(len(ended)), ""]
+        out += _ended_facts(ended, current, link, source_of)
+    out += _neighbourhood(index, entity_id, facts, here)
+    return "\n".join(out)
 
+
+def _muted(text: str) -> str:
+    return f'<p class="memwiki-muted">{text}</p>'
+
+
+def _current_facts(current: list[Triple], link: Callable[[str], str], source_of: Callable[[Triple], str]) -> list[str]:
+    """The table of an entity's current facts."""
+    out = [f"### Current facts ({len(current)})", ""]
+    if not current:
+        return [*out, _muted("None: every known fact about this entity has ended."), ""]
+    rows = [
+        f"<tr><td>{link(t.subject)}</td><td><em>{esc(t.predicate)}</em></td><td>{link(t.object)}</td>"
+        f"<td>{esc(_date(t.valid_from)) or '—'}</td><td>{source_of(t)}</td></tr>"
+        for t in current[:MAX_ROWS]
+    ]
+    out.append(
+        '<div class="memwiki-facts"><table><thead><tr><th>Subject</th><th>Predicate</th><th>Object</th>'
+        "<th>Since</th><th>Source</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+    )
+    return [*out, _more(len(current)), ""]
+
+
+def _ended_facts(
+    ended: list[Triple], current: list[Triple], link: Callable[[str], str], source_of: Callable[[Triple], str]
+) -> list[str]:
+    """The timeline of an entity's ended facts, each with the value that replaced it."""
+    now = {(t.subject, t.predicate): t for t in current}
+    items = []
+    for t in ended[:MAX_ROWS]:
+        successor = now.get((t.subject, t.predicate))
+        replaced = f' <span class="memwiki-muted">(now: {link(successor.object)})</span>' if successor else ""
+        items.append(
+            f'<li class="memwiki-ended"><time>{esc(_date(t.valid_from)) or "?"}</time> → '
+            f"<time>{esc(_date(t.valid_to))}</time>: {link(t.subject)} <em>{esc(t.predicate)}</em> "
+            f"{link(t.object)}{replaced} · source {source_of(t)}</li>"
+        )
+    return [
+        f"### Timeline of ended facts ({len(ended)})",
+        "",
+        '<ol class="memwiki-timeline">' + "".join(items) + "</ol>",
+        _more(len(ended)),
+        "",
+    ]
+
+
+def _neighbourhood(index: GraphIndex, entity_id: str, facts: list[Triple], here: str) -> list[str]:
+    """The frame of the entity's neighbourhood graph, and what it draws."""
     neighbours = {t.subject for t in facts} | {t.object for t in facts}
     neighbours.discard(entity_id)
     src = esc(relative_url(entity_graph_uri(entity_id), here))
     title = esc(f"Neighbourhood of {index.name(entity_id)}")
     drawn = min(len(neighbours), DEFAULT_NEIGHBOURS)
     note = f"{drawn} of {len(neighbours)} neighbours drawn (most connected first). " if drawn < len(neighbours) else ""
-    out += [
+    return [
         "### Neighbourhood",
         "",
         f'<div class="memwiki-graph-frame"><iframe src="{src}" title="{title}" loading="lazy" '
@@ -246,7 +267,6 @@ def entity_section(ctx: BuildContext, entity_id: str, entity_url: EntityUrl | No
         "Double-click a node to open its page.</p>",
         "",
     ]
-    return "\n".join(out)
 
 
 def _more(total: int) -> str:
@@ -401,7 +421,7 @@ def _facts(n: int) -> str:
     return f"{n:,} fact" if n == 1 else f"{n:,} facts"
 
 
-_CODE = (Path(__file__), Path(__file__).resolve().parent.parent / "pyvis_html.py")
+_CODE = (Path(__file__), Path(__file__).resolve().parents[1] / "browser" / "pyvis_html.py")
 
 
 def _graph_key(ctx: BuildContext, index: GraphIndex, entity_url: EntityUrl | None, max_nodes: int) -> str:

@@ -3,14 +3,13 @@ and the history of what sank to L2 and when."""
 
 from __future__ import annotations
 
-from memwiki.categories import parse_tag
-from memwiki.site.builder_io import BuildContext
+from memwiki.layers.hot.categories import parse_tag
 from memwiki.site.builders import PERSONA, BuildResult, Site, frontmatter, hot_anchor, site
-from memwiki.site.generated import GeneratedPage
-from memwiki.site.render import block, esc, href
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.generated import GeneratedPage
+from memwiki.site.model.render import block, esc
 from memwiki.source import CORE_CATEGORIES, HotFile
-
-FILE_NAMES = {"memory": "MEMORY.md", "user": "USER.md"}
+from memwiki.store.layout import HOT_FILES
 
 
 def gauge(used: int, cap: int, threshold: float | None) -> str:
@@ -65,7 +64,7 @@ def legend(hot: bool = True) -> str:
 
 
 def _hot_section(s: Site, hot: HotFile) -> str:
-    name = FILE_NAMES.get(hot.target, hot.target)
+    name = HOT_FILES.get(hot.target, hot.target)
     items = []
     for n, entry in enumerate(hot.entries, 1):
         items.append(
@@ -93,11 +92,11 @@ def _sinks(s: Site) -> str:
         home = s.memory_home.get(k.memory_id)
         title = f' title="L2 memory {esc(k.memory_id)}"'
         target = (
-            f'<a href="{esc(href(PERSONA, home[0], home[1], s.directory_urls))}"{title}>memory card</a>'
+            f'<a href="{esc(s.href(PERSONA, home[0], home[1]))}"{title}>memory card</a>'
             if home
             else f"<span class='mw-muted'{title}>not published</span>"
         )
-        source = esc(FILE_NAMES.get(k.target, k.target))
+        source = esc(HOT_FILES.get(k.target, k.target))
         when = f"{esc(k.sunk_at[:16].replace('T', ' '))}<br><span class='mw-muted'>from {source}</span>"
         rows.append(
             f"<tr><td>{category_badge(k.category)} {s.renderer.inline(untagged(k.text), PERSONA)}</td>"

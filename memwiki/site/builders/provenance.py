@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memwiki.site.builders import PERSONA, Site, message_anchor
-from memwiki.site.render import esc
+from memwiki.site.model.render import esc
 from memwiki.source import Triple
 
 _MEMORY = re.compile(r"(?:memory|drawer|mem)\s+(\S+)", re.IGNORECASE)
@@ -33,7 +33,7 @@ class Origin:
 
 def _turn(s: Site, session_id: str, ref: str, t: Triple) -> int:
     """The 1-based turn a session source means: the one it names (`#3`, `msg-3` or a message id), else the
-    first turn that names both ends of the fact (see memwiki.site.mentions), else one that names either; 0 when
+    first turn that names both ends of the fact (see memwiki.site.model.mentions), else one that names either; 0 when
     none does."""
     messages = s.messages.get(session_id, [])
     if ref:

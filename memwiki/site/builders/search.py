@@ -1,13 +1,13 @@
 """The site's one search: every layer `memwiki recall --all-layers` covers, ranked in the browser as it ranks.
 
-Exported (all through the privacy gate, `ctx.source`): hot-memory entries (L1); L2 memories, a long one by its
-passages (memwiki.passages) as the store indexes it; every session turn (L4), for the session search that
+Exported (all through the privacy gate, `ctx.source`): hot-memory entries (L1); L2 memories, a long one by its passages
+(memwiki.layers.semantic.passages) as the store indexes it; every session turn (L4), for the session search that
 recall's L4 starts from; the files layer as recall reads it (wiki pages, then one page per graph entity,
-`memwiki.graph_pages.recall_pages`). Each text is shipped once, as recall ranks it (a turn and a page cut as
-recall cuts them), with the URL of where the site shows it. Vectors: the store's own for L2 memories
-(`memory_vectors`), the source's kept vectors of every other text (`embed`: memwiki.text_vectors, the ones
-recall reads); all quantised to int8. The whole `RecallConfig` is exported: the page reads every
-ranking knob from it (search-core.js mirrors `memwiki.recall`).
+`memwiki.recall.entity_pages.recall_pages`). Each text is shipped once, as recall ranks it (a turn and a page cut as
+recall cuts them), with the URL of where the site shows it. Vectors: the store's own for L2 memories (`memory_vectors`),
+the source's kept vectors of every other text (`embed`: memwiki.text.vectors, the ones recall reads); all quantised to
+int8. The whole `RecallConfig` is exported: the page reads every ranking knob from it (search-core.js mirrors
+`memwiki.recall.cascade`).
 
 Everything loads through <script> files that assign globals (no fetch), so it works from file://; memwiki.js
 makes the theme's header search box open this search on every page.
@@ -24,24 +24,25 @@ from typing import Any
 
 import numpy as np
 
-from memwiki.embedders import USE_NAME
-from memwiki.graph_pages import ENTITY_PREFIX, recall_pages
-from memwiki.lexical import POSTINGS_BUDGET
-from memwiki.passages import MAX_EMBED_BYTES, is_long, passage_id, split
-from memwiki.recall import LAYERS, SESSION_LIMIT, RecallConfig, page_text, turn_text
-from memwiki.semantic import index_text
-from memwiki.sessions import SNIPPETS_PER_SESSION
-from memwiki.site.builder_io import BuildContext
+from memwiki.layers.semantic.memory import index_text
+from memwiki.layers.semantic.passages import MAX_EMBED_BYTES, is_long, passage_id, split
+from memwiki.layers.sessions import SNIPPETS_PER_SESSION
+from memwiki.recall.cascade import LAYERS, SESSION_LIMIT, RecallConfig, page_text, turn_text
+from memwiki.recall.entity_pages import ENTITY_PREFIX, recall_pages
+from memwiki.site.browser.pyvis_html import script_json
+from memwiki.site.browser.use_assets import USE_DIR, use_assets
 from memwiki.site.builders import PERSONA, Site, hot_anchor, message_anchor, site
-from memwiki.site.detect import WITHHELD_NAME
-from memwiki.site.generated import GeneratedAsset, GeneratedPage
-from memwiki.site.pyvis_html import script_json
-from memwiki.site.render import esc, page_url
+from memwiki.site.gate.detect import WITHHELD_NAME
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
+from memwiki.site.model.render import esc
 from memwiki.site.speed import cache_file
-from memwiki.site.use_assets import USE_DIR, use_assets
 from memwiki.source import Memory
-from memwiki.text_vectors import text_key
-from memwiki.tokens import STOP_CHARS, STOP_WORDS, fts_text
+from memwiki.store.layout import HOT_FILES
+from memwiki.text.embedders import USE_NAME
+from memwiki.text.lexical import POSTINGS_BUDGET
+from memwiki.text.tokens import STOP_CHARS, STOP_WORDS, fts_text
+from memwiki.text.vectors import text_key
 
 SEARCH_PAGE = "search/index.md"
 SEARCH_ROOT = "../"  # from the page (served at search/ or search/index.html) to the site root
@@ -87,23 +88,22 @@ class _Layers:
     recall reads them, with the texts each row's vector is made from."""
 
     def __init__(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl) -> None:
-        self.du = s.directory_urls
         self.l1 = self._hot(s)
         self.memories: list[list[Any]] = []  # [id, url, category, "wing / room"]
         self.units: list[list[Any]] = []  # see _memories
         self.short: list[tuple[int, str]] = []  # (unit row, memory id): vectors from memory_vectors
         self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
         self._memories(s, memory_url)
-        self.sessions = [[x.id, x.title, page_url(s.session_uri(x.id), self.du), x.started] for x in s.sessions]
+        self.sessions = [[x.id, x.title, s.url(s.session_uri(x.id)), x.started] for x in s.sessions]
         self.turns = self._turns(s)
         self.files = self._files(ctx, s)
 
     def _hot(self, s: Site) -> list[list[Any]]:
         """L1: [id, url, text, category, file] per hot entry."""
-        persona = page_url(PERSONA, self.du)
+        persona = s.url(PERSONA)
         rows = []
         for f in s.hot:
-            name = "MEMORY.md" if f.target == "memory" else "USER.md"
+            name = HOT_FILES.get(f.target, f.target)
             for e in f.entries:
                 url = f"{persona}#{hot_anchor(f.target, e.index)}"
                 rows.append([f"{f.target}:{e.index}", url, e.text, e.category, name])
@@ -144,7 +144,7 @@ class _Layers:
 
     def _files(self, ctx: BuildContext, s: Site) -> list[list[Any]]:
         """files: [path, title, url, text as recall ranks it, "wiki" | "entity"]: the wiki pages (with the facts
-        of the entities they name), then the other entities' pages (memwiki.graph_pages.recall_pages)."""
+        of the entities they name), then the other entities' pages (memwiki.recall.entity_pages.recall_pages)."""
         wiki_uri = {c.wiki.path: c.src_uri for c in s.index.concepts if c.wiki is not None}
         rows = []
         for page in recall_pages(ctx.source):
@@ -153,7 +153,7 @@ class _Layers:
             if entity and (concept is None or WITHHELD_NAME.fullmatch(page.title)):
                 continue  # a value stored as an entity (no page), or a name the gate withheld: no answer to show
             uri = concept.src_uri if concept is not None else wiki_uri.get(page.path, "")
-            url = page_url(uri, self.du) if uri else ""
+            url = s.url(uri) if uri else ""
             rows.append([page.path, page.title, url, page_text(page), "entity" if entity else "wiki"])
         return rows
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import astuple
 from pathlib import PurePosixPath
 
-from memwiki.passages import is_long
-from memwiki.site.builder_io import BuildContext
+from memwiki.layers.semantic.passages import is_long
 from memwiki.site.builders import (
     MEMORY,
     PER_PAGE,
@@ -21,8 +20,9 @@ from memwiki.site.builders import (
 from memwiki.site.builders.audit import Flag, Flags, flag_html
 from memwiki.site.builders.audit import flags as audit_flags
 from memwiki.site.builders.persona import category_badge, legend
-from memwiki.site.generated import GeneratedPage
-from memwiki.site.render import block, esc, href, md_esc, verbatim
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.generated import GeneratedPage
+from memwiki.site.model.render import block, esc, md_esc, verbatim
 from memwiki.site.speed.memo import PageMemo
 from memwiki.source import Memory
 
@@ -34,10 +34,9 @@ def _when(value: str) -> str:
 def card(s: Site, memory: Memory, page: str, *, with_room: bool = True, flags: str = "") -> str:
     """One memory with its provenance: category, wing / room, session, time, sunk or not; `flags`: the audit's
     findings about it (HTML, see audit.flag_html)."""
-    du = s.directory_urls
     bits = [category_badge(memory.category)]
     if with_room and (memory.wing or memory.room):
-        url = href(page, paged_uri(s.room_base(memory.wing, memory.room), 1), directory_urls=du)
+        url = s.href(page, paged_uri(s.room_base(memory.wing, memory.room), 1))
         bits.append(f'<a href="{esc(url)}">{esc(memory.wing or "—")} / {esc(memory.room or "—")}</a>')
     if memory.session_id:
         session = s.session_by_id.get(memory.session_id)
@@ -46,7 +45,7 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True, flags: s
             if memory.message_id:
                 ids = [m.id for m in s.messages.get(session.id, ())]
                 anchor = message_anchor(ids.index(memory.message_id) + 1) if memory.message_id in ids else ""
-            url = href(page, s.session_uri(session.id), anchor, du)
+            url = s.href(page, s.session_uri(session.id), anchor)
             bits.append(f'session <a href="{esc(url)}">{esc(session.title or session.id)}</a>')
         else:
             bits.append(f"session {esc(memory.session_id)}")
@@ -60,7 +59,7 @@ def card(s: Site, memory: Memory, page: str, *, with_room: bool = True, flags: s
         bits.append(flags)
     meta = " · ".join(bits)
     body = _body(s, memory, page)
-    if is_long(memory.text):  # split into passages for recall (memwiki.passages): shown whole, folded
+    if is_long(memory.text):  # split into passages for recall (memwiki.layers.semantic.passages): shown whole, folded
         head = esc(" ".join(memory.text[:160].split()))
         size = f'<span class="mw-muted">({len(memory.text):,} characters)</span>'
         body = f'<details class="mw-long"><summary>{head}… {size}</summary>{body}</details>'
@@ -117,14 +116,14 @@ def _listing(
         head = f"{title} ({n}/{pages})" if pages > 1 else title
 
         def make(uri: str = uri, head: str = head, chunk: list[Memory] = chunk, n: int = n) -> GeneratedPage:
-            back = href(uri, MEMORY, directory_urls=s.directory_urls)
+            back = s.href(uri, MEMORY)
             md = frontmatter(head) + f"# {md_esc(head)}\n\n"
             all_link = f'<a href="{esc(back)}">all of semantic memory</a>'
             md += f'<p class="mw-muted">{len(memories):,} memories · {all_link}</p>\n'
-            md += pager(base, n, pages, uri, s.directory_urls)
+            md += pager(s, base, n, pages, uri)
             cards = [card(s, m, uri, with_room=with_room, flags=flag_html(s, flagged(m), uri)) for m in chunk]
             md += block("".join(cards), cls="mw-memories")
-            md += pager(base, n, pages, uri, s.directory_urls)
+            md += pager(s, base, n, pages, uri)
             return GeneratedPage(uri, head, md, section="memory")
 
         # a card's anchor and room link are claimed among all memories (see memwiki.site.builders._paths)
@@ -136,7 +135,6 @@ def _listing(
 
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
-    du = s.directory_urls
     pages: list[GeneratedPage] = []
     cats = s.by_category()
     rooms = s.by_room()
@@ -153,7 +151,7 @@ def build(ctx: BuildContext) -> BuildResult:
     md += f"{len(s.memories):,} memories in L2, recalled on demand; {sunk:,} of them sank from hot memory.\n"
     md += "\n## By category\n"
     items = [
-        f'<li>{category_badge(c)} <a href="{esc(href(MEMORY, paged_uri(s.category_base(c), 1), directory_urls=du))}">'
+        f'<li>{category_badge(c)} <a href="{esc(s.href(MEMORY, paged_uri(s.category_base(c), 1)))}">'
         f"{esc(c)}</a> <span class='mw-muted'>{len(ms):,}</span></li>"
         for c, ms in cats.items()
     ]
@@ -163,7 +161,7 @@ def build(ctx: BuildContext) -> BuildResult:
     md += "\n## By wing and room\n"
     wings: dict[str, list[str]] = {}
     for (wing, room), ms in rooms.items():
-        url = href(MEMORY, paged_uri(s.room_base(wing, room), 1), directory_urls=du)
+        url = s.href(MEMORY, paged_uri(s.room_base(wing, room), 1))
         wings.setdefault(wing, []).append(
             f'<li><a href="{esc(url)}">{esc(room or "—")}</a> <span class="mw-muted">{len(ms):,}</span></li>'
         )

@@ -1,6 +1,6 @@
 """Sessions (L4): one digest page per session and a timeline index, newest first, like a blog.
 
-A digest opens with what the session was about and what came out of it (`memwiki.site.digest`: its question,
+A digest opens with what the session was about and what came out of it (`memwiki.site.model.digest`: its question,
 outcome and decisions in its own words; the memories and facts written during it; the concepts it names), then
 its key turns, chosen extractively among what either side said (tool output is not quoted): messages closest to
 the session's centroid, kept diverse by maximal marginal relevance, both sides quoted. Vectors come from the
@@ -20,15 +20,15 @@ from collections import Counter
 import numpy as np
 
 from memwiki.errors import MemwikiError
-from memwiki.site.builder_io import BuildContext
 from memwiki.site.builders import SESSIONS, BuildResult, Site, frontmatter, log, message_anchor, safe_title, site
-from memwiki.site.digest import About, Turn, about, both_sides, spoken
-from memwiki.site.generated import GeneratedPage
-from memwiki.site.render import block, esc, href, md_esc
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.digest import About, Turn, about, both_sides, spoken
+from memwiki.site.model.generated import GeneratedPage
+from memwiki.site.model.render import block, esc, md_esc
+from memwiki.site.model.wikilinks import as_words, find_links
 from memwiki.site.speed.builder_speed import Pending
-from memwiki.site.wikilinks import as_words, find_links
 from memwiki.source import Memory, Message, Session, Triple
-from memwiki.tokens import tokens
+from memwiki.text.tokens import tokens
 
 PER_INDEX_PAGE = 100
 MIN_CHARS = 12
@@ -210,14 +210,14 @@ def _touched(s: Site, citations: _Citations, session: Session, messages: list[Me
         for found in find_links(message.content, s.index.texts):
             concept = s.index.link_target(found.link)
             if concept is not None and concept.src_uri not in seen:
-                url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
+                url = s.href(uri, concept.src_uri)
                 cls = "mw-wikilink mw-wanted" if concept.wanted else "mw-wikilink"
                 # a wanted concept's title is whichever spelling the scan met first: the link's own is stable
                 label = found.link.target if concept.wanted else concept.title
                 seen[concept.src_uri] = f'<a class="{cls}" href="{esc(url)}">{esc(label)}</a>'
     named = s.mentions()  # the pages and entities the turns name without a link
     for concept in (c for n in range(1, len(messages) + 1) for c in named.named_in(uri, message_anchor(n))):
-        url = href(uri, concept.src_uri, directory_urls=s.directory_urls)
+        url = s.href(uri, concept.src_uri)
         seen.setdefault(concept.src_uri, f'<a class="mw-wikilink" href="{esc(url)}">{esc(concept.title)}</a>')
     concepts = " · ".join(seen.values())
     facts = []
@@ -241,7 +241,7 @@ def _digest_page(s: Site, digester: Digester, citations: _Citations, session: Se
     meta += f" · {len(messages)} messages ({counts})" if messages else " · no messages"
     if session.source:
         meta += f" · source {esc(session.source)}"
-    back = href(uri, SESSIONS, directory_urls=s.directory_urls)
+    back = s.href(uri, SESSIONS)
     md += f'<p class="mw-muted">{meta} · <a href="{esc(back)}">all sessions</a></p>\n'
     md += block(_about_html(s, about(messages), citations, session, uri), cls="mw-about")
     md += "\n## Key turns\n"
@@ -296,9 +296,7 @@ def _about_html(s: Site, summary: About, citations: _Citations, session: Session
     if written or facts:
         homes = [(m, s.memory_home.get(m.id)) for m in written[:5]]
         links = [
-            f'<a href="{esc(href(uri, home[0], home[1], directory_urls=s.directory_urls))}">{esc(_short(m.text))}</a>'
-            for m, home in homes
-            if home
+            f'<a href="{esc(s.href(uri, home[0], home[1]))}">{esc(_short(m.text))}</a>' for m, home in homes if home
         ]
         more = f" and {len(written) - len(links)} more" if len(written) > len(links) else ""
         said = f"{len(written)} {'memory' if len(written) == 1 else 'memories'}" if written else ""
@@ -335,7 +333,7 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
                 month = session.started[:7]
                 md += f"\n## {esc(month or 'undated')}\n"
             messages = s.messages.get(session.id, [])
-            url = href(uri, s.session_uri(session.id), directory_urls=s.directory_urls)
+            url = s.href(uri, s.session_uri(session.id))
             line = about(messages, decisions=False).line()
             teaser = s.renderer.inline(line, uri) if line else ""
             md += block(
@@ -345,9 +343,7 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
             )
         if pages > 1:
             links = [
-                f"<strong>{i}</strong>"
-                if i == n
-                else f'<a href="{esc(href(uri, _index_uri(i), directory_urls=s.directory_urls))}">{i}</a>'
+                f"<strong>{i}</strong>" if i == n else f'<a href="{esc(s.href(uri, _index_uri(i)))}">{i}</a>'
                 for i in range(1, pages + 1)
             ]
             md += block(" ".join(links), cls="mw-pager", tag="nav")

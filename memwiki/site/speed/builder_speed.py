@@ -32,7 +32,7 @@ from memwiki.site.speed import cache_file
 from memwiki.site.speed.memo import PageMemo, Reusable, key_of
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
-EXPORTS = "use"  # in cache_dir: the browser model, one folder per export (memwiki.site.use_assets)
+EXPORTS = "use"  # in cache_dir: the browser model, one folder per export (memwiki.site.browser.use_assets)
 T = TypeVar("T")
 
 
@@ -119,7 +119,7 @@ class BuildSpeed:
 
     cache_dir: Path | None = None  # None: caches off
     # exports that follow from installed packages alone, kept whatever page_cache says (the browser model, see
-    # memwiki.site.use_assets); None: made for each build
+    # memwiki.site.browser.use_assets); None: made for each build
     exports: Path | None = None
     may_fork: bool = False  # the host says forking is safe here (a plain `mkdocs build` on Linux)
     reusable: Reusable | None = None  # (src_uri, fingerprint) -> that page's final HTML is at hand (page cache)

@@ -1,6 +1,6 @@
 """Reuse the final HTML of generated pages that did not change since the last build.
 
-Rendering Markdown and the theme template is most of a build's time. A generated page outside the
+Rendering Markdown and the theme template is the costliest step of a page. A generated page outside the
 navigation depends only on its own Markdown and on the site's layout (mkdocs.yml, the navigation, the
 plugin's code, the MkDocs / Material versions); when both fingerprints match the last build, the page is
 not given to MkDocs at all: after the build its cached HTML is copied into site_dir (unless last build's copy
@@ -24,8 +24,8 @@ from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 
-from memwiki.site.generated import GeneratedAsset, GeneratedPage
-from memwiki.site.render import page_url
+from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
+from memwiki.site.model.render import page_url
 from memwiki.site.speed import cache_file
 from memwiki.site.speed.kept_site import ctime_mark
 
@@ -145,11 +145,6 @@ def _manifest_file(folder: Path) -> cache_file.JournaledDict:
     return cache_file.JournaledDict(folder / MANIFEST, cache_file.version("pages"))
 
 
-def load_manifest(folder: Path) -> dict[str, dict[str, Any]]:
-    """src_uri -> {"fp", "layout"} of the pages cached in `folder` ({} when none or damaged)."""
-    return _manifest_file(folder).data
-
-
 class PageCache:
     """The cache folder of one site: the manifest (what each page was made from), one HTML file per cached
     page, and the records of the files the last build put into the site (`PLACED`)."""
@@ -242,7 +237,7 @@ class PageCache:
             return
         folder, site, du = str(self.folder), str(site_dir), self.config.use_directory_urls
         html, assets = self._html_files, self._asset_files
-        files = []  # plain strings: pathlib's overhead was most of this for 10k pages
+        files = []  # plain strings, not paths (10k pages)
         for u in self.hits:
             name = _html_name(u)
             files.append((output_path(u, du), f"{folder}/{name}", html[name]))

@@ -1,8 +1,8 @@
 """Keep the last build's site in place through a plain `mkdocs build`, and end with what a clean build leaves.
 
 MkDocs empties site_dir before every build (`clean_directory`), and the page cache then put 10k unchanged pages
-back (a folder and a file each). Deleting and making 20k inodes was most of a 10k rebuild, and its noisiest
-part (on a disk mounted with `discard` each delete is a trim). Instead:
+back (a folder and a file each): 20k inodes deleted and made again (on a disk mounted with `discard` each delete
+is a trim). Instead:
 
 1. `set_aside` (first of all on_pre_build handlers): the time is marked on the site's own file-system clock
    (`fresh_after`), then the site's top-level folders move into a hidden folder inside it, which MkDocs' clean
@@ -116,48 +116,9 @@ class KeptSite:
         if now - mark < time.monotonic_ns() - self._marked_at - _CLOCK_SLACK_NS:
             log.warning("memwiki: the clock went back during the build; files of the last site may be left over")
             return -1
-        removed = 0
-
-        def walk(folder: str, top: bool) -> tuple[bool, bool]:
-            """Sweep `folder`: (whether it is empty now, whether the sweep removed anything from it). As MkDocs'
-            clean, an entry that cannot be removed is left (and said)."""
-            nonlocal removed
-            empty, emptied = True, False
-            try:
-                with os.scandir(folder) as entries:
-                    listed = list(entries)
-            except OSError as exc:
-                log.info("memwiki: %s not swept (%s)", folder, exc)
-                return False, False
-            for entry in listed:
-                try:
-                    if top and (entry.name.startswith(".") or entry.is_symlink()):
-                        empty = False  # MkDocs' clean leaves these
-                    elif entry.is_dir(follow_symlinks=False):
-                        left, swept = walk(entry.path, False)
-                        # an empty folder goes when it held only stale files, or this build did not touch it
-                        st = entry.stat(follow_symlinks=False)
-                        untouched = st.st_ctime_ns <= mark or (top and returned.get(entry.name) == st.st_ino)
-                        if left and (swept or untouched):
-                            os.rmdir(entry.path)
-                            emptied = True
-                        else:
-                            empty = False
-                    elif entry.path in keep or entry.stat(follow_symlinks=False).st_ctime_ns > mark:
-                        empty = False
-                    else:
-                        os.unlink(entry.path)
-                        removed += 1
-                        emptied = True
-                except FileNotFoundError:
-                    pass  # gone meanwhile
-                except OSError as exc:
-                    log.info("memwiki: %s not swept (%s)", entry.path, exc)
-                    empty = False
-            return empty, emptied
-
-        walk(self.site, True)
-        return removed
+        sweep = _Sweep(mark, returned, keep)
+        sweep.walk(self.site, True)
+        return sweep.removed
 
     def _in_site(self, name: str) -> str:
         return os.path.join(self.site, name)
@@ -212,3 +173,51 @@ def ctime_mark(folder: str) -> int | None:
         return None
     finally:
         os.unlink(tick)
+
+
+class _Sweep:
+    """One sweep of a site folder: what this build did not write (changed before `mark`) goes, but `keep`; a
+    folder left empty goes when it held only stale files or this build did not touch it (`returned`: the top
+    folders put back from aside, by inode). As MkDocs' clean, an entry that cannot be removed is left (and said)."""
+
+    def __init__(self, mark: int, returned: dict[str, int], keep: set[str]) -> None:
+        self.mark, self.returned, self.keep = mark, returned, keep
+        self.removed = 0
+
+    def walk(self, folder: str, top: bool) -> tuple[bool, bool]:
+        """Sweep `folder`: (whether it is empty now, whether the sweep removed anything from it)."""
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(entries)
+        except OSError as exc:
+            log.info("memwiki: %s not swept (%s)", folder, exc)
+            return False, False
+        empty, emptied = True, False
+        for entry in listed:
+            try:
+                left, gone = self._entry(entry, top)
+            except FileNotFoundError:
+                continue  # gone meanwhile
+            except OSError as exc:
+                log.info("memwiki: %s not swept (%s)", entry.path, exc)
+                left, gone = False, False
+            empty, emptied = empty and left, emptied or gone
+        return empty, emptied
+
+    def _entry(self, entry: os.DirEntry[str], top: bool) -> tuple[bool, bool]:
+        """(whether `entry` is gone or was nothing, whether the sweep removed it)."""
+        if top and (entry.name.startswith(".") or entry.is_symlink()):
+            return False, False  # MkDocs' clean leaves these
+        if entry.is_dir(follow_symlinks=False):
+            left, swept = self.walk(entry.path, False)
+            st = entry.stat(follow_symlinks=False)
+            untouched = st.st_ctime_ns <= self.mark or (top and self.returned.get(entry.name) == st.st_ino)
+            if left and (swept or untouched):
+                os.rmdir(entry.path)
+                return True, True
+            return False, False
+        if entry.path in self.keep or entry.stat(follow_symlinks=False).st_ctime_ns > self.mark:
+            return False, False
+        os.unlink(entry.path)
+        self.removed += 1
+        return True, True

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from memwiki.site.builder_io import GatedSource
+from memwiki.readers.vector_cache import memory_digest
+from memwiki.site.model.build_context import GatedSource
 from memwiki.site.speed import cache_file
 from memwiki.source import (
     Entity,
@@ -38,7 +39,6 @@ from memwiki.source import (
     Triple,
     WikiPage,
 )
-from memwiki.vector_cache import memory_digest
 
 # how each layer's value is made plain and back: records become tuples of their fields
 _PLAIN: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
@@ -117,7 +117,7 @@ class CachedSource:
     def embed(self, texts: list[str]) -> np.ndarray | None:
         return self.source.embed(texts)
 
-    def l2_index(self) -> Any:  # noqa: ANN401 - memwiki.recall.L2Index or None
+    def l2_index(self) -> Any:  # noqa: ANN401 - memwiki.recall.cascade.L2Index or None
         return self.source.l2_index()
 
     def search_sessions(self, query: str, limit: int = 10) -> list[SessionHit]:

@@ -1,16 +1,14 @@
 """Generated pages kept across builds, keyed by a digest of what each was made from.
 
-On a large store most pages' inputs do not change between two builds (one memory changed: a handful of
-concept pages get a new backlink), but making every page's Markdown again was most of a rebuild. A builder
-names what each page shows (`PageMemo.page(src_uri, inputs, make)`); its key is a digest of those inputs and
-of what every page of the build shares (settings, how names resolve). When the key is the one saved with
-the page and the site still holds that page's final HTML (`reusable`, the page cache's word), the page comes
-back kept: its title, metadata and fingerprint, without Markdown, and `make` is not called. Otherwise the
-page is made. Only what a kept page needs is saved, never the Markdown: loading 10k pages' Markdown to
-use none of it was a large part of a rebuild. Keys also carry the version of the code that makes pages
-(speed.cache_file), so a change to the builders remakes every page. With `check` (tests: $MEMWIKI_CHECK_MEMOS)
-every page is made anyway and one that differs from what its key promised fails the build.
-"""
+On a large store most pages' inputs do not change between two builds (one memory changed: a handful of concept pages get
+a new backlink): a page whose inputs did not change need not be made again. A builder names what each page shows
+(`PageMemo.page(src_uri, inputs, make)`); its key is a digest of those inputs and of what every page of the build shares
+(settings, how names resolve). When the key is the one saved with the page and the site still holds that page's final
+HTML (`reusable`, the page cache's word), the page comes back kept: its title, metadata and fingerprint, without
+Markdown, and `make` is not called. Otherwise the page is made. Only what a kept page needs is saved, never the Markdown
+(a kept page's Markdown is never read). Keys also carry the version of the code that makes pages (speed.cache_file), so
+a change to the builders remakes every page. With `check` (tests: $MEMWIKI_CHECK_MEMOS) every page is made anyway and
+one that differs from what its key promised fails the build."""
 
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ import marshal
 from collections.abc import Callable
 from pathlib import Path
 
-from memwiki.site.generated import GeneratedPage
+from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.speed import cache_file
 
 Reusable = Callable[[str, str], bool]  # (src_uri, fingerprint) -> the final HTML of that page is at hand

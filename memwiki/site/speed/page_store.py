@@ -38,8 +38,8 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
 from memwiki.errors import MemwikiError
-from memwiki.site.generated import GeneratedAsset, GeneratedPage
-from memwiki.site.render import page_url
+from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
+from memwiki.site.model.render import page_url
 from memwiki.site.speed.html_cache import PageCache, output_path
 from memwiki.site.speed.kept_site import KeptSite
 from memwiki.site.speed.parallel_pages import WriteJob, write_pages
@@ -123,31 +123,14 @@ class PageStore:
         framing = self.fast_pages and config.theme.name == "material" and "toc.integrate" not in features
         taken = {f.src_uri for f in files}  # (files.get_file_from_path per page was a tenth of a 10k rebuild)
         for asset in assets:
-            if asset.dest_uri in taken:
-                continue
-            if self.cache is not None:
-                self.cache.put_asset(asset)  # into the site with the reused pages
-            else:
-                files.append(File.generated(config, asset.dest_uri, content=asset.content))
+            if asset.dest_uri not in taken:
+                self._add_asset(files, asset, config)
         for page in pages:
             if page.src_uri in taken:
                 log.info("memwiki: %s is hand-written in docs_dir; the generated page is skipped", page.src_uri)
                 continue
             taken.add(page.src_uri)
-            if self.cache is not None and not page.in_nav and self.cache.lookup(page):
-                continue  # the last build's HTML goes into the site after the build
-            if page.kept:  # a builder's memo promised the cached HTML (speed.memo)
-                raise PluginError(
-                    f"memwiki: {page.src_uri} came from a builder's memo but its cached HTML cannot be used; "
-                    f"remove {self.cache_dir} and build again"
-                )
-            if framing and not page.in_nav and framed_ok(page.src_uri):
-                self.framed.append(page)
-                self.probes.setdefault(posixpath.join(frame_folder(page.src_uri), f"{probe_name(self.nonce)}.md"), "")
-                continue
-            stub, self.blocks[page.src_uri] = split(page.markdown, self.nonce)
-            files.append(File.generated(config, page.src_uri, content=stub))
-            self.rendered_pages[page.src_uri] = page
+            self._add_page(files, page, config, framing)
         for probe in self.probes:
             self.probes[probe] = posixpath.dirname(probe)
             files.append(File.generated(config, probe, content=probe_markdown(self.nonce)))
@@ -160,6 +143,30 @@ class PageStore:
                 sum(1 for p in pages if p.kept),
             )
         return files
+
+    def _add_asset(self, files: Files, asset: GeneratedAsset, config: MkDocsConfig) -> None:
+        if self.cache is not None:
+            self.cache.put_asset(asset)  # into the site with the reused pages
+        else:
+            files.append(File.generated(config, asset.dest_uri, content=asset.content))
+
+    def _add_page(self, files: Files, page: GeneratedPage, config: MkDocsConfig, framing: bool) -> None:
+        """One generated page's fate: reused from the cache, filled into its folder's theme frame, or rendered by
+        MkDocs (its HTML blocks kept out of Python-Markdown)."""
+        if self.cache is not None and not page.in_nav and self.cache.lookup(page):
+            return  # the last build's HTML goes into the site after the build
+        if page.kept:  # a builder's memo promised the cached HTML (speed.memo)
+            raise PluginError(
+                f"memwiki: {page.src_uri} came from a builder's memo but its cached HTML cannot be used; "
+                f"remove {self.cache_dir} and build again"
+            )
+        if framing and not page.in_nav and framed_ok(page.src_uri):
+            self.framed.append(page)
+            self.probes.setdefault(posixpath.join(frame_folder(page.src_uri), f"{probe_name(self.nonce)}.md"), "")
+            return
+        stub, self.blocks[page.src_uri] = split(page.markdown, self.nonce)
+        files.append(File.generated(config, page.src_uri, content=stub))
+        self.rendered_pages[page.src_uri] = page
 
     # ── while MkDocs renders ──
 

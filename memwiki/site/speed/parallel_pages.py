@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from memwiki.site.generated import GeneratedPage
+from memwiki.common.workers import cores
+from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.speed.cache_file import replace_file
 from memwiki.site.speed.html_cache import output_path
 from memwiki.site.speed.theme_frame import FastPages, ThemeFrame, frame_folder
-from memwiki.workers import cores
 
 MIN_PAGES_PER_WORKER = 300  # below this, forking costs more than it saves
 SLICE = 200

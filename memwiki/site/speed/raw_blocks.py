@@ -2,7 +2,7 @@
 
 The builders' pages are mostly raw HTML blocks (rendered memory text, tables, lists) between a few
 Markdown headings. Python-Markdown would feed every block through its HTML parser only to pass it on
-unchanged, which was most of a build's time. `split()` swaps each whole top-level block for a one-word
+unchanged. `split()` swaps each whole top-level block for a one-word
 placeholder paragraph, so Markdown only sees the headings and short text (its table of contents and
 heading anchors stay as they were); `join()` puts the blocks back into the rendered HTML.
 """

@@ -1,7 +1,7 @@
 """What a build derives from each memory text (its links, heading anchors, rendered HTML), kept across builds.
 
-Parsing memory text with markdown-it was most of the plugin's own time, and most texts do not change
-between two builds. Results are keyed by the text's hash and by what was derived (`kind`), and saved in
+Most memory texts do not change between two builds, and parsing them with markdown-it is the plugin's costliest
+step of its own. Results are keyed by the text's hash and by what was derived (`kind`), and saved in
 the plugin's cache folder (memwiki.site.speed.cache_file: marshal, about five times faster to load than the JSON it
 was); a change to the code drops the whole file. Within a build each text is parsed at most once,
 whatever is derived.
@@ -16,8 +16,8 @@ from typing import Any
 
 from markdown_it.token import Token
 
+from memwiki.site.model.wikilinks import scanner
 from memwiki.site.speed import cache_file
-from memwiki.site.wikilinks import scanner
 
 
 class TextCache:

@@ -1,9 +1,9 @@
 /* memwiki search, the part without a page: `memwiki recall --all-layers` over the exported layers.
  *
- * Mirrors memwiki/tokens.py (CJK bigrams, light English stemmer, stop words, coverage), SQLite FTS5's bm25
- * (k1 = 1.2, b = 0.75) as memwiki/lexical.py asks it (OR of the query's tokens within a postings budget) and as
- * memwiki/sessions.py asks it (AND of the query's tokens, else OR; best sessions with their best turns), and
- * memwiki/recall.py: `fuse` (z-score fusion, each list weighted by how far its best stands out), `rank_l2` (a
+ * Mirrors memwiki/text/tokens.py (CJK bigrams, light English stemmer, stop words, coverage), SQLite FTS5's bm25
+ * (k1 = 1.2, b = 0.75) as memwiki/text/lexical.py asks it (OR of the query's tokens within a postings budget) and as
+ * memwiki/layers/sessions.py asks it (AND of the query's tokens, else OR; best sessions with their best turns), and
+ * memwiki/recall/cascade.py: `fuse` (z-score fusion, each list weighted by how far its best stands out), `rank_l2` (a
  * long memory by its best passage), the small layers' `_rank_texts`, `evidence` / `_mark` (confident hits,
  * `why`) and the layers in priority order L1, L2, L4, files.
  * Every ranking knob is read from the exported RecallConfig (data.config); KNOBS lists those this file knows,
@@ -19,7 +19,7 @@
   var TOKEN_RE = new RegExp(TOKEN_SRC, "gu");
   var ASCII = /^[\x00-\x7f]*$/;
   var K1 = 1.2, B = 0.75;
-  // the fields of memwiki.recall.RecallConfig this file reads
+  // the fields of memwiki.recall.cascade.RecallConfig this file reads
   var KNOBS = ["dense_weight", "lexical_weight", "peak_weighting", "depth", "min_confidence", "min_coverage", "min_cosine_with_words"];
 
   function endsWithAny(word, suffixes) {
@@ -27,7 +27,7 @@
     return false;
   }
 
-  /* memwiki.tokens._stem: plurals (-ies, -es after a sibilant, -s), then -ing / -ed (undoubling a final
+  /* memwiki.text.tokens._stem: plurals (-ies, -es after a sibilant, -s), then -ing / -ed (undoubling a final
    * consonant), then a final silent -e. Lengths count code points, as Python's len() does. */
   function stem(word) {
     var ch = Array.from(word);
@@ -50,12 +50,12 @@
     return ch.join("");
   }
 
-  /* A word's combining marks removed (before stemming), as memwiki/tokens.py's `_latin` does. */
+  /* A word's combining marks removed (before stemming), as memwiki/text/tokens.py's `_latin` does. */
   function fold(token) {
     return token.normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC");
   }
 
-  /* A Latin-script word's token (memwiki.tokens._latin, cached as there): up to its apostrophe, combining marks
+  /* A Latin-script word's token (memwiki.text.tokens._latin, cached as there): up to its apostrophe, combining marks
    * removed (non-ASCII words only), stemmed. */
   var LATIN = new Map();
   function latin(run) {
@@ -69,7 +69,7 @@
     return done;
   }
 
-  /* Lexical tokens of `text` in order, as memwiki.tokens.tokens(text, stop_words=..., unigrams=...) makes
+  /* Lexical tokens of `text` in order, as memwiki.text.tokens.tokens(text, stop_words=..., unigrams=...) makes
    * them. `stop` is null (keep everything) or {words: Set, chars: Set}: English stop words and CJK grams
    * holding a stop character are dropped. `unigrams` also gives each character of a CJK run (index side). */
   function tokens(text, stop, unigrams) {
@@ -99,14 +99,14 @@
 
   function unique(list) { return Array.from(new Set(list)); }
 
-  /* The query's tokens as memwiki.tokens.fts_query uses them: without stop words, else all (deduplicated). */
+  /* The query's tokens as memwiki.text.tokens.fts_query uses them: without stop words, else all (deduplicated). */
   function queryTokens(query, stop) {
     var toks = tokens(query, stop);
     if (!toks.length) toks = tokens(query, null);
     return unique(toks);
   }
 
-  /* memwiki.tokens.coverage: share of the query's informative tokens that `text` holds. */
+  /* memwiki.text.tokens.coverage: share of the query's informative tokens that `text` holds. */
   function coverage(query, text, stop) {
     var wanted = new Set(tokens(query, stop));
     if (!wanted.size) wanted = new Set(tokens(query, null));
@@ -137,7 +137,7 @@
     /[\s,，、]+/g,
   ];
 
-  /* memwiki.passages.cut_to_bytes: the longest head of `text` within `limit` UTF-8 bytes, ended at a break. */
+  /* memwiki.layers.semantic.passages.cut_to_bytes: the longest head of `text` within `limit` UTF-8 bytes, ended at a break. */
   function cutToBytes(text, limit) {
     if (text.length * 4 <= limit || utf8Size(text) <= limit) return text;
     var chars = Array.from(text).slice(0, limit), size = 0, n = 0;
@@ -161,7 +161,7 @@
       .map(function (l) { return l.trim(); }).filter(Boolean);
   }
 
-  /* memwiki.recall.cut_query: a dialogue keeps its last turns, other text its head. */
+  /* memwiki.recall.cascade.cut_query: a dialogue keeps its last turns, other text its head. */
   function cutQuery(query, limit) {
     if (query.length * 4 <= limit || utf8Size(query) <= limit) return query;
     var turns = splitTurns(query);
@@ -197,7 +197,7 @@
 
   // -- one index: FTS5-style postings over some texts, and their rows of the shared int8 vectors -------
 
-  /* `texts[i]` is indexed as memwiki.tokens.fts_text indexes it; opts: ids (strings: bm25 ties break by them,
+  /* `texts[i]` is indexed as memwiki.text.tokens.fts_text indexes it; opts: ids (strings: bm25 ties break by them,
    * as ORDER BY id does, unless `rowOrder`: by position, as ORDER BY rowid does), lens (a doc's length in
    * tokens when its text was cut: 0 = its own), vectors (a function giving the Int8Array of rows, called on the
    * first dense ranking: the words-only results need none), rows (each doc's row, -1: none), dim, stop, budget. */
@@ -314,7 +314,7 @@
     return k === undefined ? order : order.slice(0, k);
   };
 
-  /* The query tokens worth matching, as memwiki/lexical.py's `_affordable`: rarest first, as many as
+  /* The query tokens worth matching, as memwiki/text/lexical.py's `_affordable`: rarest first, as many as
    * `budget` postings allow. */
   Index.prototype.affordable = function (terms, budget) {
     var self = this, present = [], total = 0;
@@ -352,13 +352,13 @@
     return scores;
   };
 
-  /* memwiki/lexical.py's search: [[doc, score], ...] best first for the OR of the query's tokens. */
+  /* memwiki/text/lexical.py's search: [[doc, score], ...] best first for the OR of the query's tokens. */
   Index.prototype.lexicalRank = function (query, k, budget) {
     var terms = this.affordable(queryTokens(query, this.stop), budget === undefined ? this.budget : budget);
     return terms.length ? this.top(this.bm25(terms, false), k) : [];
   };
 
-  /* memwiki/sessions.py's match: every matching doc best first, the AND of the query's tokens, else their OR. */
+  /* memwiki/layers/sessions.py's match: every matching doc best first, the AND of the query's tokens, else their OR. */
   Index.prototype.ftsRank = function (query) {
     var terms = queryTokens(query, this.stop);
     if (!terms.length) return [];
@@ -368,7 +368,7 @@
 
   // -- recall --------------------------------------------------------------------------------------
 
-  /* memwiki.recall._Ranked.why */
+  /* memwiki.recall.cascade._Ranked.why */
   function whyOf(r) {
     var parts = [];
     if (r.denseRank !== undefined) parts.push("dense " + fixed(r.cosine, 2) + " (#" + (r.denseRank + 1) + ")");
@@ -429,7 +429,7 @@
     this.titles = []; // a memory's title, made when it is first shown (see title)
   }
 
-  /* memwiki.recall.fuse: z-score fusion of a dense and a lexical ranking ([[key, score]] best first), each
+  /* memwiki.recall.cascade.fuse: z-score fusion of a dense and a lexical ranking ([[key, score]] best first), each
    * list's weight scaled by how far its best stands out (`peak_weighting`); a candidate missing from a list
    * gets that list's lowest z. [{doc, score, cosine, lexical, denseRank, lexicalRank}] best first. */
   Engine.prototype.fuse = function (dense, lexical) {
@@ -471,7 +471,7 @@
     return out;
   };
 
-  /* memwiki.recall.Recaller._rank_texts: every text of a small layer, dense and lexical, fused. */
+  /* memwiki.recall.cascade.Recaller._rank_texts: every text of a small layer, dense and lexical, fused. */
   Engine.prototype.rankTexts = function (index, query, q) {
     if (!index.n) return [];
     var dense = q ? index.denseRank(q) : [];
@@ -479,7 +479,7 @@
     return this.fuse(dense, lexical);
   };
 
-  /* memwiki.recall.Recaller.evidence / _mark: whether a hit is confident, and what `why` adds. */
+  /* memwiki.recall.cascade.Recaller.evidence / _mark: whether a hit is confident, and what `why` adds. */
   Engine.prototype.mark = function (query, hit) {
     var c = this.config, reason = null;
     if (hit.confidence >= c.min_confidence) reason = "close in meaning";
@@ -522,7 +522,7 @@
     return this.titles[memory];
   };
 
-  /* memwiki.recall.Recaller.rank_l2: the hybrid top `k` of semantic memory, a long memory by its best passage. */
+  /* memwiki.recall.cascade.Recaller.rank_l2: the hybrid top `k` of semantic memory, a long memory by its best passage. */
   Engine.prototype.l2Hits = function (query, q, k) {
     var c = this.config, depth = Math.max(k, c.depth);
     var dense = q ? this.l2.denseRank(q, depth) : [];
@@ -545,7 +545,7 @@
     return hits;
   };
 
-  /* memwiki/sessions.py's search: the best sessions by their best turn, each with up to 3 of its best turns. */
+  /* memwiki/layers/sessions.py's search: the best sessions by their best turn, each with up to 3 of its best turns. */
   Engine.prototype.sessionSearch = function (query, limit) {
     var found = this.l4.ftsRank(query), order = [], by = new Map(), most = this.limits.turns_per_session;
     for (var i = 0; i < found.length; i++) {
@@ -561,7 +561,7 @@
     return order.map(function (s) { return by.get(s); });
   };
 
-  /* memwiki.recall.Recaller._recall_sessions: the candidate turns, ranked as a small layer. */
+  /* memwiki.recall.cascade.Recaller._recall_sessions: the candidate turns, ranked as a small layer. */
   Engine.prototype.turnHits = function (query, q, k) {
     var turns = [].concat.apply([], this.sessionSearch(query, Math.max(k, this.limits.session_limit)));
     if (!turns.length) return [];
@@ -587,13 +587,13 @@
     });
   };
 
-  /* The query as recall reads it (memwiki.recall.cut_query). */
+  /* The query as recall reads it (memwiki.recall.cascade.cut_query). */
   Engine.prototype.cut = function (query) { return cutQuery(String(query), this.limits.max_embed_bytes); };
 
-  /* memwiki.recall.Recaller.query_vector with `embed(text) -> Float32Array`: the cut query, embedded whole. */
+  /* memwiki.recall.cascade.Recaller.query_vector with `embed(text) -> Float32Array`: the cut query, embedded whole. */
   Engine.prototype.queryVector = function (query, embed) { return embed(this.cut(query)); };
 
-  /* memwiki.recall.Recaller.recall(query, k, all_layers=True): up to `k` hits of every layer (L1, L2, L4, files),
+  /* memwiki.recall.cascade.Recaller.recall(query, k, all_layers=True): up to `k` hits of every layer (L1, L2, L4, files),
    * each marked `confident` or weak: the confident ones taken in turn from the layers in priority order, then
    * every layer's best guess, then the other weak ones, closest in meaning first. `qvec` null: by words only (the encoder has not loaded). */
   Engine.prototype.recall = function (query, qvec, k) {

