@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any
 
 import anyio
 from mcp import types
@@ -83,7 +83,7 @@ def build_server(served: Served, writable: bool | None = None) -> MCPServer:
 
 def _serve_tool(server: MCPServer, served: Served, tool: tools.Tool) -> None:
     """Declare `tool` on `server`: its parameters after `opened` are the tool's, its docstring the description."""
-    signature, hints = inspect.signature(tool), get_type_hints(tool, include_extras=True)
+    declared = tools.parameters(tool)
     hermes_format = tool is tools.memwiki_memory  # (answers as hermes-agent's memory tool: see _hermes_result)
 
     async def serve(**args: Any) -> Any:  # noqa: ANN401
@@ -91,9 +91,11 @@ def _serve_tool(server: MCPServer, served: Served, tool: tools.Tool) -> None:
         return _hermes_result(result) if hermes_format else result
 
     serve.__name__ = tool.__name__
+    signature = inspect.signature(tool)
+    kept = [p.replace(annotation=declared[p.name]) for p in signature.parameters.values() if p.name in declared]
     serve.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[p.replace(annotation=hints[p.name]) for p in list(signature.parameters.values())[1:]],
-        return_annotation=CallToolResult if hermes_format else hints["return"],
+        parameters=kept,
+        return_annotation=CallToolResult if hermes_format else dict[str, Any],
     )
     server.tool(description=" ".join(inspect.getdoc(tool).split()))(serve)
 

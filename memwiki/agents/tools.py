@@ -24,7 +24,7 @@ from memwiki.errors import MemwikiError, describe_os_error
 from memwiki.layers.graph import entity_id, select_facts, select_timeline
 from memwiki.layers.hot.categories import category_of
 from memwiki.layers.turn_block import render_context
-from memwiki.recall.cascade import Recaller
+from memwiki.recall.cascade import Recaller  # (at run time: pydantic reads `Opened`'s fields)
 from memwiki.source import CATEGORIES, LayerCounts, Memory, MemorySource
 
 Query = Annotated[str, Field(min_length=1, max_length=4096, description="what to look for, in any language")]
