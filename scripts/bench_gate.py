@@ -65,9 +65,12 @@ if what == "gate":
         out["seconds"] = time.perf_counter() - t0
         out["records"] = n
 else:
-    try:  # (a baseline's names first, as above)
-        from memwiki.site.detect import Detectors
+    try:  # (a baseline's names first, as above; the oldest kept the detectors in one module)
         from memwiki.site.site_scan import SiteScan
+        try:
+            from memwiki.site.detect import Detectors
+        except ImportError:
+            from memwiki.site.detectors import Detectors
     except ImportError:
         from memwiki.site.gate.detect import Detectors
         from memwiki.site.gate.scan import SiteScan

@@ -66,8 +66,9 @@ def run_child(cmd: list[str], cwd: Path, code: Path) -> tuple[float, float, floa
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text
 
 
-def _memwiki() -> list[str]:
-    return [sys.executable, "-c", "from memwiki.agents.cli import main; main()"]
+def _memwiki(code: Path) -> list[str]:
+    cli = "memwiki.agents.cli" if (code / "memwiki" / "agents").is_dir() else "memwiki.cli"  # (a baseline's own)
+    return [sys.executable, "-c", f"from {cli} import main; main()"]
 
 
 # ── one huge memory ──────────────────────────────────────────────────────────────────────────────────
@@ -100,9 +101,9 @@ def bench_import(size_mb: float, runs: int, code: Path) -> None:
         for _ in range(runs):
             store = WORK / "store-import"
             shutil.rmtree(store, ignore_errors=True)
-            run_child([*_memwiki(), "--store", str(store), "init"], WORK, code)
+            run_child([*_memwiki(code), "--store", str(store), "init"], WORK, code)
             seconds, cpu, peak, out = run_child(
-                [*_memwiki(), "--store", str(store), "import", str(path), "--layer", "L2"], WORK, code
+                [*_memwiki(code), "--store", str(store), "import", str(path), "--layer", "L2"], WORK, code
             )
             times.append(seconds)
             cpus.append(cpu)

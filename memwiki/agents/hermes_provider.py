@@ -269,4 +269,4 @@ class MemwikiProvider(MemoryProvider):
         if self._store is not None:
             self._thread.call(self._store.close)
         self._thread.close()
-        self._thread = self._store = self._server = None
+        self._thread = self._store = self._opened = None

@@ -63,9 +63,11 @@ class Opened:
         return cls(source, lambda: recaller_for(source))
 
     def ready(self) -> Opened:
-        """Everything opened now, before an agent's first call: recall (L2 included: a store removed under a
-        long-lived process is then never made again by a late opening) and the embedder's model."""
-        self.recaller.embedder.warm()
+        """Opened now, before an agent's first call: recall (L2 included: a store removed under a long-lived
+        process is then never made again by a late opening), and a store's embedder model."""
+        recaller = self.recaller
+        if self.store is not None:
+            recaller.embedder.warm()
         return self
 
     def writable(self) -> Any:  # noqa: ANN401 - the Store
@@ -320,17 +322,24 @@ WRITING: tuple[Tool, ...] = (
     memwiki_kg_supersede,
 )
 TOOLS: dict[str, Tool] = {t.__name__: t for t in (*READING, *WRITING)}
-_CHECKED = {name: validate_call(tool, config=ConfigDict(arbitrary_types_allowed=True)) for name, tool in TOOLS.items()}
+
+
+@functools.cache
+def _checked(name: str) -> Tool:
+    """The tool `name` with its arguments validated by pydantic, as the MCP SDK validates them (made on first use)."""
+    return validate_call(TOOLS[name], config=ConfigDict(arbitrary_types_allowed=True))
 
 
 def call(opened: Opened, name: str, args: dict[str, Any]) -> dict[str, Any]:
     """The tool `name` over `opened`, its arguments checked against its parameters first (a wrong type, a value
-    out of range, a missing one: a `MemwikiError` naming the argument)."""
+    out of range, a missing one: a `MemwikiError` naming the argument); an argument it does not take is ignored, as
+    the MCP server ignores it."""
     if name not in TOOLS:
         raise MemwikiError(f"memwiki has no tool {name!r}")
+    known = parameters(TOOLS[name])
     try:
-        return _CHECKED[name](opened, **args)
-    except ValidationError as exc:  # (an argument the tool does not take too)
+        return _checked(name)(opened, **{k: v for k, v in args.items() if k in known})
+    except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
         raise MemwikiError(f"{name}: {problems}") from None
 

@@ -16,6 +16,7 @@ from memwiki.common.textio import atomic_write_text, file_lock, read_text
 from memwiki.common.times import mtime_iso
 from memwiki.errors import CapacityError, InputFormatError
 from memwiki.source import Persona
+from memwiki.store.layout import PERSONA_FILE
 
 HEAD_RATIO = 0.7
 TAIL_RATIO = 0.2
@@ -31,7 +32,7 @@ def head_tail(text: str, cap: int) -> tuple[str, str]:
     return text[:head], text[-tail:] if tail else ""
 
 
-def truncate(text: str, cap: int, name: str = "SOUL.md") -> str:
+def truncate(text: str, cap: int, name: str = PERSONA_FILE) -> str:
     """hermes's head/tail cut: the text unchanged if it fits, else head + marker + tail."""
     if len(text) <= cap:
         return text
@@ -60,7 +61,7 @@ def injected(persona: Persona) -> str:
     """What the agent reads each turn: the persona's text without HTML comments (notes to whoever edits the file,
     as `TEMPLATE` has), cut hermes-style when it is over the cap."""
     text = _COMMENT.sub("", persona.text) if "<!--" in persona.text else persona.text
-    return truncate(text, persona.cap, Path(persona.path).name or "SOUL.md")
+    return truncate(text, persona.cap, Path(persona.path).name or PERSONA_FILE)
 
 
 def read_persona(path: Path, cap: int) -> Persona:

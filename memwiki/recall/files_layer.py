@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FILE_NAME = FILES_LAYER
-FORMAT = 1  # bump when the tables change, or what a page's text is made by (wiki.parse_page, graph_pages, page_text)
+FORMAT = 1  # bump when the tables change, or what a page's text is made by (wiki.parse_page, entity_pages, page_text)
 RACY_NS = 2_000_000_000  # a stat taken this soon after its file changed is not trusted (see the module's docstring)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);

@@ -45,7 +45,7 @@ from memwiki.source import MemorySource
 log = logging.getLogger("mkdocs.plugins.memwiki")
 ASSETS = Path(__file__).resolve().parent / "assets"
 LAYERS = "layers"  # in cache_dir: each layer's records (speed.layer_cache)
-SITESCAN = "sitescan.marshal"  # in cache_dir: files the last build's scan found clean (site_scan)
+SITESCAN = "sitescan.marshal"  # in cache_dir: files the last build's scan found clean (gate.scan)
 WATCHED = {"store": None, "hermes_home": hermes_home_path, "palace": palace_path}  # option -> where "auto" is
 
 
@@ -196,7 +196,7 @@ class SiteBuild:
         log.info("memwiki audit: %s", ", ".join(f"{k} {n}" for k, n in counts.items()) or "nothing found")
 
     def scan(self, site_dir: Path, theme_dirs: list[str], built: Built | None = None) -> None:
-        """A public build's last check: the gate's own rules over every file in the site (see site_scan)."""
+        """A public build's last check: the gate's own rules over every file in the site (see gate.scan)."""
         if not self.rules.public:
             return
         exports = self.cache_dir / EXPORTS

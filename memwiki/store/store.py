@@ -38,7 +38,7 @@ from memwiki.store.config import (
     save_config,
 )
 from memwiki.store.damage import damaged
-from memwiki.store.layout import HOT_FILES, LAYER_PATHS, PERSONA_FILE, STORE_FILE
+from memwiki.store.layout import HOT_FILES, LAYER_PATHS, PERSONA_FILE, STORE_FILE, is_store
 from memwiki.text.embedders import USE_NAME, Embedder, check_embedder, make_embedder
 from memwiki.text.vectors import TextVectors
 
@@ -91,7 +91,7 @@ class Store:
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise MemwikiError(f"{root}: exists and is not a folder")
-        existing = (root / STORE_FILE).is_file()
+        existing = is_store(root)
         if existing:
             config = load_config(root)
         else:
@@ -139,7 +139,7 @@ class Store:
     def check_present(self) -> None:
         """Refuse to write into a store whose folder was deleted or emptied while it was open: a write would make a
         partial folder, or go into a file that no longer has a name, and be acknowledged and lost."""
-        missing = [STORE_FILE] if not (self.root / STORE_FILE).is_file() else missing_parts(self.root)
+        missing = [STORE_FILE] if not is_store(self.root) else missing_parts(self.root)
         if missing:
             raise NotAStoreError(
                 f"{self.root}: the store is gone or half there (missing {', '.join(missing)}): nothing was written"

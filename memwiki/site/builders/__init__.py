@@ -25,7 +25,7 @@ from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.site.speed.memo import key_of
 from memwiki.site.speed.text_cache import TextCache
 from memwiki.source import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
-from memwiki.store.layout import HOT_FILES
+from memwiki.store.layout import HOT_FILES, PERSONA_FILE
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 
@@ -157,7 +157,7 @@ class Site:
     def layer_texts(self) -> Iterator[tuple[str, TextSource]]:
         """Every text of the layers (persona, hot, L2, L4) with the page and anchor it is shown at."""
         if self.persona and self.persona.text:
-            yield "persona", TextSource(PERSONA, "soul", "SOUL.md", self.persona.text)
+            yield "persona", TextSource(PERSONA, "soul", PERSONA_FILE, self.persona.text)
         for hot in self.hot:
             name = HOT_FILES.get(hot.target, hot.target)
             for n, entry in enumerate(hot.entries, 1):  # numbered as the persona page numbers them

@@ -22,6 +22,7 @@ from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.model.render import block, esc
 from memwiki.source import HotFile, LayerCounts
+from memwiki.store.layout import PERSONA_FILE
 
 
 def _latest(*values: str) -> str:
@@ -103,7 +104,7 @@ def _layer_rows(s: Site, link: Callable[[str, str], str]) -> list[tuple[str, str
         (
             "L0",
             "persona",
-            link(PERSONA, "SOUL.md"),
+            link(PERSONA, PERSONA_FILE),
             f"{s.persona.chars:,} / {s.persona.cap:,} chars" if s.persona else "—",
             _latest(s.persona.modified if s.persona else ""),
         ),
