@@ -23,6 +23,7 @@ from memwiki.common.times import utc_now
 from memwiki.errors import MemwikiError, describe_os_error
 from memwiki.layers.graph import entity_id, select_facts, select_timeline
 from memwiki.layers.hot.categories import category_of
+from memwiki.layers.hot.files import usage_text
 from memwiki.layers.turn_block import render_context
 from memwiki.recall.cascade import Recaller  # (at run time: pydantic reads `Opened`'s fields)
 from memwiki.source import CATEGORIES, LayerCounts, Memory, MemorySource
@@ -227,9 +228,9 @@ def memwiki_memory(
 
 
 def _usage(store: Any, target: str) -> dict[str, Any]:  # noqa: ANN401
+    """A hot file's usage as hermes's memory tool reports it (its percentage rounded down, as hermes's is)."""
     view = store.hot(target).view()
-    pct = round(100 * view.chars / view.cap) if view.cap else 0
-    return {"usage": f"{pct}% — {view.chars:,}/{view.cap:,} chars", "entry_count": len(view.entries)}
+    return {"usage": usage_text(view.chars, view.cap), "entry_count": len(view.entries)}
 
 
 def memwiki_remember_long(

@@ -27,10 +27,6 @@ def open_sources(
     Missing folders named explicitly are a SourceError naming them; with `partial`, a hermes home or palace
     that cannot be opened is skipped with a note in `info().notes` (a wiki build shows what can be read).
     """
-    from memwiki.readers.combined import CombinedSource
-    from memwiki.readers.hermes import HermesHome
-    from memwiki.readers.mempalace import MemPalace
-
     auto = store is None and hermes_home is None and palace is None
     store_reader = None
     if store is not None:
@@ -41,7 +37,6 @@ def open_sources(
         embedder = embedder or opened.embedder
     if store_reader is not None and hermes_home is None and palace is None:
         return store_reader
-
     home_path = hermes_home_path(None if hermes_home in (None, AUTO) else hermes_home)
     palace_dir = palace_path(None if palace in (None, AUTO) else palace, config_dir)
     want_home = hermes_home is not None or (auto and home_path.is_dir())
@@ -55,28 +50,43 @@ def open_sources(
         from memwiki.text.embedders import USEEmbedder
 
         embedder = USEEmbedder()
-    problems: list[str] = []
-
-    def attempt(opener):  # noqa: ANN001, ANN202 - a reader's constructor
-        try:
-            return opener()
-        except SourceError as exc:
-            if not partial:
-                raise
-            problems.append(f"skipped, could not be read: {exc}")
-            return None
-
-    home = attempt(lambda: HermesHome(home_path)) if want_home else None
-    pal = (
-        attempt(lambda: MemPalace(palace_dir, config_dir=config_dir, embedder=embedder, cache_dir=cache_dir))
-        if want_palace
-        else None
-    )
+    readers = _Readers(partial)
+    home = readers.hermes(home_path) if want_home else None
+    pal = readers.palace(palace_dir, config_dir, embedder, cache_dir) if want_palace else None
     if home is None and pal is None and store_reader is None:
-        raise SourceError("; ".join(problems) or "no memory source to read")
+        raise SourceError("; ".join(readers.problems) or "no memory source to read")
+    from memwiki.readers.combined import CombinedSource
     from memwiki.text.vectors import TextVectors
 
     kept = TextVectors(text_vectors_dir(cache_dir), embedder)
     return CombinedSource.of(
-        hermes=home, palace=pal, store=store_reader, embedder=embedder, notes=problems, text_vectors=kept
+        hermes=home, palace=pal, store=store_reader, embedder=embedder, notes=readers.problems, text_vectors=kept
     )
+
+
+class _Readers:
+    """The readers of a hermes home and a palace; with `partial`, one that cannot be opened is skipped and said
+    (`problems`) instead of stopping everything."""
+
+    def __init__(self, partial: bool) -> None:
+        self.partial = partial
+        self.problems: list[str] = []
+
+    def hermes(self, home: Path):  # noqa: ANN201 - a HermesHome or None
+        from memwiki.readers.hermes import HermesHome
+
+        return self._attempt(lambda: HermesHome(home))
+
+    def palace(self, palace: Path, config_dir: str | None, embedder, cache_dir: Path | None):  # noqa: ANN001, ANN201
+        from memwiki.readers.mempalace import MemPalace
+
+        return self._attempt(lambda: MemPalace(palace, config_dir=config_dir, embedder=embedder, cache_dir=cache_dir))
+
+    def _attempt(self, opener):  # noqa: ANN001, ANN202 - a reader's constructor
+        try:
+            return opener()
+        except SourceError as exc:
+            if not self.partial:
+                raise
+            self.problems.append(f"skipped, could not be read: {exc}")
+            return None
