@@ -3,6 +3,7 @@ real store; the same functions the MCP server declares (tests/test_mcp.py drives
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from memwiki.store.store import Store
 
 
 @pytest.fixture
-def opened(tmp_path: Path) -> tools.Opened:
+def opened(tmp_path: Path) -> Iterator[tools.Opened]:
     with Store.init(tmp_path / "store") as store:
         store.semantic.upsert([Memory("m-blog", "The blog is built with Hugo and hosted on Cloudflare Pages.")])
     opened = tools.Opened.store_at(tmp_path / "store")
@@ -44,7 +45,7 @@ def test_a_direct_call_reads_and_writes_the_store(opened: tools.Opened) -> None:
     assert refused == {"success": False, "error": refused["error"]} and "old_text" in refused["error"]
 
 
-def test_read_only_sources_refuse_a_write(tmp_path: Path, opened: tools.Opened) -> None:
+def test_read_only_sources_refuse_a_write(opened: tools.Opened) -> None:
     read_only = tools.Opened(opened.source, lambda: opened.recaller)
     with pytest.raises(MemwikiError, match="read-only"):
         tools.call(read_only, "memwiki_remember_long", {"text": "a long memory"})

@@ -117,30 +117,31 @@ def _recall_command(sub: _Commands) -> None:
 
 
 def _kg_commands(kg: _Commands) -> None:
-    r = kg.add_parser("add", help="add a fact")
-    r.add_argument("subject")
-    r.add_argument("predicate")
-    r.add_argument("object")
+    r = _fact_arguments(kg.add_parser("add", help="add a fact"), "object")
     r.add_argument("--from", dest="valid_from", help="valid from (YYYY-MM-DD)")
     r = kg.add_parser("query", help="facts about an entity")
     r.add_argument("entity")
     r.add_argument("--as-of", help="only facts valid on this date")
     r.add_argument("--history", action="store_true", help="include ended facts")
     r.add_argument("--json", action="store_true")
-    r = kg.add_parser("invalidate", help="end a fact")
-    r.add_argument("subject")
-    r.add_argument("predicate")
-    r.add_argument("object")
+    r = _fact_arguments(kg.add_parser("invalidate", help="end a fact"), "object")
     r.add_argument("--to", dest="valid_to", help="ended on (YYYY-MM-DD, default today)")
-    r = kg.add_parser("supersede", help="end (S, P, OLD) and add (S, P, NEW) from the same date, in one step")
-    r.add_argument("subject")
-    r.add_argument("predicate")
-    r.add_argument("old")
-    r.add_argument("new")
+    r = _fact_arguments(
+        kg.add_parser("supersede", help="end (S, P, OLD) and add (S, P, NEW) from the same date, in one step"),
+        "old",
+        "new",
+    )
     r.add_argument("--from", dest="valid_from", help="the change's date (YYYY-MM-DD, default today)")
     r = kg.add_parser("timeline", help="every fact about an entity, current and ended, in time order")
     r.add_argument("entity")
     r.add_argument("--json", action="store_true")
+
+
+def _fact_arguments(r: argparse.ArgumentParser, *objects: str) -> argparse.ArgumentParser:
+    """A fact's positional arguments: subject, predicate, then its object(s)."""
+    for name in ("subject", "predicate", *objects):
+        r.add_argument(name)
+    return r
 
 
 class _Commands:

@@ -345,7 +345,9 @@ def call(opened: Opened, name: str, args: dict[str, Any]) -> dict[str, Any]:
         raise MemwikiError(f"{name}: {problems}") from None
 
 
+@functools.cache
 def parameters(tool: Tool) -> dict[str, Any]:
-    """A tool's parameters after `opened`, with their types resolved (what a host declares)."""
+    """A tool's parameters after `opened`, with their types resolved (what a host declares; resolved once a tool,
+    not at every call)."""
     hints = get_type_hints(tool, include_extras=True)
     return {name: hint for name, hint in hints.items() if name not in ("opened", "return")}
