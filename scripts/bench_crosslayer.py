@@ -1,10 +1,10 @@
 """Cross-layer recall: is the answer in the default `memwiki recall` top 5 when it lives in a lower layer than a
 decoy, and does `confident` mean right?
 
-The questions of `scripts/heldout/crosslayer/` (written blind, without the ranking code; see its README) are asked
-of two sources built here from the JSON: a memwiki store (hot memory, L2 notes, sessions, wiki pages) and a
-hermes-agent home made with hermes-agent's own code (hot memory and sessions). For each question the default
-recall (k=5) is asked and scored:
+The questions of `scripts/heldout/crosslayer/` and `crosslayer_b/` (each written blind, without the ranking code, on
+its own day; see their READMEs) are asked of two sources built here from each set's JSON: a memwiki store (hot memory,
+L2 notes, sessions, wiki pages) and a hermes-agent home made with hermes-agent's own code (hot memory and sessions).
+For each question the default recall (k=5) is asked and scored:
 
 - top 5: the expected item is among the hits (a session answer counts by its session, as the site shows it);
 - confident precision: of the questions whose first confident hit exists, the share where it is the answer;
@@ -17,6 +17,7 @@ scores the held-out fold.
 
     python scripts/bench_crosslayer.py
     python scripts/bench_crosslayer.py --folds 5
+    python scripts/bench_crosslayer.py --sets crosslayer_b --show   # one set, each miss printed
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from memwiki.recall.cascade import Hit, Recaller  # noqa: E402
 from memwiki.recall.sources import recaller_for  # noqa: E402
 from memwiki.store.store import Store  # noqa: E402
 
-SETS = ROOT / "scripts" / "heldout" / "crosslayer"
+HELDOUT = ROOT / "scripts" / "heldout"
+SET_NAMES = ("crosslayer", "crosslayer_b")  # each written blind, on its own day (see their READMEs)
 
 
 @dataclass
@@ -216,17 +218,23 @@ def cross_validate(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", default=",".join(SET_NAMES), help="sets under scripts/heldout/, comma-separated")
     parser.add_argument("--folds", type=int, default=0, help="cross-validate the confidence floors (0: no)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--show", action="store_true", help="print each question that misses")
     args = parser.parse_args(argv)
-    corpora = {name: json.loads((SETS / f"corpus_{name}.json").read_text("utf-8")) for name in ("store", "hermes")}
+    sets = [name.strip() for name in args.sets.split(",") if name.strip()]
+    corpora = {
+        f"{set_name}/{name}": json.loads((HELDOUT / set_name / f"corpus_{name}.json").read_text("utf-8"))
+        for set_name in sets
+        for name in ("store", "hermes")
+    }
     questions = [q for name, c in corpora.items() for q in load_questions(c, name)]
     with tempfile.TemporaryDirectory(prefix="memwiki-crosslayer-") as tmp:
-        store = build_store(corpora["store"], Path(tmp) / "store")
+        stores = {name: build_store(c, Path(tmp) / name) for name, c in corpora.items() if name.endswith("/store")}
         recallers: dict[str, Recaller] = {
-            "store": store.recaller,
-            "hermes": build_hermes(corpora["hermes"], Path(tmp) / "home"),
+            name: stores[name].recaller if name in stores else build_hermes(corpora[name], Path(tmp) / name)
+            for name in corpora
         }
         everything: list[Asked] = []
         for name, recaller in recallers.items():
@@ -241,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
                     if a.q.layer != "none" and not any(a.right):
                         got = "; ".join(f"{h.layer}{'*' if h.confident else ''} {h.text[:40]!r}" for h in a.hits)
                         print(f"    miss {a.q.id} [{a.q.layer}] {a.q.query!r}: {got}")
+        for set_name in sets:
+            print(table(f"{set_name} (both)", score([a for a in everything if a.q.corpus.startswith(f"{set_name}/")])))
         print(table("all", score(everything)))
         if args.folds:
             held = cross_validate(recallers, corpora, questions, args.folds, args.seed)
@@ -249,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             chosen = [(s["min_confidence"], s["min_coverage"], s["min_cosine_with_words"]) for s in held]
             print(f"{args.folds}-fold held-out means: " + ", ".join(f"{k} {v:.2f}" for k, v in means.items()))
             print(f"  chosen per fold (min_confidence, min_coverage, min_cosine_with_words): {chosen}")
-        store.close()
+        for store in stores.values():
+            store.close()
     print(f"load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
