@@ -112,6 +112,9 @@ for (const f of ["assets/memwiki/search/search-data.js", "assets/memwiki/search/
                  "assets/memwiki/use/use.js", "assets/memwiki/search/search-core.js"]) {
   (0, eval)(fs.readFileSync(path.join(site, f), "utf8"));  // as <script> files: they assign globals
 }
+for (const name of globalThis.MemwikiSearch.partNames(globalThis.MemwikiSearchData)) {  // the long lists' parts
+  (0, eval)(fs.readFileSync(path.join(site, "assets/memwiki/search/data", name + ".js"), "utf8"));
+}
 // use.js's public API: load({bytes}) with the whole model binary, which the site ships in slices k = 0, 1, ...
 const useDir = path.join(site, "assets/memwiki/use");
 const slice = (n) => Number((/\.(\d+)\.bin$/.exec(n) || [0, 0])[1]);
@@ -220,8 +223,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
 def test_js_reads_every_knob_of_recall_config(exported) -> None:
     """A knob added to RecallConfig fails here until search-core.js reads it (the page never hard-codes one)."""
     assert set(exported["js"]["knobs"]) == {f.name for f in fields(RecallConfig)}
-    data_js = exported["assets"][search.DATA_JS].decode("utf-8")
-    data = json.loads(data_js[len("window.MemwikiSearchData = ") : -2])
+    data = search.assembled(exported["assets"].__getitem__)
     assert data["config"] == asdict(RecallConfig())
 
 
@@ -313,9 +315,11 @@ def test_js_cuts_a_long_query_as_recall_does(exported) -> None:
 
 def test_exported_files(exported) -> None:
     assets = exported["assets"]
-    data_js = assets[search.DATA_JS].decode("utf-8")
-    assert data_js.startswith("window.MemwikiSearchData = ")
-    data = json.loads(data_js[len("window.MemwikiSearchData = ") : -2])
+    assert assets[search.DATA_JS].startswith(b"window.MemwikiSearchData = ")
+    data = search.assembled(assets.__getitem__)
+    parts = [uri for uri in assets if uri.startswith(f"{search.PART_DIR}/")]
+    assert parts and all(assets[uri].startswith(b"window.MemwikiSearchParts = ") for uri in parts)
+    data_js = "".join(assets[uri].decode("utf-8") for uri in [search.DATA_JS, *parts])
     assert data["dense"] is True and data["embedder"] == "use-multilingual-v3" and data["dim"] == 512
     assert [m[0] for m in data["L2"]["memories"]] == sorted(MEMORIES)  # oldest first (none dated: by id)
     # a long memory ships as its passages (no copy of the whole text), each text once
@@ -426,6 +430,35 @@ def test_ten_new_memories_change_only_the_last_vector_slice(tmp_path: Path, monk
     assert after[:unchanged] == before[:unchanged] and len(before) == 5 and len(after) == 7
 
 
+def test_one_memory_edited_rewrites_only_the_data_part_holding_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The data's long lists ship in parts named by their rows: editing one memory renames the one part of L2's
+    units that holds it, and the page assembles the same data as one list would give."""
+    monkeypatch.setattr(search, "PART_ROWS", 8)
+    old = [Memory(id=f"m{i:03d}", text=f"note {i}: 备份 {i} 号盘", created=f"2026-01-{1 + i:02d}") for i in range(28)]
+
+    def parts(store: Store) -> tuple[dict[str, list[str]], dict]:
+        ctx = BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "c"))
+        data, _ = search.search_data(ctx)
+        whole = json.loads(json.dumps(data))
+        files = {a.dest_uri: a.content for a in search.data_parts(ctx, data)}
+        files[search.DATA_JS] = f"window.MemwikiSearchData = {json.dumps(data)};\n".encode()
+        assert search.assembled(files.__getitem__) == whole
+        return {k: [name for name, _ in v] for k, v in data["parts"].items()}, files
+
+    with Store.init(tmp_path / "store", embedder=USEEmbedder()) as store:
+        store.semantic.upsert(old)
+        before, _ = parts(store)
+        again, _ = parts(store)  # (the parts' scripts from the build cache)
+        store.semantic.upsert([Memory(id="m017", text="note 17: 备份改到 2 号盘", created=old[17].created)])
+        after, files = parts(store)
+    assert again == before and len(before["L2.units"]) == 4
+    changed = [(k, n) for k, names in before.items() for n, name in enumerate(names) if after[k][n] != name]
+    assert changed == [("L2.units", 17 // 8)]  # oldest first: m017 is the 18th row
+    assert "备份改到".encode() in files[f"{search.PART_DIR}/{after['L2.units'][2]}.js"]
+
+
 def test_lexical_only_when_the_browser_cannot_embed(tmp_path: Path) -> None:
     """A store made with Ollama: queries cannot be embedded in a browser, so the page says so."""
     config = StoreConfig(embedder=EmbedderConfig(name="ollama", model="qwen3-embedding:0.6b", dim=8))
@@ -457,8 +490,7 @@ def test_search_data_holds_no_planted_secret(tmp_path: Path) -> None:
             gate = PrivacyFilter(store.reader(), PrivacyRules.from_options({}, profile))
             _, assets = search.build(BuildContext(gate, speed=BuildSpeed.at(tmp_path / "cache")))
             _write_site(tmp_path / profile, [a for a in assets if "/search/" in a.dest_uri])
-    data_js = (tmp_path / "public" / search.DATA_JS).read_text(encoding="utf-8")
-    data = json.loads(data_js[len("window.MemwikiSearchData = ") : -2])
+    data = search.assembled(lambda rel: (tmp_path / "public" / rel).read_bytes())
     assert all(data["rows"][layer] > 0 for layer in ("L1", "L2", "L4", "files"))
     assert found_in(tmp_path / "public", canaries) == []
     assert len(found_in(tmp_path / "private", canaries)) >= len(canaries) // 2

@@ -14,6 +14,9 @@ for (const name of ["search-data.js", "search-vectors.js", "search-core.js"]) {
   const file = path.join(dir, name);
   if (fs.existsSync(file)) (0, eval)(fs.readFileSync(file, "utf8"));
 }
+for (const name of globalThis.MemwikiSearch.partNames(globalThis.MemwikiSearchData)) {
+  (0, eval)(fs.readFileSync(path.join(dir, "data", name + ".js"), "utf8")); // the data's long lists, in parts
+}
 const t0 = process.hrtime.bigint();
 const engine = new globalThis.MemwikiSearch.Engine(globalThis.MemwikiSearchData, globalThis.MemwikiSearchVectors || null);
 const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;

@@ -37,6 +37,10 @@
     document.head.appendChild(css);
     return script(search + "search-core.js")
       .then(function () { return script(search + "search-data.js"); })
+      .then(function () { // the long row lists, in parts (scripts named by their rows: kept while unchanged)
+        var names = window.MemwikiSearchData ? window.MemwikiSearch.partNames(window.MemwikiSearchData) : [];
+        return Promise.all(names.map(function (name) { return script(search + "data/" + name + ".js"); }));
+      })
       .then(function () { return script(search + "search-ui.js"); })
       .then(function () {
         var opts = {root: root, use: root + "assets/memwiki/use/", vectors: search + "search-vectors.js", loadScript: script};

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
+import marshal
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -51,6 +53,11 @@ DATA_JS = f"{ASSET_DIR}/search-data.js"
 VECTORS_JS = f"{ASSET_DIR}/search-vectors.js"  # all rows as one script: for pages opened from file://
 SLICE_DIR = f"{ASSET_DIR}/vectors"  # over http(s): the rows in slices named by their content, kept by the browser
 SLICE_ROWS = 1024  # rows per slice (512 KB at 512-d): a change refetches the slices holding its rows
+PART_DIR = f"{ASSET_DIR}/data"  # the data's long row lists in parts named by their rows (`data_parts`)
+PART_ROWS = 2000  # rows per part
+LONG_LISTS = (("L2", "memories"), ("L2", "units"), ("L4", "turns"), ("files",))  # the lists cut into parts
+PARTS_GLOBAL = "MemwikiSearchParts"  # each part script sets window.MemwikiSearchParts[its name] to its rows
+PARTS_FILE = "search-parts.marshal"  # in cache_dir: each part's script by its name (not written again)
 _HERE = Path(__file__).resolve().parent.parent / "assets"
 STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of memwiki/site/assets/search/
 VECTOR_BATCH = 1000
@@ -252,10 +259,10 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
     return data, vectors
 
 
-def _page(data: dict[str, Any]) -> str:
+def _page(data: dict[str, Any], memories: int) -> str:
     rows = data["rows"]
     counts = (
-        f"{rows['L1']:,} hot-memory entries, {len(data['L2']['memories']):,} memories, "
+        f"{rows['L1']:,} hot-memory entries, {memories:,} memories, "
         f"{rows['L4']:,} session turns and {rows['files']:,} wiki and entity pages"
     )
     if data["dense"]:
@@ -273,6 +280,7 @@ def _page(data: dict[str, Any]) -> str:
     # the vectors (most of the bytes) are loaded by search-ui.js after the page: the first results need none
     use_attr = f' data-use="{SEARCH_ROOT}{USE_DIR}/" data-vectors="{SEARCH_ROOT}{VECTORS_JS}"' if data["dense"] else ""
     scripts = [f"{SEARCH_ROOT}{DATA_JS}"]
+    scripts += [f"{SEARCH_ROOT}{PART_DIR}/{name}.js" for parts in data["parts"].values() for name, _ in parts]
     if data["dense"]:
         scripts.append(f"{SEARCH_ROOT}{USE_DIR}/use.js")
     scripts += [f"{SEARCH_ROOT}{ASSET_DIR}/search-core.js", f"{SEARCH_ROOT}{ASSET_DIR}/search-ui.js"]
@@ -316,6 +324,66 @@ def vector_slices(vectors: np.ndarray, data: dict[str, Any]) -> list[GeneratedAs
     return assets
 
 
+def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
+    """The data's long row lists cut into parts of `PART_ROWS` rows, each a script named by a hash of its rows and
+    listed in `data["parts"]` (list -> [[name, rows], ...] in order; the list itself left empty): a rebuild after one
+    memory changed writes, and the site scan reads, the part holding its row rather than every row, and a browser
+    keeps the other parts while their names stay. A new memory's rows come last (its layer is oldest first), so
+    the parts before it stay as they were; a deleted one moves the rows after it, whose parts are written anew."""
+    memo = None
+    if (path := ctx.speed.cache_path(PARTS_FILE)) is not None:
+        memo = cache_file.JournaledDict(path, cache_file.version("search-parts", FORMAT_VERSION))
+    kept = memo.data if memo is not None else {}
+    assets, live = [], set()
+    data["parts"] = {}
+    for where in LONG_LISTS:
+        *outer, last = where
+        holder = data
+        for key in outer:
+            holder = holder[key]
+        rows, holder[last], names = holder[last], [], []
+        for start in range(0, len(rows), PART_ROWS):
+            chunk = rows[start : start + PART_ROWS]
+            name = hashlib.blake2b(marshal.dumps(chunk), digest_size=10).hexdigest()
+            script = kept.get(name)
+            if not isinstance(script, bytes):
+                script = _part_script(name, chunk)
+                if memo is not None:
+                    memo.set(name, script)
+            live.add(name)
+            names.append([name, len(chunk)])
+            assets.append(GeneratedAsset(f"{PART_DIR}/{name}.js", script))
+        data["parts"][".".join(where)] = names
+    if memo is not None:
+        for name in [n for n in memo.data if n not in live]:
+            memo.drop(name)
+        memo.save()
+    return assets
+
+
+def _part_script(name: str, rows: list[Any]) -> bytes:
+    """A part's script: its rows one a line (as the data's, `script_json`), set in window.MemwikiSearchParts."""
+    head = f"window.{PARTS_GLOBAL} = window.{PARTS_GLOBAL} || {{}};\n"
+    return f'{head}window.{PARTS_GLOBAL}["{name}"] = {script_json(rows, row_depth=1)};\n'.encode()
+
+
+def assembled(read: Callable[[str], bytes]) -> dict[str, Any]:
+    """The search data as the page assembles it, its parts put back (`read`: a site file's bytes by its path in the
+    site); what tests and benchmarks read instead of `DATA_JS` alone."""
+    data = json.loads(read(DATA_JS).decode("utf-8").removeprefix("window.MemwikiSearchData = ").rstrip()[:-1])
+    for list_name, parts in data.pop("parts", {}).items():
+        rows = []
+        for name, _count in parts:
+            script = read(f"{PART_DIR}/{name}.js").decode("utf-8")
+            rows += json.loads(script.split(" = ", 2)[-1].rstrip()[:-1])
+        *outer, last = list_name.split(".")
+        holder = data
+        for key in outer:
+            holder = holder[key]
+        holder[last] = rows
+    return data
+
+
 def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
     """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder."""
     data, vectors = search_data(ctx, memory_url)
@@ -325,8 +393,11 @@ def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[
     assets = []
     if vectors is not None:
         b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes()).decode("ascii")
-        assets.append(GeneratedAsset(VECTORS_JS, f'window.MemwikiSearchVectors = "{b64}";\n'.encode()))
+        script = f'window.MemwikiSearchVectors = "{b64}";\n'.encode()
+        assets.append(GeneratedAsset(VECTORS_JS, script, numbers=True))
         assets += vector_slices(vectors, data)
+    memories = len(data["L2"]["memories"])
+    assets += data_parts(ctx, data)
     script = f"window.MemwikiSearchData = {script_json(data, row_depth=3)};\n"  # (a row a line: see script_json)
     assets = [GeneratedAsset(DATA_JS, script.encode()), *assets]
     assets += [GeneratedAsset(f"{ASSET_DIR}/{name}", (_HERE / "search" / name).read_bytes()) for name in STATIC]
@@ -334,9 +405,9 @@ def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[
     page = GeneratedPage(
         SEARCH_PAGE,
         "Search memory",
-        _page(data),
+        _page(data, memories),
         section="search",
         in_nav=True,
-        meta={"order": 6, "memories": len(data["L2"]["memories"]), "dense": data["dense"]},
+        meta={"order": 6, "memories": memories, "dense": data["dense"]},
     )
     return [page], assets

@@ -384,7 +384,33 @@
   }
 
   /* Everything the page searches: data from memwiki/site/builders/search.py, vectors as base64 int8 rows. */
+  /* The names of the part scripts (assets/memwiki/search/data/<name>.js) that hold the data's long row lists. */
+  function partNames(data) {
+    var out = [];
+    Object.keys(data.parts || {}).forEach(function (list) { data.parts[list].forEach(function (p) { out.push(p[0]); }); });
+    return out;
+  }
+
+  /* The data with its long row lists put back from their parts (memwiki.site.builders.search.data_parts: each part
+   * script sets parts[name] to its rows); throws when one did not load. */
+  function assemble(data, parts) {
+    if (!data.parts) return data;
+    Object.keys(data.parts).forEach(function (list) {
+      var rows = [], path = list.split("."), holder = data;
+      data.parts[list].forEach(function (p) {
+        var got = parts && parts[p[0]];
+        if (!got || got.length !== p[1]) throw new Error("a part of the search data did not load (" + p[0] + ")");
+        for (var i = 0; i < got.length; i++) rows.push(got[i]);
+      });
+      for (var i = 0; i < path.length - 1; i++) holder = holder[path[i]];
+      holder[path[path.length - 1]] = rows;
+    });
+    delete data.parts;
+    return data;
+  }
+
   function Engine(data, vectorsB64) {
+    data = assemble(data, root.MemwikiSearchParts);
     this.data = data;
     this.config = data.config;
     this.stop = {words: new Set(data.stop_words), chars: new Set(data.stop_chars)};
@@ -625,7 +651,8 @@
     }
   };
 
-  var api = {KNOBS: KNOBS, tokens: tokens, stem: stem, fold: fold, coverage: coverage, cutQuery: cutQuery, Index: Index, Engine: Engine};
+  var api = {KNOBS: KNOBS, tokens: tokens, stem: stem, fold: fold, coverage: coverage, cutQuery: cutQuery, Index: Index, Engine: Engine,
+             partNames: partNames, assemble: assemble};
   if (typeof module === "object" && module.exports) module.exports = api;
   root.MemwikiSearch = api;
 })(typeof window !== "undefined" ? window : globalThis);

@@ -91,7 +91,10 @@
     var input = opts.input, status = opts.status, list = opts.list, root = opts.root || "";
     var data = window.MemwikiSearchData;
     if (!data || !window.MemwikiSearch) { status.textContent = "The search index did not load."; return null; }
-    var engine = new window.MemwikiSearch.Engine(data, window.MemwikiSearchVectors || null);
+    var engine;
+    try {
+      engine = new window.MemwikiSearch.Engine(data, window.MemwikiSearchVectors || null);
+    } catch (err) { status.textContent = "The search index did not load (" + (err && err.message || err) + ")."; return null; }
     var load = opts.loadScript || window.MemwikiLoadScript;
     var base = opts.use || root + "assets/memwiki/use/";
     var script = null, vectors = null, modelFailed = !data.dense, progress = "", seq = 0, timer = null;
