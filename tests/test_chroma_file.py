@@ -50,3 +50,26 @@ def test_file_reader_gives_what_the_client_gives(tmp_path: Path, n: int) -> None
         assert len(from_file) == n - 1 and next(m for m in from_file if m.id == "m-1").text == "changed text"
         ids = [m.id for m in from_file][:50]
         assert np.allclose(reader.memory_vectors(ids), store.semantic.vectors(ids), atol=1e-6)
+
+
+def test_a_reader_done_with_many_vectors_lets_chroma_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site build reads every L2 vector once and keeps them: past `LET_GO_AFTER` read through Chroma in one call,
+    the reader closes L2 (Chroma holds its whole vector index in memory while open); the next read opens it again,
+    and recall keeps what it holds."""
+    from memwiki.store import reader as store_reader
+
+    monkeypatch.setattr(store_reader, "LET_GO_AFTER", 1000)
+    n = 1300  # past Chroma's flush of 1000 writes: the vectors are read through Chroma, not from its queue
+    vectors = _vectors(n, 3)
+    with Store.init(tmp_path / "s") as store:
+        store.semantic.upsert([Memory(id=f"m-{i}", text=f"note {i}") for i in range(n)], vectors=vectors)
+        reader = store.reader()
+        ids = [f"m-{i}" for i in range(n)]
+        assert np.allclose(reader.memory_vectors(ids[:999]), vectors[:999], atol=1e-6)
+        assert "semantic" in store.__dict__  # fewer: L2 stays open
+        assert np.allclose(reader.memory_vectors(ids), vectors, atol=1e-6)
+        assert "semantic" not in store.__dict__
+        assert np.allclose(reader.memory_vectors(ids[:5]), vectors[:5], atol=1e-6)  # opened again
+        assert [h.id for h in store.recall("note 7", k=1)] == ["m-7"]  # recall opens L2 and holds it
+        reader.memory_vectors(ids)
+        assert "semantic" in store.__dict__ and [h.id for h in store.recall("note 7", k=1)] == ["m-7"]

@@ -76,18 +76,16 @@ class Built:
 
     @classmethod
     def of(cls, plugin: Any) -> Built:  # noqa: ANN401 - the MkDocs plugin
-        from memwiki.site.builders import site as shared
-        from memwiki.site.speed.layer_cache import CachedSource
-
-        pages, built = plugin.pages, plugin.built
-        source = built.ctx.source if built is not None else None
+        record = plugin.record  # (None: the build failed before its pages were written)
+        if record is None:
+            return cls({}, [], [], list(plugin.kept), [], 0)
         return cls(
-            generated=dict(pages.rendered_pages) if pages is not None else {},
-            framed=[p.src_uri for p in pages.framed] if pages is not None else [],
-            hits=list(pages.cache.hits) if pages is not None and pages.cache is not None else [],
-            kept=list(plugin.kept),
-            reads=list(source.reads) if isinstance(source, CachedSource) else [],
-            text_misses=shared(built.ctx).index.texts.misses if built is not None else 0,
+            generated=dict(record.generated),
+            framed=list(record.framed),
+            hits=list(record.hits),
+            kept=list(record.kept),
+            reads=list(record.reads),
+            text_misses=record.text_misses,
         )
 
 

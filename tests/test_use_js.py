@@ -261,6 +261,25 @@ def test_export_is_cached_and_repairs_damaged_files(exported: ModelFiles, tmp_pa
     assert all(p.stat().st_mtime_ns == 1 for p in paths if p != last)  # the other files were right: left alone
 
 
+def test_a_first_build_exports_the_model_in_a_forked_process(exported: ModelFiles, tmp_path: Path) -> None:
+    """A build that may fork starts the export in a child process before its builders run (`prepare`); the search
+    builder then ships the files the child exported: the same model, byte for byte."""
+    from memwiki.site.browser.use_assets import ModelExport, prepare, use_assets
+    from memwiki.site.model.build_context import BuildContext
+    from memwiki.site.speed.builder_speed import BuildSpeed
+    from memwiki.store.store import Store
+
+    with Store.init(tmp_path / "store") as store:
+        speed = BuildSpeed(cache_dir=tmp_path / "cache", exports=tmp_path / "exports", may_fork=True)
+        ctx = BuildContext(store.reader(), speed=speed)
+        prepare(ctx)
+        export = ctx.part(ModelExport)
+        assert export.pending is not None and export.pending.exitcode is None  # (still exporting, elsewhere)
+        shipped = {Path(a.dest_uri).name: a.content for a in use_assets(ctx)}
+    assert export.pending.exitcode == 0 and (export.folder / ".complete").is_file()
+    assert all(shipped[name] == (exported.folder / name).read_bytes() for name in exported.names)
+
+
 def test_damaged_or_missing_assets_fail_with_a_clear_error(exported: ModelFiles, tmp_path: Path) -> None:
     for s in exported.slices[:-1]:  # the last slice missing: a truncated model
         shutil.copy(exported.folder / s.name, tmp_path / s.name)

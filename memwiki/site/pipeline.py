@@ -33,7 +33,7 @@ from memwiki.site.builders import (
 )
 from memwiki.site.gate.detect import Detectors
 from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules, load_key
-from memwiki.site.gate.scan import SiteScan
+from memwiki.site.gate.scan import Apart, SiteScan
 from memwiki.site.model.build_context import BuildContext, BuildSettings
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.speed import gc_policy
@@ -78,6 +78,7 @@ def build_all(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     ctx.speed.shared = key_of(s.names_version, ctx.settings.memo_key())  # in every memo key
     graph.prepare(ctx)  # the graph files may be drawn in a forked process meanwhile
+    search.prepare(ctx)  # and the browser's model exported in another
     sessions.prepare(ctx)  # then (no thread may run while the build forks) session digests embed in a thread
     builders: list[Callable[[BuildContext], BuildResult]] = [
         home.build,
@@ -106,6 +107,16 @@ def build_all(ctx: BuildContext) -> BuildResult:
     return pages, assets
 
 
+@dataclass(frozen=True)
+class Outputs:
+    """What the final scan needs of a build: where its generated pages and files are in the site, those that hold
+    only numbers, and how to hand work to a forked process."""
+
+    generated: frozenset[str] = frozenset()
+    numbers: frozenset[str] = frozenset()
+    apart: Apart | None = None
+
+
 @dataclass
 class Built:
     """What the builders made in one build."""
@@ -118,6 +129,17 @@ class Built:
     def kept(self) -> list[str]:
         """Pages that came back from the builders' memos without being made (speed.memo)."""
         return [p.src_uri for p in self.pages if p.kept]
+
+    def outputs(self) -> Outputs:
+        numbers = frozenset(a.dest_uri for a in self.assets if a.numbers)
+        return Outputs(frozenset(generated_outputs(self)), numbers, self.ctx.speed.apart)
+
+    def let_go(self) -> None:
+        """Forget what the build read and made: the layers (the source closed), the parts shared by the builders,
+        the pages' Markdown and the files' bytes. The page store has what it writes; the scan reads the site. (At
+        100k memories, about a gigabyte that the page writers and the scan, forked, would hold too.)"""
+        self.ctx.let_go()
+        self.pages, self.assets = [], []
 
 
 class SiteBuild:
@@ -138,6 +160,7 @@ class SiteBuild:
         self.may_fork = sys.platform.startswith("linux") and may_fork and options["render_workers"] != 1
         self.rules = PrivacyRules()
         self.gate: PrivacyFilter | None = None  # this build's gate: the scan looks for copies of what it redacted
+        self.redacted: set[str] = set()  # (what it redacted, once the gate is let go)
         self.times: dict[str, float] = {}
 
     def run(self, reusable: Callable[[str, str], bool] | None) -> Built:
@@ -195,20 +218,25 @@ class SiteBuild:
                 log.warning("memwiki audit (%s): %s", audit.TITLES[f.kind], f.message)
         log.info("memwiki audit: %s", ", ".join(f"{k} {n}" for k, n in counts.items()) or "nothing found")
 
-    def scan(self, site_dir: Path, theme_dirs: list[str], built: Built | None = None) -> None:
+    def let_go(self) -> None:
+        """Forget the gate but what it redacted (the scan looks for copies of it)."""
+        if self.gate is not None:
+            self.redacted = self.gate.redacted
+            self.gate = None
+
+    def scan(self, site_dir: Path, theme_dirs: list[str], outputs: Outputs | None = None) -> None:
         """A public build's last check: the gate's own rules over every file in the site (see gate.scan)."""
         if not self.rules.public:
             return
+        outputs = outputs or Outputs()
         exports = self.cache_dir / EXPORTS
         static = [Path(d) for d in theme_dirs] + [ASSETS, PYVIS_VIS, *exports.glob("*/")]
         cache = self.cache_dir / SITESCAN if self.page_cache else None
         detectors = Detectors(contact=self.rules.contact, extra=self.rules.redact, library=False)
         net = Detectors(extra=self.rules.redact, library=False, net=True)
-        known = self.gate.redacted if self.gate is not None else ()
-        generated = generated_outputs(built) if built is not None else set()
-        numbers = {a.dest_uri for a in built.assets if a.numbers} if built is not None else set()
-        apart = built.ctx.speed.apart if built is not None else None
-        SiteScan(detectors, static, cache, known, generated, net, numbers).check(site_dir, apart)
+        known = self.gate.redacted if self.gate is not None else self.redacted
+        scan = SiteScan(detectors, static, cache, known, outputs.generated, net, outputs.numbers)
+        scan.check(site_dir, outputs.apart)
 
     def watched(self) -> list[str]:
         """The folders `mkdocs serve` watches: the store, hermes home or palace this site publishes."""

@@ -12,6 +12,7 @@ MkDocs' own `search` plugin has the same shape over its `SearchIndex`.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,14 @@ from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
+from memwiki.site.builders import site as site_records
 from memwiki.site.builders.audit import KINDS
 from memwiki.site.gate.filter import PROFILES
 from memwiki.site.gate.offline import keep_offline
 from memwiki.site.model.generated import GeneratedPage
-from memwiki.site.pipeline import ASSETS, Built, SiteBuild
+from memwiki.site.pipeline import ASSETS, Built, Outputs, SiteBuild
 from memwiki.site.speed import gc_policy
+from memwiki.site.speed.layer_cache import CachedSource
 from memwiki.site.speed.page_store import PageStore
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -63,7 +66,9 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.may_fork = False  # a plain `mkdocs build`: workers may fork (not beside `mkdocs serve`'s server threads)
         self.site: SiteBuild | None = None
         self.pages: PageStore | None = None
-        self.built: Built | None = None
+        self.built: Built | None = None  # until the builders' pages are in MkDocs' hands
+        self.outputs: Outputs | None = None  # what the scan needs of the build (then)
+        self.record: BuildRecord | None = None  # what the build did, for tests and benchmarks
         self._marked: Page | None = None  # the section's navigation page marked active for the page being rendered
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
@@ -71,7 +76,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.may_fork = command == "build" and not dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-        self.site, self.pages, self.built = None, None, None  # let go of the last build (mkdocs serve)
+        self.site, self.pages, self.built, self.outputs = None, None, None, None  # the last build (mkdocs serve)
         gc_policy.start()  # see speed.gc_policy
         _configure(config)
         _quiet_jieba()
@@ -137,6 +142,13 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(50)  # before other plugins read the site
     def _write_rest(self, *, config: MkDocsConfig) -> None:
+        if self.built is not None:  # what the builders read and made is let go before the page writers fork
+            self.record = BuildRecord.of(self.built, self._pages)
+            self.outputs = self.built.outputs()
+            self.built.let_go()
+            self.built = None
+            self._site.let_go()
+            gc_policy.release()
         self._pages.write_rest(config)
         log.info("memwiki: seconds spent: %s", ", ".join(f"{k} {v:.1f}" for k, v in self._times().items()))
 
@@ -146,7 +158,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(-200)  # last: every plugin has written into the site
     def _scan(self, *, config: MkDocsConfig) -> None:
-        self._site.scan(Path(config.site_dir), list(config.theme.dirs), self.built)
+        self._site.scan(Path(config.site_dir), list(config.theme.dirs), self.outputs)
 
     on_post_build = CombinedEvent(_write_rest, _complete, _scan)
 
@@ -200,7 +212,33 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     @property
     def kept(self) -> list[str]:
         """Pages the builders did not make again in this build (speed.memo)."""
-        return self.built.kept if self.built is not None else []
+        if self.built is not None:
+            return self.built.kept
+        return list(self.record.kept) if self.record is not None else []
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """What one build did, kept on the plugin when its records are let go (tests and benchmarks read it)."""
+
+    kept: tuple[str, ...]  # pages the builders did not make again (speed.memo)
+    reads: tuple[str, ...]  # layers read from the source (the others came from the layer cache)
+    text_misses: int  # memory texts parsed or rendered again
+    generated: dict[str, GeneratedPage]  # src_uri -> the generated pages MkDocs rendered
+    framed: tuple[str, ...]  # pages filled into their folder's frame of the theme's HTML
+    hits: tuple[str, ...]  # pages whose cached HTML was reused
+
+    @classmethod
+    def of(cls, built: Built, pages: PageStore) -> BuildRecord:
+        source = built.ctx.source
+        return cls(
+            kept=tuple(built.kept),
+            reads=tuple(source.reads) if isinstance(source, CachedSource) else (),
+            text_misses=site_records(built.ctx).index.texts.misses,
+            generated=dict(pages.rendered_pages),
+            framed=tuple(p.src_uri for p in pages.framed),
+            hits=tuple(pages.cache.hits) if pages.cache is not None else (),
+        )
 
 
 def section_page(page: Page, nav: Any) -> Page | None:  # noqa: ANN401 - MkDocs's Navigation

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from memwiki.text.embedders import Embedder
 
 
+LET_GO_AFTER = 10_000  # vectors read through Chroma in one call past which its index is closed afterwards
+
+
 class StoreLayers(Protocol):
     """What `StoreReader` reads of a store (`memwiki.store.store.Store`: described here, not imported, as the
     store hands out its reader)."""
@@ -67,6 +70,7 @@ class StoreLayers(Protocol):
     def wiki_dir(self) -> Path: ...
     def persona(self) -> Persona | None: ...
     def hot_files(self) -> Sequence[HotFile]: ...
+    def let_go_of_l2(self) -> None: ...
 
 
 def _layer_files() -> dict[str, tuple[str, ...]]:
@@ -128,6 +132,8 @@ class StoreReader:
         if len(found) < len(ids):
             missing = [i for i in ids if i not in found]
             found.update(zip(missing, self.store.semantic.vectors(missing), strict=True))
+            if len(missing) >= LET_GO_AFTER:  # a site build reads them all once and keeps them (300 MB at 100k)
+                self.store.let_go_of_l2()
         return np.stack([found[i] for i in ids]) if ids else np.zeros((0, self.store.config.embedder.dim), np.float32)
 
     def _file_records(self) -> list[tuple[str, dict]] | None:

@@ -181,6 +181,16 @@ class Store:
                 self.__dict__["semantic"] = self._open_semantic()
             return self.__dict__["semantic"]
 
+    def let_go_of_l2(self) -> None:
+        """Close L2 until it is next asked for (a reader done with it: Chroma keeps its whole vector index in
+        memory while open); not while this store's recall holds it."""
+        if "recaller" in self.__dict__:
+            return
+        with self._opening_l2:
+            semantic = self.__dict__.pop("semantic", None)
+        if semantic is not None:
+            semantic.close()
+
     def _open_semantic(self) -> SemanticMemory:
         chroma = self.config.chroma
         if not chroma.url:

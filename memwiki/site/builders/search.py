@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import marshal
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -33,6 +32,7 @@ from memwiki.recall.cascade import LAYERS, SESSION_LIMIT, RecallConfig, page_tex
 from memwiki.recall.entity_pages import ENTITY_PREFIX, recall_pages
 from memwiki.site.browser.pyvis_html import script_json
 from memwiki.site.browser.use_assets import USE_DIR, use_assets
+from memwiki.site.browser.use_assets import prepare as prepare_model
 from memwiki.site.builders import PERSONA, Site, hot_anchor, message_anchor, site
 from memwiki.site.gate.detect import WITHHELD_NAME
 from memwiki.site.model.build_context import BuildContext
@@ -344,7 +344,7 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
         rows, holder[last], names = holder[last], [], []
         for start in range(0, len(rows), PART_ROWS):
             chunk = rows[start : start + PART_ROWS]
-            name = hashlib.blake2b(marshal.dumps(chunk), digest_size=10).hexdigest()
+            name = _rows_name(chunk)
             script = kept.get(name)
             if not isinstance(script, bytes):
                 script = _part_script(name, chunk)
@@ -359,6 +359,12 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
             memo.drop(name)
         memo.save()
     return assets
+
+
+def _rows_name(rows: list[Any]) -> str:
+    """A part's name: a hash of its rows as JSON (the same rows, the same name, in any build and process)."""
+    text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"), check_circular=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
 def _part_script(name: str, rows: list[Any]) -> bytes:
@@ -384,6 +390,12 @@ def assembled(read: Callable[[str], bytes]) -> dict[str, Any]:
     return data
 
 
+def prepare(ctx: BuildContext) -> None:
+    """A store the browser can embed for: its model exported (a first build) while the other builders run."""
+    if ctx.source.info().embedder == USE_NAME:
+        prepare_model(ctx)
+
+
 def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
     """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder."""
     data, vectors = search_data(ctx, memory_url)
@@ -392,8 +404,9 @@ def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[
         data["dense"], data["why_lexical"], vectors = False, "the browser embedder is not installed", None
     assets = []
     if vectors is not None:
-        b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes()).decode("ascii")
-        script = f'window.MemwikiSearchVectors = "{b64}";\n'.encode()
+        b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes())  # (bytes throughout: at 100k memories
+        script = b'window.MemwikiSearchVectors = "' + b64 + b'";\n'  # each copy of the rows is 100 MB)
+        del b64
         assets.append(GeneratedAsset(VECTORS_JS, script, numbers=True))
         assets += vector_slices(vectors, data)
     memories = len(data["L2"]["memories"])

@@ -67,6 +67,11 @@ class BuildContext:
 
             self.source = PrivacyFilter(self.source)
 
+    def let_go(self) -> None:
+        """The build is over: its parts are dropped and its source closed."""
+        self._parts.clear()
+        self.source.close()
+
     def part(self, kind: type[T], make: Callable[[BuildContext], T] | None = None) -> T:
         """The build's one `kind` (the site's records, the graph index, the audit's findings, ...): made on first
         use by `make(self)` (default `kind(self)`), then shared by every builder."""

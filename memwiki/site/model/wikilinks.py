@@ -153,7 +153,9 @@ def link_rows(text: str, texts: TextMemo) -> list[list[str]]:
     def compute() -> list[list[str]]:
         return [[f.link.target, f.link.heading, f.link.label, f.sentence] for f in links_in(texts.parse(text))]
 
-    return texts.derived(text, "links", compute)
+    # its tokens go with this use (a 100k store's texts held 340 MB of them until each was rendered, most builds
+    # render none of them: a text rendered later is parsed again)
+    return texts.derived(text, "links", compute, last=True)
 
 
 def find_links(text: str, texts: TextMemo | None = None) -> list[Found]:

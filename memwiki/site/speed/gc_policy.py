@@ -20,6 +20,8 @@ collections they triggered found almost nothing to free. `thaw` puts the thresho
 from __future__ import annotations
 
 import atexit
+import contextlib
+import ctypes
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,6 +58,17 @@ def thaw() -> None:
     _state["frozen"] = False
     if _before:
         gc.set_threshold(*_before.pop())
+
+
+def release() -> None:
+    """After a large part of the heap was let go: collect what it left in cycles, and give the freed memory back
+    to the system (glibc keeps freed pages of its heap for later use: a forked page writer or scan would count
+    them as its own)."""
+    gc.unfreeze()
+    gc.collect()
+    freeze()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 @contextmanager

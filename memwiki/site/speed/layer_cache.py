@@ -68,6 +68,7 @@ def _register() -> None:
     )
 
 
+SAVE_AFTER = 10_000  # vectors asked of the source in one call past which the vectors file is written at once
 VECTORS = "vectors"  # the vectors file is not tied to one state of the source: its keys say what they are of
 # (a journal beside it: a rebuild after one memory changed writes one vector, not the 200 MB of a 100k store's)
 
@@ -246,6 +247,8 @@ class CachedSource:
                 return None
             for (_, key), vector in zip(missing, np.asarray(got, dtype=np.float32), strict=True):
                 self._vectors.set(key, vector.tobytes())
+            if len(missing) >= SAVE_AFTER:  # (a first build: written now, while the build holds less than at its end)
+                self._vectors.save()
         rows = bytearray().join(kept[k] for k in keys)  # (one copy, writable: callers normalise in place)
         return np.frombuffer(rows, dtype=np.float32).reshape(len(keys), -1)
 
