@@ -454,6 +454,8 @@ def test_one_memory_edited_rewrites_only_the_data_part_holding_it(
         store.semantic.upsert([Memory(id="m017", text="note 17: 备份改到 2 号盘", created=old[17].created)])
         after, files = parts(store)
     assert again == before and len(before["L2.units"]) == 4
+    rows = [[f"m{i}", i, "备份", "备份", 0] for i in range(3)] + [["m0", 0, "备份", "备份", 0]]
+    assert search._rows_name(rows) == search._rows_name(json.loads(json.dumps(rows)))  # by value, not by object
     changed = [(k, n) for k, names in before.items() for n, name in enumerate(names) if after[k][n] != name]
     assert changed == [("L2.units", 17 // 8)]  # oldest first: m017 is the 18th row
     assert "备份改到".encode() in files[f"{search.PART_DIR}/{after['L2.units'][2]}.js"]

@@ -58,6 +58,10 @@ class MemwikiConfig(base.Config):
     graph_max_nodes = c.Type(int, default=300)
 
 
+LET_GO_PAGES = 2000  # pages made in a build past which its records are let go before the forks (not in a rebuild:
+# freeing a 100k store's records one by one took longer than the few pages it writes)
+
+
 class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     """Publishes a memory store (or a hermes home and / or a MemPalace palace) as a wiki."""
 
@@ -142,13 +146,15 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
 
     @event_priority(50)  # before other plugins read the site
     def _write_rest(self, *, config: MkDocsConfig) -> None:
-        if self.built is not None:  # what the builders read and made is let go before the page writers fork
+        if self.built is not None:
             self.record = BuildRecord.of(self.built, self._pages)
             self.outputs = self.built.outputs()
-            self.built.let_go()
-            self.built = None
-            self._site.let_go()
-            gc_policy.release()
+            if len(self.built.pages) - len(self.built.kept) >= LET_GO_PAGES:
+                # what the builders read and made is let go before the page writers and the scan fork
+                self.built.let_go()
+                self.built = None
+                self._site.let_go()
+                gc_policy.release()
         self._pages.write_rest(config)
         log.info("memwiki: seconds spent: %s", ", ".join(f"{k} {v:.1f}" for k, v in self._times().items()))
 

