@@ -70,8 +70,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.may_fork = False  # a plain `mkdocs build`: workers may fork (not beside `mkdocs serve`'s server threads)
         self.site: SiteBuild | None = None
         self.pages: PageStore | None = None
-        self.built: Built | None = None  # until the builders' pages are in MkDocs' hands
-        self.outputs: Outputs | None = None  # what the scan needs of the build (then)
+        self.built: Built | None = None  # what the builders made (let go before a large build's forks)
+        self.outputs: Outputs | None = None  # what the scan needs of the build
         self.record: BuildRecord | None = None  # what the build did, for tests and benchmarks
         self._marked: Page | None = None  # the section's navigation page marked active for the page being rendered
 
@@ -80,7 +80,8 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         self.may_fork = command == "build" and not dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-        self.site, self.pages, self.built, self.outputs = None, None, None, None  # the last build (mkdocs serve)
+        self.site, self.pages, self.built = None, None, None  # let go of the last build (mkdocs serve)
+        self.outputs, self.record = None, None
         gc_policy.start()  # see speed.gc_policy
         _configure(config)
         _quiet_jieba()

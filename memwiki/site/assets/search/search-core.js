@@ -383,7 +383,6 @@
     return chars.length <= 80 ? flat : chars.slice(0, 79).join("") + "…";
   }
 
-  /* Everything the page searches: data from memwiki/site/builders/search.py, vectors as base64 int8 rows. */
   /* The names of the part scripts (assets/memwiki/search/data/<name>.js) that hold the data's long row lists. */
   function partNames(data) {
     var out = [];
@@ -405,10 +404,12 @@
       for (var i = 0; i < path.length - 1; i++) holder = holder[path[i]];
       holder[path[path.length - 1]] = rows;
     });
+    partNames(data).forEach(function (name) { delete parts[name]; });  // (their rows live on in the lists)
     delete data.parts;
     return data;
   }
 
+  /* Everything the page searches: data from memwiki/site/builders/search.py, vectors as base64 int8 rows. */
   function Engine(data, vectorsB64) {
     data = assemble(data, root.MemwikiSearchParts);
     this.data = data;
