@@ -14,6 +14,7 @@ the same project with nothing changed (what any rebuild pays before memwiki's ow
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import socket
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_build import WORK, _load, generate_store, write_memwiki_project  # noqa: E402
 
-from memwiki.site.builders.search import DATA_JS  # noqa: E402
+from memwiki.site.builders.search import assembled  # noqa: E402
 from memwiki.source import Memory  # noqa: E402
 from memwiki.store.store import Store  # noqa: E402
 
@@ -40,11 +41,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def get(url: str) -> str:
+def get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read()
+
+
+def search_text(root: str) -> str:
+    """The served site's search data as the page assembles it (its parts put back), as text ("" while a file of it
+    cannot be fetched or read: a rebuild is writing it)."""
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.read().decode("utf-8", "replace")
-    except OSError:
+        return json.dumps(assembled(lambda rel: get(root + rel)), ensure_ascii=False)
+    except (OSError, ValueError, KeyError):
         return ""
 
 
@@ -73,14 +80,14 @@ def serve_once(config: Path, store: Path, runs: int, written_ids: list[str]) -> 
             if server.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(log.read_text()[-3000:])
             time.sleep(0.5)
-        url = f"http://127.0.0.1:{port}/{DATA_JS}"
+        root = f"http://127.0.0.1:{port}/"
         for r in range(runs):
             time.sleep(3)  # (the watcher settles: a write lands on an idle server)
             token = f"t{os.getpid()}x{r}x{int(time.time())}"
             write_memory(store, token)
             written_ids.append(f"serve-{token}")
             written = time.monotonic()
-            while token not in get(url):
+            while token not in search_text(root):
                 if time.monotonic() - written > 120:
                     raise SystemExit(f"not shown after 120 s\n{log.read_text()[-3000:]}")
                 time.sleep(0.1)

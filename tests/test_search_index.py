@@ -447,12 +447,18 @@ def test_one_memory_edited_rewrites_only_the_data_part_holding_it(
         assert search.assembled(files.__getitem__) == whole
         return {k: [name for name, _ in v] for k, v in data["parts"].items()}, files
 
+    made: list[str] = []  # the part scripts written out (the others came from the build cache)
+    script = search._part_script
+    monkeypatch.setattr(search, "_part_script", lambda name, rows: made.append(name) or script(name, rows))
     with Store.init(tmp_path / "store", embedder=USEEmbedder()) as store:
         store.semantic.upsert(old)
         before, _ = parts(store)
-        again, _ = parts(store)  # (the parts' scripts from the build cache)
+        first = len(made)
+        again, _ = parts(store)
+        assert len(made) == first  # every part's script from the build cache
         store.semantic.upsert([Memory(id="m017", text="note 17: 备份改到 2 号盘", created=old[17].created)])
         after, files = parts(store)
+        assert made[first:] == [after["L2.units"][2]]
     assert again == before and len(before["L2.units"]) == 4
     rows = [[f"m{i}", i, "备份", "备份", 0] for i in range(3)] + [["m0", 0, "备份", "备份", 0]]
     assert search._rows_name(rows) == search._rows_name(json.loads(json.dumps(rows)))  # by value, not by object

@@ -135,9 +135,10 @@ class Built:
         return Outputs(frozenset(generated_outputs(self)), numbers, self.ctx.speed.apart)
 
     def let_go(self) -> None:
-        """Forget what the build read and made: the layers (the source closed), the parts shared by the builders,
-        the pages' Markdown and the files' bytes. The page store has what it writes; the scan reads the site. (At
-        100k memories, about a gigabyte that the page writers and the scan, forked, would hold too.)"""
+        """Forget what the build read and made: the layers (the source asked to close what it opened), the parts
+        shared by the builders, the pages' Markdown and the files' bytes. The page store has what it writes; the
+        scan reads the site. (At 100k memories, about a gigabyte that the page writers and the scan, forked, would
+        hold too.)"""
         self.ctx.let_go()
         self.pages, self.assets = [], []
 

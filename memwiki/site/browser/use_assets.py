@@ -73,7 +73,8 @@ class ModelExport:
         self.pending: Pending[bool] | None = None
 
     def start(self, ctx: BuildContext) -> None:
-        if self.pending is None and not (self.folder / ".complete").is_file():
+        """Export in a forked process now (where the build may fork; elsewhere `files` exports when asked)."""
+        if ctx.speed.may_fork and self.pending is None and not (self.folder / ".complete").is_file():
             self.pending = ctx.speed.apart("use-export", str(self.folder), lambda: bool(_export(self.folder)))
 
     def files(self) -> tuple[dict, list[bytes]]:

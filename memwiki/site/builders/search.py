@@ -329,8 +329,10 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
     """The data's long row lists cut into parts of `PART_ROWS` rows, each a script named by a hash of its rows and
     listed in `data["parts"]` (list -> [[name, rows], ...] in order; the list itself left empty): a rebuild after one
     memory changed writes, and the site scan reads, the part holding its row rather than every row, and a browser
-    keeps the other parts while their names stay. A new memory's rows come last (its layer is oldest first), so
-    the parts before it stay as they were; a deleted one moves the rows after it, whose parts are written anew."""
+    keeps the other parts while their names stay. Parts are cut every `PART_ROWS` rows: a new memory's rows come
+    last (its layer is oldest first), so the parts before it stay as they were; a row inserted or deleted inside a
+    list (a wiki page, a memory dated before others, a deleted memory) moves the rows after it, whose parts are
+    written anew."""
     memo = None
     if (path := ctx.speed.cache_path(PARTS_FILE)) is not None:
         memo = cache_file.JournaledDict(path, cache_file.version("search-parts", FORMAT_VERSION))
