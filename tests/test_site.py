@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
+from memwiki.site.plugin import BuildRecord
 from memwiki.site.speed.html_cache import _manifest_file
 from memwiki.source import Memory
 from memwiki.store.store import Store
@@ -38,7 +38,7 @@ def build_site(
 ) -> tuple[Any, Abort | None]:
     """Build mkdocs.yml of the repo into `site_dir`, with the plugin's cache in `cache_dir`.
 
-    Returns what the plugin did in this build (see `Built`) and the Abort of a failed strict build."""
+    Returns what the plugin did in this build (`BuildRecord`) and the Abort of a failed strict build."""
     shared = ROOT / ".cache" / "memwiki" / "use"  # the browser embedder export, keyed by its own content hash
     shared.mkdir(parents=True, exist_ok=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -56,37 +56,16 @@ def build_site(
     try:
         build(config)
     except Abort as exc:
-        return Built.of(plugin), exc
+        return record_of(plugin), exc
     finally:
         config.plugins.on_shutdown()
-    return Built.of(plugin), None
+    return record_of(plugin), None
 
 
-@dataclass(frozen=True)
-class Built:
-    """What the plugin did in one build. MkDocs keeps one plugin instance per process and the next build
-    overwrites its state, so tests look at this copy."""
-
-    generated: dict[str, Any]  # src_uri -> GeneratedPage rendered by MkDocs
-    framed: list[str]  # pages filled into their folder's frame of the theme's HTML
-    hits: list[str]  # pages whose cached HTML was reused
-    kept: list[str]  # pages the builders did not make again
-    reads: list[str]  # layers read from the source (the others came from the layer cache)
-    text_misses: int  # memory texts parsed or rendered again
-
-    @classmethod
-    def of(cls, plugin: Any) -> Built:  # noqa: ANN401 - the MkDocs plugin
-        record = plugin.record  # (None: the build failed before its pages were written)
-        if record is None:
-            return cls({}, [], [], list(plugin.kept), [], 0)
-        return cls(
-            generated=dict(record.generated),
-            framed=list(record.framed),
-            hits=list(record.hits),
-            kept=list(record.kept),
-            reads=list(record.reads),
-            text_misses=record.text_misses,
-        )
+def record_of(plugin: Any) -> BuildRecord:  # noqa: ANN401 - the MkDocs plugin
+    """What the plugin did in one build (MkDocs keeps one plugin instance per process and the next build overwrites
+    its state): its record, or what a build that failed before writing its pages leaves."""
+    return plugin.record or BuildRecord(kept=list(plugin.kept))
 
 
 @pytest.fixture(scope="session")

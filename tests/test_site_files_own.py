@@ -51,12 +51,12 @@ def _built(tmp_path: Path, demo_build: Path) -> tuple[Path, Path, Path, list[str
     return store_dir, cache, site, written
 
 
-def _written(cache: Path, plugin) -> list[str]:  # noqa: ANN001 - tests.test_site.Built
+def _written(cache: Path, plugin) -> list[str]:  # noqa: ANN001 - memwiki.site.plugin.BuildRecord
     """The cached pages the workers wrote in this build: neither reused nor rendered by MkDocs."""
     return sorted(set(_manifest_file(cache / "pages").data) - set(plugin.hits) - set(plugin.generated))
 
 
-def _rebuild(store_dir: Path, cache: Path, site: Path):  # noqa: ANN202 - tests.test_site.Built
+def _rebuild(store_dir: Path, cache: Path, site: Path):  # noqa: ANN202 - memwiki.site.plugin.BuildRecord
     plugin, error = build_site(site, cache, store=str(store_dir), demo_src=None, **WORKERS)
     assert error is None, error
     return plugin

@@ -12,7 +12,7 @@ MkDocs' own `search` plugin has the same shape over its `SearchIndex`.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
     def _write_rest(self, *, config: MkDocsConfig) -> None:
         if self.built is not None:
             self.record = BuildRecord.of(self.built, self._pages)
-            self.outputs = self.built.outputs()
+            self.outputs = self.built.outputs() if self._site.rules.public else None  # (a private build: no scan)
             if len(self.built.pages) - len(self.built.kept) >= LET_GO_PAGES:
                 # what the builders read and made is let go before the page writers and the scan fork
                 self.built.let_go()
@@ -221,30 +221,30 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         """Pages the builders did not make again in this build (speed.memo)."""
         if self.built is not None:
             return self.built.kept
-        return list(self.record.kept) if self.record is not None else []
+        return self.record.kept if self.record is not None else []
 
 
 @dataclass(frozen=True)
 class BuildRecord:
     """What one build did, kept on the plugin when its records are let go (tests and benchmarks read it)."""
 
-    kept: tuple[str, ...]  # pages the builders did not make again (speed.memo)
-    reads: tuple[str, ...]  # layers read from the source (the others came from the layer cache)
-    text_misses: int  # memory texts parsed or rendered again
-    generated: dict[str, GeneratedPage]  # src_uri -> the generated pages MkDocs rendered
-    framed: tuple[str, ...]  # pages filled into their folder's frame of the theme's HTML
-    hits: tuple[str, ...]  # pages whose cached HTML was reused
+    kept: list[str]  # pages the builders did not make again (speed.memo)
+    reads: list[str] = field(default_factory=list)  # layers read from the source (the others: the layer cache)
+    text_misses: int = 0  # memory texts parsed or rendered again
+    generated: dict[str, GeneratedPage] = field(default_factory=dict)  # src_uri -> generated pages MkDocs rendered
+    framed: list[str] = field(default_factory=list)  # pages filled into their folder's frame of the theme's HTML
+    hits: list[str] = field(default_factory=list)  # pages whose cached HTML was reused
 
     @classmethod
     def of(cls, built: Built, pages: PageStore) -> BuildRecord:
         source = built.ctx.source
         return cls(
-            kept=tuple(built.kept),
-            reads=tuple(source.reads) if isinstance(source, CachedSource) else (),
+            kept=built.kept,
+            reads=list(source.reads) if isinstance(source, CachedSource) else [],
             text_misses=site_records(built.ctx).index.texts.misses,
             generated=dict(pages.rendered_pages),
-            framed=tuple(p.src_uri for p in pages.framed),
-            hits=tuple(pages.cache.hits) if pages.cache is not None else (),
+            framed=[p.src_uri for p in pages.framed],
+            hits=list(pages.cache.hits) if pages.cache is not None else [],
         )
 
 

@@ -340,10 +340,7 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
     assets, live = [], set()
     data["parts"] = {}
     for where in LONG_LISTS:
-        *outer, last = where
-        holder = data
-        for key in outer:
-            holder = holder[key]
+        holder, last = _holder(data, where)
         rows, holder[last], names = holder[last], [], []
         for start in range(0, len(rows), PART_ROWS):
             chunk = rows[start : start + PART_ROWS]
@@ -362,6 +359,14 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
             memo.drop(name)
         memo.save()
     return assets
+
+
+def _holder(data: dict[str, Any], where: tuple[str, ...]) -> tuple[dict[str, Any], str]:
+    """The dict that holds the list at `where` in the data (("L2", "units"): data["L2"]), and the list's key."""
+    *outer, last = where
+    for key in outer:
+        data = data[key]
+    return data, last
 
 
 def _rows_name(rows: list[Any]) -> str:
@@ -386,10 +391,7 @@ def assembled(read: Callable[[str], bytes]) -> dict[str, Any]:
         for name, _count in parts:
             script = read(f"{PART_DIR}/{name}.js").decode("utf-8")
             rows += json.loads(script.split(" = ", 2)[-1].rstrip()[:-1])
-        *outer, last = list_name.split(".")
-        holder = data
-        for key in outer:
-            holder = holder[key]
+        holder, last = _holder(data, tuple(list_name.split(".")))
         holder[last] = rows
     return data
 
