@@ -14,6 +14,7 @@ from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.speed import cache_file
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.site.speed.memo import PageMemo, StaleMemo
+from memwiki.site.speed.vector_rows import VectorRows
 
 
 def _page(text: str) -> GeneratedPage:
@@ -90,9 +91,9 @@ def test_a_failure_beside_the_build_is_raised_where_the_result_is_asked_for(tmp_
 def test_kept_vectors_are_asked_of_the_source_only_for_memories_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The layer cache keeps L2's vectors by (embedder, id, embedded text) in a journaled file: a build after one
-    memory changed asks the store for that memory's vector alone, writes only a journal, and gives exactly the
-    store's vectors; a memory that is gone leaves the file."""
+    """The layer cache keeps L2's vectors by (embedder, id, embedded text) as rows of one file: a build after one
+    memory changed asks the store for that memory's vector alone, appends one row, and gives exactly the
+    store's vectors; a memory that is gone leaves the file's list."""
     from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
     from memwiki.site.speed.layer_cache import CachedSource
     from memwiki.source import Memory
@@ -124,6 +125,31 @@ def test_kept_vectors_are_asked_of_the_source_only_for_memories_that_changed(
     asked.clear()
     changed, expected = build()
     assert asked == ["m-2"] and np.allclose(changed, expected, atol=1e-6)
-    assert (tmp_path / "layers" / "vectors.marshal.journal").is_file()  # (one vector written, not the file)
-    kept = CachedSource(PrivacyFilter(None, PrivacyRules()), tmp_path / "layers")  # type: ignore[arg-type]
-    assert len(cache_file.JournaledDict(kept._path("vectors"), cache_file.version("layer", "vectors")).data) == 19
+    [data] = (tmp_path / "layers").glob("vectors-*.f32")
+    assert data.stat().st_size == 21 * first.shape[1] * 4  # (one row appended, not the file written again)
+    kept = VectorRows(tmp_path / "layers", "vectors", cache_file.version("layer", "vectors"))
+    assert len(kept.rows) == 19 and "m-4" not in {k.rsplit(chr(0))[-1] for k in kept.rows}
+
+
+def test_vector_rows_read_what_was_added_and_survive_a_crash_between_writes(tmp_path: Path) -> None:
+    """Rows come back as added, in the order asked; a list whose file is short is no list; rows written past the
+    list by a build that did not save are written over; dead rows past a quarter get a new file."""
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((40, 8)).astype(np.float32)
+    keys = [f"k{n}" for n in range(40)]
+    rows = VectorRows(tmp_path, "v", "1")
+    rows.add(keys[:30], vectors[:30])
+    rows.save()
+    crashed = VectorRows(tmp_path, "v", "1")
+    crashed.add(["lost"], rng.standard_normal((1, 8)).astype(np.float32))  # (appended, never saved)
+    again = VectorRows(tmp_path, "v", "1")
+    assert "lost" not in again and np.array_equal(again.read(keys[29::-3]), vectors[29::-3])
+    again.add(keys[30:], vectors[30:])
+    again.keep_only(keys[12:])
+    again.save()
+    [data] = tmp_path.glob("v-*.f32")
+    assert data.stat().st_size == 28 * 8 * 4  # (12 dead of 40: written anew with the 28 live rows)
+    assert np.array_equal(VectorRows(tmp_path, "v", "1").read(keys[12:]), vectors[12:])
+    assert len(VectorRows(tmp_path, "v", "2").rows) == 0  # (another version: nothing)
+    data.write_bytes(data.read_bytes()[:100])
+    assert len(VectorRows(tmp_path, "v", "1").rows) == 0  # (a file shorter than its list: nothing)

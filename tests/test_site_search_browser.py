@@ -312,3 +312,66 @@ def test_second_visit_fetches_no_vector_bytes(browser: Browser, demo_served: str
             assert slices == [], slices
         page.close()
     context.close()
+
+
+class CachingHandler(QuietHandler):
+    """A static host that lets browsers keep what it serves for an hour (GitHub Pages: ten minutes), but for the
+    data's parts: as if the browser had let go of those since (a browser's cache drops what it likes)."""
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store" if "/search/data/" in self.path else "max-age=3600")
+        super().end_headers()
+
+
+def test_header_search_loads_after_a_rebuild_while_the_browser_kept_the_old_data(
+    browser: Browser,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A rebuild after a memory changed renames the data part holding its row and removes the old one. A browser
+    that kept the last build's search-data.js (for the host's cache lifetime) but not its parts reads in it the name
+    of a part that is gone: the header box fetches the data again past the cache, and searches the new build's rows.
+    (A browser that kept both shows the last build's rows until the host's lifetime ends, as for any page.)"""
+    from http.server import ThreadingHTTPServer
+
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    store = tmp_path / "store"
+    with Store.init(store) as opened:
+        opened.semantic.add([Memory(f"m{n}", f"lantern {n} sits on shelf {n} of the archive room") for n in range(30)])
+    site_dir, cache = tmp_path / "site", tmp_path / "cache"
+    _, error = build_site(site_dir, cache, store=str(store), demo_src=None, profile="private")
+    assert error is None, error
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(CachingHandler, directory=str(site_dir)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    root = f"http://127.0.0.1:{server.server_address[1]}/"
+    context = browser.new_context()
+    asked: list[str] = []
+    context.on("request", lambda r: asked.append(r.url))
+    listed = "document.querySelectorAll('.md-search-result__list > li').length > 0"
+
+    def header_search(query: str) -> str:
+        page = context.new_page()
+        page.goto(root + "persona.html")
+        page.keyboard.press("/")
+        page.keyboard.type(query)
+        page.wait_for_function(listed, timeout=60_000)
+        text = page.locator(".md-search-result__list").inner_text()
+        page.close()
+        return text
+
+    try:
+        assert "shelf 7" in header_search("lantern 7")
+        parts_before = {u for u in asked if "/search/data/" in u}
+        with Store.open(store) as opened:
+            opened.semantic.upsert([Memory("m7", "lantern 7 moved to the cellar by the boiler")])
+        _, error = build_site(site_dir, cache, store=str(store), demo_src=None, profile="private")
+        assert error is None, error
+        gone = [u for u in parts_before if not (site_dir / u.removeprefix(root)).exists()]
+        assert gone, "the rebuild renamed the part holding the changed memory"
+        asked.clear()
+        assert "cellar" in header_search("lantern 7 cellar")
+        assert any("search-data.js?fresh=" in u for u in asked), asked  # (the kept copy named a part that is gone)
+    finally:
+        context.close()
+        server.shutdown()

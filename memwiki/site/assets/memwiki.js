@@ -35,11 +35,16 @@
     css.rel = "stylesheet";
     css.href = search + "search.css";
     document.head.appendChild(css);
+    function data(fresh) { // the data, then its long row lists in parts (scripts named by their rows: kept while unchanged)
+      return script(search + "search-data.js" + (fresh ? "?fresh=" + Date.now() : ""))
+        .then(function () {
+          var names = window.MemwikiSearchData ? window.MemwikiSearch.partNames(window.MemwikiSearchData) : [];
+          return Promise.all(names.map(function (name) { return script(search + "data/" + name + ".js"); }));
+        });
+    }
     return script(search + "search-core.js")
-      .then(function () { return script(search + "search-data.js"); })
-      .then(function () { // the long row lists, in parts (scripts named by their rows: kept while unchanged)
-        var names = window.MemwikiSearchData ? window.MemwikiSearch.partNames(window.MemwikiSearchData) : [];
-        return Promise.all(names.map(function (name) { return script(search + "data/" + name + ".js"); }));
+      .then(function () { // a copy of the data the browser kept from before a rebuild names parts that are gone:
+        return data(false).catch(function () { return data(true); }); // the data is fetched again, past the cache
       })
       .then(function () { return script(search + "search-ui.js"); })
       .then(function () {

@@ -90,6 +90,7 @@ class Site:
     room_bases: dict[tuple[str, str], str] = field(default_factory=dict)  # (wing, room) -> base of its pages
     memory_anchors: dict[str, str] = field(default_factory=dict)  # memory id -> anchor of its card
     _memory_ids: dict[str, Memory] = field(default_factory=dict)
+    _groups: dict[str, dict] = field(default_factory=dict)  # by_category and by_room, made once (the records stay)
     _mentions: MentionIndex | None = None
 
     def layer_version(self, layer: str, records: object) -> str:
@@ -142,17 +143,23 @@ class Site:
         return self.memory_anchors[memory_id]
 
     def by_category(self) -> dict[str, list[Memory]]:
-        groups: dict[str, list[Memory]] = {}
-        for memory in self.memories:
-            groups.setdefault(memory.category or "other", []).append(memory)
-        return {k: _newest_first(v) for k, v in sorted(groups.items())}
+        """The memories by category, newest first (made once: the paths, the cards' homes and the listings ask)."""
+        if "category" not in self._groups:
+            groups: dict[str, list[Memory]] = {}
+            for memory in self.memories:
+                groups.setdefault(memory.category or "other", []).append(memory)
+            self._groups["category"] = {k: _newest_first(v) for k, v in sorted(groups.items())}
+        return self._groups["category"]
 
     def by_room(self) -> dict[tuple[str, str], list[Memory]]:
-        groups: dict[tuple[str, str], list[Memory]] = {}
-        for memory in self.memories:
-            if memory.wing or memory.room:
-                groups.setdefault((memory.wing, memory.room), []).append(memory)
-        return {k: _newest_first(v) for k, v in sorted(groups.items())}
+        """The memories with a wing or room by (wing, room), newest first (made once)."""
+        if "room" not in self._groups:
+            groups: dict[tuple[str, str], list[Memory]] = {}
+            for memory in self.memories:
+                if memory.wing or memory.room:
+                    groups.setdefault((memory.wing, memory.room), []).append(memory)
+            self._groups["room"] = {k: _newest_first(v) for k, v in sorted(groups.items())}
+        return self._groups["room"]
 
     def layer_texts(self) -> Iterator[tuple[str, TextSource]]:
         """Every text of the layers (persona, hot, L2, L4) with the page and anchor it is shown at."""

@@ -260,7 +260,9 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
     return data, vectors
 
 
-def _page(data: dict[str, Any], memories: int) -> str:
+def _page(data: dict[str, Any], memories: int, version: str) -> str:
+    """The search page; `version`: a hash of the data script, in its URL, so that a browser that kept the data of
+    an earlier build (which names parts since removed) fetches it again (the header box: memwiki.js)."""
     rows = data["rows"]
     counts = (
         f"{rows['L1']:,} hot-memory entries, {memories:,} memories, "
@@ -280,7 +282,7 @@ def _page(data: dict[str, Any], memories: int) -> str:
         )
     # the vectors (most of the bytes) are loaded by search-ui.js after the page: the first results need none
     use_attr = f' data-use="{SEARCH_ROOT}{USE_DIR}/" data-vectors="{SEARCH_ROOT}{VECTORS_JS}"' if data["dense"] else ""
-    scripts = [f"{SEARCH_ROOT}{DATA_JS}"]
+    scripts = [f"{SEARCH_ROOT}{DATA_JS}?v={version}"]
     scripts += [f"{SEARCH_ROOT}{PART_DIR}/{name}.js" for parts in data["parts"].values() for name, _ in parts]
     if data["dense"]:
         scripts.append(f"{SEARCH_ROOT}{USE_DIR}/use.js")
@@ -417,14 +419,14 @@ def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[
         assets += vector_slices(vectors, data)
     memories = len(data["L2"]["memories"])
     assets += data_parts(ctx, data)
-    script = f"window.MemwikiSearchData = {script_json(data, row_depth=3)};\n"  # (a row a line: see script_json)
-    assets = [GeneratedAsset(DATA_JS, script.encode()), *assets]
+    script = f"window.MemwikiSearchData = {script_json(data, row_depth=3)};\n".encode()  # (a row a line)
+    assets = [GeneratedAsset(DATA_JS, script), *assets]
     assets += [GeneratedAsset(f"{ASSET_DIR}/{name}", (_HERE / "search" / name).read_bytes()) for name in STATIC]
     assets += use
     page = GeneratedPage(
         SEARCH_PAGE,
         "Search memory",
-        _page(data, memories),
+        _page(data, memories, hashlib.sha1(script).hexdigest()[:12]),
         section="search",
         in_nav=True,
         meta={"order": 6, "memories": memories, "dense": data["dense"]},

@@ -23,7 +23,7 @@ from memwiki.site.builders.persona import category_badge, legend
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.model.render import block, esc, md_esc, verbatim
-from memwiki.site.speed.memo import PageMemo
+from memwiki.site.speed.memo import PageMemo, values_of
 from memwiki.source import Memory
 
 
@@ -129,7 +129,8 @@ def _listing(
         # a card's anchor and room link are claimed among all memories (see memwiki.site.builders._paths)
         claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]
         found = [[astuple(f) for f in flagged(m)] for m in chunk]  # the audit's findings about them
-        out.append(memo.page(uri, (head, len(memories), pages, n, with_room, chunk, claimed, found), make))
+        shown = [values_of(m) for m in chunk]
+        out.append(memo.page(uri, (head, len(memories), pages, n, with_room, shown, claimed, found), make))
     return out
 
 

@@ -4,30 +4,54 @@ turns these into MkDocs files, so another engine could host the same builders.""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+PACK_OVER = 4096  # characters of Markdown past which a page holds it compressed, until it is written
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class GeneratedPage:
-    """A Markdown page for the site. `src_uri` is its path under docs_dir, e.g. "concepts/chroma.md"."""
+    """A Markdown page for the site. `src_uri` is its path under docs_dir, e.g. "concepts/chroma.md".
+
+    A long page's Markdown is held compressed (zlib's fastest level): a cold build holds every page it made until
+    they are written, and a 100k store's listings and concept pages are 400 MB of HTML in Markdown."""
 
     src_uri: str
     title: str
-    markdown: str
-    section: str = ""  # section index it is listed on ("concepts", "sessions", ...); "" = top level
-    in_nav: bool = False  # only a few pages go into the navigation; the rest hang off section indexes
-    meta: dict[str, Any] = field(default_factory=dict)  # "order": its place in the navigation
+    section: str  # section index it is listed on ("concepts", "sessions", ...); "" = top level
+    in_nav: bool  # only a few pages go into the navigation; the rest hang off section indexes
+    meta: dict[str, Any]  # "order": its place in the navigation
     # changes when the page's content changes (used to skip unchanged pages on rebuild); made from the title and
     # the Markdown unless given
-    fingerprint: str = ""
+    fingerprint: str
     # kept from the last build without its Markdown being made again: its final HTML is in the page cache (see
     # speed.memo), so `markdown` is empty and the page must not be rendered
-    kept: bool = False
+    kept: bool
+    _held: str | bytes = field(repr=False)  # the Markdown, or it compressed (PACK_OVER)
 
-    def __post_init__(self) -> None:
-        if not self.fingerprint:
-            object.__setattr__(self, "fingerprint", hashlib.sha1(f"{self.title}\0{self.markdown}".encode()).hexdigest())
+    def __init__(
+        self,
+        src_uri: str,
+        title: str,
+        markdown: str,
+        section: str = "",
+        in_nav: bool = False,
+        meta: dict[str, Any] | None = None,
+        fingerprint: str = "",
+        kept: bool = False,
+    ) -> None:
+        fingerprint = fingerprint or hashlib.sha1(f"{title}\0{markdown}".encode()).hexdigest()
+        held = zlib.compress(markdown.encode("utf-8", "surrogatepass"), 1) if len(markdown) > PACK_OVER else markdown
+        values = (src_uri, title, section, in_nav, meta if meta is not None else {}, fingerprint, kept, held)
+        for f, value in zip(fields(self), values, strict=True):
+            object.__setattr__(self, f.name, value)
+
+    @property
+    def markdown(self) -> str:
+        held = self._held
+        return held if isinstance(held, str) else zlib.decompress(held).decode("utf-8", "surrogatepass")
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ A rebuild after one memory changed used to read all of a large store again: ever
 fact and message read and passed through the privacy filter. The source tells what each layer's state is
 (`layer_fingerprints()`: e.g. sizes and modification times of the layer's files, with the privacy rules
 folded in by the filter); a layer whose fingerprint is the one saved with its records is loaded from the
-cache folder (one file per layer) instead of from the source. L2 vectors are kept by memory id and a
-hash of what was embedded, so a changed L2 layer only asks the source for the vectors of changed memories.
+cache folder (one file per layer) instead of from the source. L2 vectors are kept by the embedder and a hash of
+what was embedded (speed.vector_rows), so a changed L2 layer only asks the source for the vectors of changed memories.
 
 Files hold plain data (memwiki.site.speed.cache_file: records as tuples of their fields) under a version key that also
 covers the code, so a damaged, foreign or older file is ignored and the layer read again. A layer the source
@@ -25,6 +25,7 @@ import numpy as np
 from memwiki.readers.vector_cache import memory_digest
 from memwiki.site.model.build_context import GatedSource
 from memwiki.site.speed import cache_file
+from memwiki.site.speed.vector_rows import VectorRows
 from memwiki.source import (
     Entity,
     HotFile,
@@ -70,7 +71,7 @@ def _register() -> None:
 
 SAVE_AFTER = 10_000  # vectors asked of the source in one call past which the vectors file is written at once
 VECTORS = "vectors"  # the vectors file is not tied to one state of the source: its keys say what they are of
-# (a journal beside it: a rebuild after one memory changed writes one vector, not the 200 MB of a 100k store's)
+# (rows appended: a rebuild after one memory changed writes one vector, not the 200 MB of a 100k store's)
 
 
 def _vector_key(embedder: str, memory: Memory) -> str:
@@ -89,7 +90,7 @@ class CachedSource:
         self.fingerprints: dict[str, str] = dict(source.layer_fingerprints())
         self._loaded: dict[str, Any] = {}
         self.reads: list[str] = []  # layers read from the source in this build (the others came from the cache)
-        self._vectors: cache_file.JournaledDict | None = None  # vector key -> float32 bytes
+        self._vectors: VectorRows | None = None  # by vector key
         self._memories_by_id: dict[str, Memory] | None = None
         self._vector_keys: dict[str, str] = {}  # memory id -> its vector's key, made once a build
         self._withheld: dict[str, dict[str, int]] = {}  # layer -> what the privacy gate withheld from it, by kind
@@ -237,25 +238,23 @@ class CachedSource:
         if not ids or not by_id or any(i not in by_id for i in ids):
             return self.source.memory_vectors(ids)
         if self._vectors is None:
-            self._vectors = cache_file.JournaledDict(self._path(VECTORS), cache_file.version("layer", VECTORS))
-        kept = self._vectors.data
+            self._vectors = VectorRows(self.folder, VECTORS, cache_file.version("layer", VECTORS))
+        kept = self._vectors
         keys = [self._vector_key(by_id[i]) for i in ids]
-        missing = [(i, k) for i, k in zip(ids, keys, strict=True) if not isinstance(kept.get(k), bytes)]
+        missing = list({k: i for i, k in zip(ids, keys, strict=True) if k not in kept}.items())
         if missing:
-            got = self.source.memory_vectors([i for i, _ in missing])
+            got = self.source.memory_vectors([i for _, i in missing])
             if got is None:
                 return None
-            for (_, key), vector in zip(missing, np.asarray(got, dtype=np.float32), strict=True):
-                self._vectors.set(key, vector.tobytes())
+            kept.add([k for k, _ in missing], np.asarray(got, dtype=np.float32))
             if len(missing) >= SAVE_AFTER:  # (a first build: written now, while the build holds less than at its end)
-                self._vectors.save()
-        rows = bytearray().join(kept[k] for k in keys)  # (one copy, writable: callers normalise in place)
-        return np.frombuffer(rows, dtype=np.float32).reshape(len(keys), -1)
+                kept.save()
+        return kept.read(keys)  # (a new array: callers normalise in place)
 
     def save(self) -> None:
         """Keep the vectors asked for in this build (those of memories that are gone are dropped)."""
         if self._vectors is not None:
-            live = {self._vector_key(m) for m in self.memories()}
-            for key in [k for k in self._vectors.data if k not in live]:
-                self._vectors.drop(key)
+            self._vectors.keep_only(self._vector_key(m) for m in self.memories())
             self._vectors.save()
+            for old in self.folder.glob(f"{VECTORS}.marshal*"):  # the dict of bytes they were kept in before
+                old.unlink(missing_ok=True)

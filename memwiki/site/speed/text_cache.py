@@ -31,6 +31,7 @@ class TextCache:
         self._new: dict[str, dict[str, Any]] = {}  # what this build used
         self._changed: set[str] = set()  # texts that got a new derived value in this build
         self._tokens: dict[str, list[Token]] = {}
+        self._keys: dict[str, str] = {}  # text -> its hash (each text is asked for several times in a build)
         self.misses = 0
 
     def parse(self, text: str) -> list[Token]:
@@ -68,9 +69,11 @@ class TextCache:
         self.misses += 1
         self._changed.add(key)
 
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+    def _key(self, text: str) -> str:
+        key = self._keys.get(text)
+        if key is None:
+            key = self._keys[text] = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return key
 
     def _entry(self, key: str) -> dict[str, Any]:
         """The derived values of the text of `key` this build uses (those kept from earlier builds at first)."""
@@ -83,6 +86,7 @@ class TextCache:
         """Keep what this build derived anew (cache_file.JournaledDict: a few entries, not the whole file).
         `prune`: this build saw every text, so the texts it did not use are dropped when the file holds more
         than twice what it used."""
+        self._tokens.clear()  # (the build is done with them: parsed for links, some texts were never rendered)
         if self._store is None:
             return
         if prune and len(self._old) > 2 * len(self._new):
