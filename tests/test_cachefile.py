@@ -64,3 +64,21 @@ def test_a_journal_of_another_generation_is_ignored(tmp_path: Path) -> None:
     d.save()
     shutil.copy(stale, d.journal_path)  # as if its removal had not happened
     assert JournaledDict(path, "v").data == {"a": 3}
+
+
+def test_a_large_dict_is_written_in_records_and_read_back_whole(tmp_path: Path) -> None:
+    """The whole dict goes to the file a CHUNK of entries at a time (each a marshal record) and comes back as it
+    was; a file cut short, or of another version, is no file."""
+    from memwiki.site.speed import cache_file
+
+    path = tmp_path / "big.marshal"
+    big = JournaledDict(path, "v1")
+    for n in range(3 * cache_file.CHUNK + 7):
+        big.set(f"k{n}", {"html": f"<p>{n}</p>", "links": [n]})
+    big.save()
+    assert JournaledDict(path, "v1").data == big.data
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    assert JournaledDict(path, "v1").data == {}
+    path.write_bytes(whole)
+    assert JournaledDict(path, "v2").data == {}

@@ -9,6 +9,7 @@ No fsync: a cache lost to a power cut is only made again.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import marshal
 import os
 from functools import lru_cache
@@ -64,6 +65,46 @@ def load(path: Path, key: str) -> Any:  # noqa: ANN401 - plain data
     return None
 
 
+CHUNK = 5_000  # entries of a dict per marshal record in a file of `dump_dict`
+
+
+def dump_dict(path: Path, key: str, head: object, data: dict) -> bool:
+    """Save `head` and the dict `data` under version `key`, the dict in records of CHUNK entries (marshal makes a
+    record whole in memory, twice its size while it grows: a 100k store's text cache was a 100 MB record). False
+    (nothing written) when it is not plain data."""
+    tmp = Path(f"{path}.{os.getpid()}.tmp")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    items = iter(data.items())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps((key, head, -(-len(data) // CHUNK))))
+            while chunk := dict(itertools.islice(items, CHUNK)):
+                f.write(marshal.dumps(chunk))
+    except ValueError:
+        tmp.unlink(missing_ok=True)
+        return False
+    os.replace(tmp, path)
+    return True
+
+
+def load_dict(path: Path, key: str) -> tuple[object, dict] | None:
+    """(head, dict) as `dump_dict` saved them under version `key`, or None."""
+    try:
+        with open(path, "rb") as f:
+            saved = marshal.load(f)
+            if not (isinstance(saved, tuple) and len(saved) == 3 and saved[0] == key and isinstance(saved[2], int)):
+                return None
+            data: dict = {}
+            for _ in range(saved[2]):
+                chunk = marshal.load(f)
+                if not isinstance(chunk, dict):
+                    return None
+                data.update(chunk)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return saved[1], data
+
+
 class JournaledDict:
     """A large dict kept across builds in two files: `<path>` holds it as of some build, `<path>.journal`
     what changed since (entries set, and keys dropped as None). Loading applies the journal; saving writes
@@ -85,8 +126,8 @@ class JournaledDict:
         self._journal: dict = {}
         self._changed: dict = {}
         self._whole = True  # no usable file: the next save writes the whole dict
-        base = load(path, key)
-        if isinstance(base, tuple) and len(base) == 2 and isinstance(base[1], dict):
+        base = load_dict(path, key)
+        if base is not None and isinstance(base[0], str):
             self._generation, self.data = base
             self._whole = False
             journal = load(self.journal_path, key)
@@ -118,7 +159,7 @@ class JournaledDict:
         journal = {**self._journal, **self._changed}
         if self._whole or len(journal) > self.FOLD * max(len(self.data), 1):
             self._generation = os.urandom(8).hex()  # never the one of a journal left from before
-            written = dump(self.path, self.key, (self._generation, self.data))
+            written = dump_dict(self.path, self.key, self._generation, self.data)
             self.journal_path.unlink(missing_ok=True)
             self._journal = {}
         else:
