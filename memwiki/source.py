@@ -194,6 +194,18 @@ class WikiPage:
 
 
 @dataclass(frozen=True)
+class MemoryChanges:
+    """L2 memories written since a point of the source's own, and where the next call starts: what a source that
+    can tell gives from `memory_changes(seq, count, known)` (optional: a StoreReader of an embedded L2), so that a
+    site build reads the few memories an agent wrote, not all of them (see memwiki.site.speed.layer_cache)."""
+
+    rows: list[tuple[int, Memory]]  # (the source's row, memory) in row order; a read of all is in row order too
+    ids: list[str] | None  # every memory's id now, when some were deleted since (None: none were)
+    seq: int  # where the next call starts
+    count: int  # memories now
+
+
+@dataclass(frozen=True)
 class ScoredMemory:
     memory: Memory
     score: float  # cosine similarity in [-1, 1]

@@ -153,3 +153,45 @@ def test_vector_rows_read_what_was_added_and_survive_a_crash_between_writes(tmp_
     assert len(VectorRows(tmp_path, "v", "2").rows) == 0  # (another version: nothing)
     data.write_bytes(data.read_bytes()[:100])
     assert len(VectorRows(tmp_path, "v", "1").rows) == 0  # (a file shorter than its list: nothing)
+
+
+def test_a_rebuild_reads_the_memories_that_changed_and_shows_what_a_full_read_shows(tmp_path: Path) -> None:
+    """L2 kept record by record: a rebuild reads from Chroma's file the memories written since the last build
+    (changed, added, deleted while another was added, withheld, one with a secret), and the layer it gives is the
+    one a build with no cache reads: the same memories, in the same order, with the same withheld counts."""
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.speed.layer_cache import CachedSource
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    def build(folder: Path) -> tuple[list[Memory], dict, list[str], int]:
+        with Store.open(tmp_path / "store") as store:
+            reader = store.reader()
+            read = reader.memory_changes
+            rows: list[int] = []
+            reader.memory_changes = lambda *a: rows.append(len((got := read(*a)).rows)) or got  # type: ignore[method-assign]
+            gate = PrivacyFilter(reader, PrivacyRules(), key=b"k" * 32)
+            source = CachedSource(gate, folder)
+            memories = list(source.memories())
+            return memories, source.withheld().get("memories", {}), source.reads, sum(rows)
+
+    with Store.init(tmp_path / "store") as store:
+        store.semantic.add([Memory(id=f"m-{n}", text=f"Backup step {n}: copy the disk to the NAS.") for n in range(40)])
+    first, withheld, reads, rows = build(tmp_path / "kept")
+    assert len(first) == 40 and reads == ["memories"] and rows == 40 and withheld == {}
+    assert build(tmp_path / "kept")[2:] == ([], 0)  # nothing written: nothing read
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([Memory(id="m-2", text="Backup step 2: copy the photos to the cloud.", category="fact")])
+        store.semantic.delete(["m-4", "m-9"])
+        store.semantic.add(
+            [
+                Memory(id="m-new", text="Backup step 41: the key is AKIAJ7Q2X9ZL4M8KP3TR."),
+                Memory(id="m-secret", text="[private] the lawyer is Zhang."),
+            ]
+        )
+    changed, withheld, reads, rows = build(tmp_path / "kept")
+    assert reads == ["memories"] and rows == 3  # m-2, m-new, m-secret: not the 38 others
+    full, full_withheld, _, full_rows = build(tmp_path / "no-cache")
+    assert full_rows == 40 and changed == full and withheld == full_withheld
+    assert [m.id for m in changed][-2:] == ["m-39", "m-new"] and "m-4" not in {m.id for m in changed}
+    assert "AKIA" not in changed[-1].text and sum(withheld.values()) >= 2  # (a secret redacted, a memory withheld)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,43 +58,94 @@ def _value(row: Any, has_bool: bool) -> Any:
 
 def collection_records(db: ReadOnlyDB, cid: str) -> tuple[dict[str, dict[str, Any]], int]:
     """id → metadata (document under `chroma:document`) for one collection, and how many queued writes applied."""
-    records: dict[str, dict[str, Any]] = {}
     segment = metadata_segment(db, cid)
-    max_seq = 0
-    if segment is not None:
-        has_bool = "bool_value" in db.columns("embedding_metadata")
-        bool_col = "m.bool_value" if has_bool else "NULL"
-        rows = db.conn.cursor()
-        rows.row_factory = None  # (tuples: a 100k store has a million rows here)
-        rows.execute(
-            "SELECT e.id, e.embedding_id, m.key, COALESCE(m.string_value, m.int_value, m.float_value), "
-            f"{bool_col} FROM embeddings e LEFT JOIN embedding_metadata m ON m.id = e.id "
-            "WHERE e.segment_id = ? ORDER BY e.id",
-            (segment,),
-        )
-        rid_to_id: dict[int, str] = {}
-        for rid, embedding_id, key, value, flag in rows:
-            meta = records.get(embedding_id)
-            if meta is None:
-                meta = records[embedding_id] = {}
-                rid_to_id[rid] = embedding_id
-            if key is not None:
-                meta[key] = value if value is not None or flag is None else bool(flag)  # (as `_value` reads a row)
-        if "embedding_metadata_array" in db.tables():
-            for r in db.conn.execute(
-                "SELECT a.id AS rid, a.key, a.string_value, a.int_value, a.float_value, a.bool_value "
-                "FROM embedding_metadata_array a JOIN embeddings e ON e.id = a.id WHERE e.segment_id = ? "
-                "ORDER BY a.rowid",
-                (segment,),
-            ):
-                value = records[rid_to_id[r["rid"]]].setdefault(r["key"], [])
-                if isinstance(value, list):
-                    value.append(_value(r, True))
-        if "max_seq_id" in db.tables():
-            row = db.conn.execute("SELECT seq_id FROM max_seq_id WHERE segment_id = ?", (segment,)).fetchone()
-            if row and row[0] is not None:
-                max_seq = int.from_bytes(row[0], "big") if isinstance(row[0], bytes) else int(row[0])
-    return records, replay_queue(db, cid, max_seq, records)
+    records = {i: meta for _, i, meta in _segment_rows(db, segment)} if segment is not None else {}
+    return records, replay_queue(db, cid, _segment_seq(db, segment) if segment is not None else 0, records)
+
+
+def _segment_seq(db: ReadOnlyDB, segment: str) -> int:
+    """The sequence number of the last write the metadata segment applied (0: none, or not said)."""
+    if "max_seq_id" not in db.tables():
+        return 0
+    row = db.conn.execute("SELECT seq_id FROM max_seq_id WHERE segment_id = ?", (segment,)).fetchone()
+    if not row or row[0] is None:
+        return 0
+    return int.from_bytes(row[0], "big") if isinstance(row[0], bytes) else int(row[0])
+
+
+def _segment_rows(db: ReadOnlyDB, segment: str, after: int | None = None) -> list[tuple[int, str, dict[str, Any]]]:
+    """(row, id, metadata) of the segment's records in row order; `after`: only those written after that sequence
+    number (Chroma gives a record the number of its last write)."""
+    has_bool = "bool_value" in db.columns("embedding_metadata")
+    bool_col = "m.bool_value" if has_bool else "NULL"
+    since = "" if after is None else " AND e.seq_id > ?"
+    params = (segment,) if after is None else (segment, after)
+    rows = db.conn.cursor()
+    rows.row_factory = None  # (tuples: a 100k store has a million rows here)
+    rows.execute(
+        "SELECT e.id, e.embedding_id, m.key, COALESCE(m.string_value, m.int_value, m.float_value), "
+        f"{bool_col} FROM embeddings e LEFT JOIN embedding_metadata m ON m.id = e.id "
+        f"WHERE e.segment_id = ?{since} ORDER BY e.id",
+        params,
+    )
+    records: dict[int, tuple[int, str, dict[str, Any]]] = {}
+    for rid, embedding_id, key, value, flag in rows:
+        record = records.get(rid)
+        if record is None:
+            record = records[rid] = (rid, embedding_id, {})
+        if key is not None:
+            record[2][key] = value if value is not None or flag is None else bool(flag)  # (as `_value` reads a row)
+    if "embedding_metadata_array" in db.tables() and records:
+        for r in db.conn.execute(
+            "SELECT a.id AS rid, a.key, a.string_value, a.int_value, a.float_value, a.bool_value "
+            f"FROM embedding_metadata_array a JOIN embeddings e ON e.id = a.id WHERE e.segment_id = ?{since} "
+            "ORDER BY a.rowid",
+            params,
+        ):
+            value = records[r["rid"]][2].setdefault(r["key"], [])
+            if isinstance(value, list):
+                value.append(_value(r, True))
+    return list(records.values())
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What `collection_changes` finds: the records written since a sequence number, in row order, and where the
+    next call starts."""
+
+    rows: list[tuple[int, str, dict[str, Any]]]  # (row, id, metadata with the document under DOCUMENT_KEY)
+    ids: list[str] | None  # every record's id now, when records were deleted since (None: none were)
+    seq: int  # the segment's last applied write
+    count: int  # records now
+
+
+def collection_changes(db: ReadOnlyDB, cid: str, after: int, count: int, known: set[str]) -> Changes | None:
+    """The records of one collection written after sequence number `after`, for a reader that then knew `count`
+    records (their ids `known`). None when the file cannot say: no metadata segment, sequence numbers stored as
+    bytes (older Chroma), a segment behind `after` (another database), or writes still queued for the segment."""
+    segment = metadata_segment(db, cid)
+    if segment is None:
+        return None
+    seq = _segment_seq(db, segment)
+    kind, now = db.conn.execute(
+        "SELECT typeof(max(seq_id)), count(*) FROM embeddings WHERE segment_id = ?", (segment,)
+    ).fetchone()
+    if kind not in ("integer", "null") or seq < after or _queued_after(db, cid, seq):
+        return None
+    rows = _segment_rows(db, segment, after)
+    added = sum(1 for _, i, _ in rows if i not in known)
+    ids = None
+    if now != count + added:  # (a delete leaves no row to find: the ids say which)
+        ids = [r[0] for r in db.conn.execute("SELECT embedding_id FROM embeddings WHERE segment_id = ?", (segment,))]
+    return Changes(rows, ids, seq, now)
+
+
+def _queued_after(db: ReadOnlyDB, cid: str, seq: int) -> bool:
+    """Whether Chroma's queue holds a write of this collection that its metadata segment has not applied."""
+    if not {"seq_id", "topic"} <= set(db.columns("embeddings_queue")):
+        return False
+    q = "SELECT 1 FROM embeddings_queue WHERE seq_id > ? AND topic LIKE ? LIMIT 1"
+    return db.conn.execute(q, (seq, f"%{cid}")).fetchone() is not None
 
 
 def replay_queue(db: ReadOnlyDB, cid: str, after: int, records: dict[str, dict[str, Any]]) -> int:
@@ -154,6 +206,16 @@ def read_collection(path: Path, name: str, live: bool = False) -> list[tuple[str
             raise SourceError(f"{path}: not a Chroma database this reader knows (no {sorted(missing)})")
         cid = collection_id(db, name)
         return list(collection_records(db, cid)[0].items()) if cid is not None else None
+
+
+def read_changes(path: Path, name: str, after: int, count: int, known: set[str]) -> Changes | None:
+    """`collection_changes` of one collection of the file at `path` (a writer may be at work); None also when the
+    file has no such collection."""
+    with open_readonly_db(path, "Chroma database", True) as db:
+        if {"collections", "segments", "embeddings", "embedding_metadata"} - db.tables():
+            return None
+        cid = collection_id(db, name)
+        return collection_changes(db, cid, after, count, known) if cid is not None else None
 
 
 def read_queued_vectors(path: Path, name: str, ids: Sequence[str], live: bool = False) -> dict[str, np.ndarray]:

@@ -14,11 +14,12 @@ from memwiki.common.textio import walk_files
 from memwiki.layers.semantic.memory import memory_from_record
 from memwiki.layers.semantic.passages import cut_to_bytes
 from memwiki.layers.wiki import iter_wiki_pages
-from memwiki.readers.chroma_file import DOCUMENT_KEY, read_collection, read_queued_vectors
+from memwiki.readers.chroma_file import DOCUMENT_KEY, read_changes, read_collection, read_queued_vectors
 from memwiki.source import (
     Entity,
     HotFile,
     Memory,
+    MemoryChanges,
     Message,
     Persona,
     ScoredMemory,
@@ -119,6 +120,17 @@ class StoreReader:
         if records is None:
             return self.store.semantic.all()
         return (memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta) for i, meta in records)
+
+    def memory_changes(self, seq: int, count: int, known: set[str]) -> MemoryChanges | None:
+        """The memories Chroma's file holds that were written after its sequence number `seq` (0: all), for a reader
+        that then knew `count` memories with ids `known`; None when the file cannot say (L2 on a server, writes
+        still queued: see chroma_file.collection_changes)."""
+        path = self._chroma_file
+        changes = read_changes(path, self._collection, seq, count, known) if path is not None else None
+        if changes is None:
+            return None
+        rows = [(row, memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta)) for row, i, meta in changes.rows]
+        return MemoryChanges(rows, changes.ids, changes.seq, changes.count)
 
     def memory_count(self) -> int:
         records = self._file_records()

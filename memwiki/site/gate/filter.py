@@ -516,11 +516,13 @@ class PrivacyFilter:
         show: Callable[[T], T] | None = None,
         note: Callable[[T, T], None] | None = None,
         by_record: bool = False,
+        each: Callable[[T, T | None, Counter[str]], None] | None = None,
     ) -> list[T]:
         """The records to show, cleaned (by `show`, else `_record`); what was withheld or redacted is counted
         under `part`. `note(record, shown)`: for each record shown, judged now or kept. `by_record`: the verdicts
         kept in the memo record by record (a layer whose `keep` and `show` depend on nothing but the rules and
-        `_record_salt`), so that an unchanged record is not judged again."""
+        `_record_salt`), so that an unchanged record is not judged again. `each(record, shown or None, counts)`:
+        every record, what is shown of it and what of it was counted."""
         counts: Counter[str] = Counter()
         out = []
         records = list(records)
@@ -536,14 +538,16 @@ class PrivacyFilter:
             else:
                 verdict, values, made = got
                 shown = record if values is None else _from_values(type(record), values)
+            mine = Counter(made) if made else Counter()
             if verdict is True:
                 out.append(shown)
                 if note is not None:
                     note(record, shown)
             else:
-                counts[verdict or WITHHELD_PRIVATE] += 1
-            if made:
-                counts.update(made)
+                mine[verdict or WITHHELD_PRIVATE] += 1
+            counts.update(mine)
+            if each is not None:
+                each(record, shown if verdict is True else None, mine)
         self._counts[part] = counts
         return out
 
@@ -705,6 +709,27 @@ class PrivacyFilter:
     def memories(self) -> Iterator[Memory]:
         memories = self.source.memories()
         return iter(self._count("memories", memories, self._keep, self._memory, self._note_memory, by_record=True))
+
+    def memory_changes(self, seq: int, count: int, known: set[str]) -> GatedChanges | None:
+        """The source's `memory_changes` through the gate, record by record (None: the source cannot say)."""
+        get = getattr(self.source, "memory_changes", None)
+        changes = get(seq, count, known) if get is not None else None
+        if changes is None:
+            return None
+        judged: list[tuple[Memory | None, Counter[str]]] = []
+
+        def each(_: Memory, shown: Memory | None, counts: Counter[str]) -> None:
+            judged.append((shown, counts))
+
+        memories = [m for _, m in changes.rows]
+        self._count("memories", memories, self._keep, self._memory, self._note_memory, by_record=True, each=each)
+        rows = [(row, m.id, shown, dict(c)) for (row, m), (shown, c) in zip(changes.rows, judged, strict=True)]
+        return GatedChanges(rows, changes.ids, changes.seq, changes.count)
+
+    def record_basis(self) -> str:
+        """What a record's verdict and shown form depend on besides its own fields (the rules and key, the local
+        folders, what is withheld by name): a record unchanged under the same basis is shown the same."""
+        return f"{self._rules_key()}:{self._record_salt.hex()}"
 
     def memory_count(self) -> int:
         return sum(1 for _ in self.memories())
@@ -928,6 +953,17 @@ class PrivacyFilter:
     def _withheld_names_digest(self) -> str:
         names = sorted(self._names()) + ["\0sessions"] + sorted(self._private_session_ids())
         return hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class GatedChanges:
+    """`MemoryChanges` through the gate: each record with what is shown of it and what of it was withheld or
+    redacted (the counts a layer's withheld totals are the sums of)."""
+
+    rows: list[tuple[int, str, Memory | None, dict[str, int]]]  # (row, the source's id, shown or None, counts)
+    ids: list[str] | None  # every memory's id now, when some were deleted since (None: none were)
+    seq: int
+    count: int
 
 
 def _without_made_id(entity: Entity) -> Entity:

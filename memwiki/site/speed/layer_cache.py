@@ -15,6 +15,7 @@ has no fingerprint for is read in full every time.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 from memwiki.readers.vector_cache import memory_digest
 from memwiki.site.model.build_context import GatedSource
 from memwiki.site.speed import cache_file
+from memwiki.site.speed.memo import values_of
 from memwiki.site.speed.vector_rows import VectorRows
 from memwiki.source import (
     Entity,
@@ -72,6 +74,11 @@ def _register() -> None:
 SAVE_AFTER = 10_000  # vectors asked of the source in one call past which the vectors file is written at once
 VECTORS = "vectors"  # the vectors file is not tied to one state of the source: its keys say what they are of
 # (rows appended: a rebuild after one memory changed writes one vector, not the 200 MB of a 100k store's)
+
+
+ROWS = "memory-rows"  # the memories layer record by record, id -> (row, shown fields or () when withheld, counts),
+# and where the source's next changes start (`_HEAD`): a rebuild reads the few memories an agent wrote, not all of them
+_HEAD = ("next",)  # (seq, count) of the source's MemoryChanges
 
 
 def _vector_key(embedder: str, memory: Memory) -> str:
@@ -180,10 +187,64 @@ class CachedSource:
     # ── the layers ──
 
     def memories(self) -> Iterator[Memory]:
-        return iter(self._layer("memories", lambda: list(self.source.memories())))
+        return iter(self._memory_layer())
 
     def memory_count(self) -> int:
-        return len(self._layer("memories", lambda: list(self.source.memories())))
+        return len(self._memory_layer())
+
+    def _memory_layer(self) -> list[Memory]:
+        """L2 as kept record by record and brought up to date with what changed, when the source can say what
+        changed (`memory_changes`); else as a layer (read whole when its fingerprint changed)."""
+        if "memories" not in self._loaded:
+            found = self._changed_memories()
+            if found is None:
+                return self._layer("memories", lambda: list(self.source.memories()))
+            self._loaded["memories"] = found
+        return self._loaded["memories"]
+
+    def _changed_memories(self) -> list[Memory] | None:
+        """The memories of `ROWS` with the source's changes since applied (all of them read when the file is
+        missing, damaged, or kept under another gate: `record_basis`); None: the source cannot say what changed."""
+        changes_since = getattr(self.source, "memory_changes", None)
+        basis = getattr(self.source, "record_basis", None)
+        if changes_since is None or basis is None or "memories" not in self.fingerprints:
+            return None
+        kept = cache_file.JournaledDict(self._path(ROWS), cache_file.version("layer", ROWS, basis()))
+        head = kept.data.get(_HEAD)
+        seq, count = head if isinstance(head, tuple) and len(head) == 2 else (0, 0)
+        known = {k for k in kept.data if k != _HEAD} if seq else set()
+        changes = changes_since(seq, count, known)
+        if changes is None and seq:  # (another database than the one the file followed, or writes queued)
+            seq, count, known = 0, 0, set()
+            changes = changes_since(seq, count, known)
+        if changes is None:
+            return None
+        if not seq:
+            kept.replace_all({})
+        if changes.ids is not None:
+            for gone in known - set(changes.ids):
+                kept.drop(gone)
+        for row, memory_id, shown, counts in changes.rows:
+            kept.set(memory_id, (row, values_of(shown) if shown is not None else (), counts))
+        if changes.rows or changes.ids is not None or not seq:
+            self.reads.append("memories")
+            kept.set(_HEAD, (changes.seq, changes.count))
+            kept.save()
+        try:
+            return self._memories_of(kept.data)
+        except (TypeError, ValueError, IndexError):  # not what this code writes: all read again
+            self._path(ROWS).unlink(missing_ok=True)
+            return self._changed_memories()
+
+    def _memories_of(self, kept: dict) -> list[Memory]:
+        """The shown memories of `ROWS`' records in the source's row order; what was withheld, counted."""
+        rows = sorted((v for k, v in kept.items() if k != _HEAD), key=lambda v: v[0])
+        withheld: Counter[str] = Counter()
+        for _, _, counts in rows:
+            if counts:
+                withheld.update(counts)
+        self._withheld["memories"] = dict(withheld)
+        return [Memory(*fields) for _, fields, _ in rows if fields]
 
     def _by_id(self) -> dict[str, Memory]:
         """The memories by id, made once per build (memory_vectors is asked batch by batch)."""
