@@ -39,7 +39,7 @@ def norm(name: str) -> str:
     return _SPACE.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip()
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 18)  # (a 100k store's memory anchors: each id slugged twice, to sort and to claim)
 def slugify(text: str, fallback: str = "") -> str:
     """A URL- and anchor-safe slug that keeps CJK and other letters: `长期记忆库`, `embed-01`.
 
