@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+
+R = TypeVar("R")  # a row of Changes
 
 CORE_CATEGORIES = ("preference", "pitfall", "rule", "authorisation")
 NON_CORE_CATEGORIES = ("network", "environment", "project", "technical", "other")
@@ -194,15 +196,19 @@ class WikiPage:
 
 
 @dataclass(frozen=True)
-class MemoryChanges:
-    """L2 memories written since a point of the source's own, and where the next call starts: what a source that
-    can tell gives from `memory_changes(seq, count, known)` (optional: a StoreReader of an embedded L2), so that a
-    site build reads the few memories an agent wrote, not all of them (see memwiki.site.speed.layer_cache)."""
+class Changes(Generic[R]):
+    """Records written since a point of the source's own (the sequence number Chroma gives each write), and where
+    the next call starts: what a source that can tell gives from its optional `memory_changes(seq, count, known)`
+    (a StoreReader of an embedded L2), so that a site build reads the few memories an agent wrote, not all of them
+    (memwiki.site.speed.layer_cache). Each layer on the way shapes the rows its own way; each row starts with the
+    record's row and sequence number: (row, seq, ...)."""
 
-    rows: list[tuple[int, Memory]]  # (the source's row, memory) in row order; a read of all is in row order too
-    ids: list[str] | None  # every memory's id now, when some were deleted since (None: none were)
-    seq: int  # where the next call starts
-    count: int  # memories now
+    rows: list[R]  # the records written since, in row order (a read of all is in row order too)
+    ids: list[str] | None  # every record's id now, when some were deleted since (None: none were)
+    seq: int  # the last write: where the next call starts
+    count: int  # records now
+    total: int  # the sum of every record's sequence number now: a reader whose kept records, with these changes
+    # applied, sum to another number kept another database's records (or missed a write), and reads them all
 
 
 @dataclass(frozen=True)

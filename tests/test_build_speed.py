@@ -155,43 +155,105 @@ def test_vector_rows_read_what_was_added_and_survive_a_crash_between_writes(tmp_
     assert len(VectorRows(tmp_path, "v", "1").rows) == 0  # (a file shorter than its list: nothing)
 
 
+def _gated_layer(store_dir: Path, folder: Path) -> tuple[list, dict, list[str], int]:
+    """L2 as a public build's layer cache in `folder` gives it: the memories, what was withheld, the layers read
+    from the source, and how many records the source's changes held."""
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.speed.layer_cache import CachedSource
+    from memwiki.store.store import Store
+
+    with Store.open(store_dir) as store:
+        reader = store.reader()
+        read = reader.memory_changes
+        rows: list[int] = []
+
+        def changes(*args: object):  # noqa: ANN202 - Changes | None
+            got = read(*args)
+            rows.append(len(got.rows) if got is not None else 0)
+            return got
+
+        reader.memory_changes = changes  # type: ignore[method-assign]
+        source = CachedSource(PrivacyFilter(reader, PrivacyRules(), key=b"k" * 32), folder)
+        memories = list(source.memories())
+        return memories, source.withheld().get("memories", {}), source.reads, sum(rows)
+
+
 def test_a_rebuild_reads_the_memories_that_changed_and_shows_what_a_full_read_shows(tmp_path: Path) -> None:
     """L2 kept record by record: a rebuild reads from Chroma's file the memories written since the last build
     (changed, added, deleted while another was added, withheld, one with a secret), and the layer it gives is the
     one a build with no cache reads: the same memories, in the same order, with the same withheld counts."""
-    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
-    from memwiki.site.speed.layer_cache import CachedSource
     from memwiki.source import Memory
     from memwiki.store.store import Store
 
-    def build(folder: Path) -> tuple[list[Memory], dict, list[str], int]:
-        with Store.open(tmp_path / "store") as store:
-            reader = store.reader()
-            read = reader.memory_changes
-            rows: list[int] = []
-            reader.memory_changes = lambda *a: rows.append(len((got := read(*a)).rows)) or got  # type: ignore[method-assign]
-            gate = PrivacyFilter(reader, PrivacyRules(), key=b"k" * 32)
-            source = CachedSource(gate, folder)
-            memories = list(source.memories())
-            return memories, source.withheld().get("memories", {}), source.reads, sum(rows)
-
-    with Store.init(tmp_path / "store") as store:
-        store.semantic.add([Memory(id=f"m-{n}", text=f"Backup step {n}: copy the disk to the NAS.") for n in range(40)])
-    first, withheld, reads, rows = build(tmp_path / "kept")
+    store = tmp_path / "store"
+    with Store.init(store) as opened:
+        opened.semantic.add([Memory(id=f"m-{n}", text=f"Backup step {n}: copy the disk.") for n in range(40)])
+    first, withheld, reads, rows = _gated_layer(store, tmp_path / "kept")
     assert len(first) == 40 and reads == ["memories"] and rows == 40 and withheld == {}
-    assert build(tmp_path / "kept")[2:] == ([], 0)  # nothing written: nothing read
-    with Store.open(tmp_path / "store") as store:
-        store.semantic.upsert([Memory(id="m-2", text="Backup step 2: copy the photos to the cloud.", category="fact")])
-        store.semantic.delete(["m-4", "m-9"])
-        store.semantic.add(
+    assert _gated_layer(store, tmp_path / "kept")[2:] == ([], 0)  # nothing written: nothing read
+    with Store.open(store) as opened:
+        opened.semantic.upsert([Memory(id="m-2", text="Backup step 2: copy the photos to the cloud.", category="fact")])
+        opened.semantic.delete(["m-4", "m-9"])
+        opened.semantic.add(
             [
                 Memory(id="m-new", text="Backup step 41: the key is AKIAJ7Q2X9ZL4M8KP3TR."),
                 Memory(id="m-secret", text="[private] the lawyer is Zhang."),
             ]
         )
-    changed, withheld, reads, rows = build(tmp_path / "kept")
+    changed, withheld, reads, rows = _gated_layer(store, tmp_path / "kept")
     assert reads == ["memories"] and rows == 3  # m-2, m-new, m-secret: not the 38 others
-    full, full_withheld, _, full_rows = build(tmp_path / "no-cache")
+    full, full_withheld, _, full_rows = _gated_layer(store, tmp_path / "no-cache")
     assert full_rows == 40 and changed == full and withheld == full_withheld
     assert [m.id for m in changed][-2:] == ["m-39", "m-new"] and "m-4" not in {m.id for m in changed}
     assert "AKIA" not in changed[-1].text and sum(withheld.values()) >= 2  # (a secret redacted, a memory withheld)
+
+
+def test_a_collection_made_again_is_read_whole(tmp_path: Path) -> None:
+    """A collection deleted and made again (a repair, another store put in its place) numbers its writes from 1
+    again: once they pass the number the last build read up to, the few written after it are not all that changed,
+    though as many memories are there. The kept records then sum to another total than Chroma's, and the layer is
+    read whole: a memory made private in the new collection is withheld, as a build with no cache withholds it."""
+    import chromadb
+
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    store = tmp_path / "store"
+    with Store.init(store) as opened:
+        opened.semantic.add([Memory(id=f"m-{n}", text=f"Lantern {n} sits on shelf {n}.") for n in range(6)])
+        opened.semantic.upsert([Memory(id=f"m-{n}", text=f"Lantern {n} sits on shelf {n + 1}.") for n in range(6)])
+        collection = opened.config.chroma.collection
+    kept, _, _, _ = _gated_layer(store, tmp_path / "kept")
+    assert len(kept) == 6
+    chromadb.PersistentClient(str(store / "l2")).delete_collection(collection)
+    with Store.open(store) as opened:
+        again = [Memory(id=f"m-{n}", text=f"Lantern {n} sits on shelf {n}.") for n in range(6)]
+        again[3] = Memory(id="m-3", text="[private] lantern 3 is the lawyer's.")
+        opened.semantic.add(again)
+        for n in range(8):  # (writes numbered past the last build's: as many memories as it kept)
+            opened.semantic.upsert([Memory(id="m-0", text=f"Lantern 0 sits on shelf {n}.")])
+    rebuilt, withheld, _, _ = _gated_layer(store, tmp_path / "kept")
+    full, full_withheld, _, _ = _gated_layer(store, tmp_path / "no-cache")
+    assert rebuilt == full and withheld == full_withheld and "m-3" not in {m.id for m in rebuilt}
+
+
+def test_vector_rows_never_name_zeros_when_another_build_wrote_the_file_anew(tmp_path: Path) -> None:
+    """Two builds on one cache folder: one writes the rows anew (a new file, the old one removed) while the other
+    still holds the old file's list. The other's next rows start a file of their own, not the old file made again
+    with zeros where its rows were; and whichever list is saved last names only rows that are there."""
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((20, 4)).astype(np.float32)
+    keys = [f"k{n}" for n in range(20)]
+    first = VectorRows(tmp_path, "v", "1")
+    first.add(keys[:16], vectors[:16])
+    first.save()
+    slow, fast = VectorRows(tmp_path, "v", "1"), VectorRows(tmp_path, "v", "1")
+    fast.keep_only(keys[:8])  # (half let go: written anew)
+    fast.save()
+    slow.add(keys[16:], vectors[16:])
+    with pytest.raises(KeyError):
+        slow.read(keys[:1])  # (its list went with the old file: asked again, not read as zeros)
+    assert np.array_equal(slow.read(keys[16:]), vectors[16:])
+    slow.save()
+    last = VectorRows(tmp_path, "v", "1")
+    assert sorted(last.rows) == sorted(keys[16:]) and np.array_equal(last.read(keys[16:]), vectors[16:])

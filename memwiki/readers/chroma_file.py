@@ -10,9 +10,9 @@ publishing, for a memwiki store's own L2 (opening a `PersistentClient` writes to
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from memwiki.errors import SourceError
 from memwiki.readers.sqlite_ro import ReadOnlyDB, open_readonly_db
+from memwiki.source import Changes
 
 DOCUMENT_KEY = "chroma:document"
 _ADD, _UPDATE, _UPSERT, _DELETE = 0, 1, 2, 3  # chromadb Operation codes in embeddings_queue
@@ -59,7 +60,7 @@ def _value(row: Any, has_bool: bool) -> Any:
 def collection_records(db: ReadOnlyDB, cid: str) -> tuple[dict[str, dict[str, Any]], int]:
     """id → metadata (document under `chroma:document`) for one collection, and how many queued writes applied."""
     segment = metadata_segment(db, cid)
-    records = {i: meta for _, i, meta in _segment_rows(db, segment)} if segment is not None else {}
+    records = {i: meta for _, _, i, meta in _segment_rows(db, segment)} if segment is not None else {}
     return records, replay_queue(db, cid, _segment_seq(db, segment) if segment is not None else 0, records)
 
 
@@ -73,9 +74,12 @@ def _segment_seq(db: ReadOnlyDB, segment: str) -> int:
     return int.from_bytes(row[0], "big") if isinstance(row[0], bytes) else int(row[0])
 
 
-def _segment_rows(db: ReadOnlyDB, segment: str, after: int | None = None) -> list[tuple[int, str, dict[str, Any]]]:
-    """(row, id, metadata) of the segment's records in row order; `after`: only those written after that sequence
-    number (Chroma gives a record the number of its last write)."""
+Row = tuple[int, Any, str, dict[str, Any]]  # (row, sequence number of its last write, id, metadata)
+
+
+def _segment_rows(db: ReadOnlyDB, segment: str, after: int | None = None) -> list[Row]:
+    """The segment's records in row order; `after`: only those written after that sequence number (Chroma gives a
+    record the number of its last write)."""
     has_bool = "bool_value" in db.columns("embedding_metadata")
     bool_col = "m.bool_value" if has_bool else "NULL"
     since = "" if after is None else " AND e.seq_id > ?"
@@ -83,18 +87,18 @@ def _segment_rows(db: ReadOnlyDB, segment: str, after: int | None = None) -> lis
     rows = db.conn.cursor()
     rows.row_factory = None  # (tuples: a 100k store has a million rows here)
     rows.execute(
-        "SELECT e.id, e.embedding_id, m.key, COALESCE(m.string_value, m.int_value, m.float_value), "
+        "SELECT e.id, e.seq_id, e.embedding_id, m.key, COALESCE(m.string_value, m.int_value, m.float_value), "
         f"{bool_col} FROM embeddings e LEFT JOIN embedding_metadata m ON m.id = e.id "
         f"WHERE e.segment_id = ?{since} ORDER BY e.id",
         params,
     )
-    records: dict[int, tuple[int, str, dict[str, Any]]] = {}
-    for rid, embedding_id, key, value, flag in rows:
+    records: dict[int, Row] = {}
+    for rid, seq, embedding_id, key, value, flag in rows:
         record = records.get(rid)
         if record is None:
-            record = records[rid] = (rid, embedding_id, {})
+            record = records[rid] = (rid, seq, embedding_id, {})
         if key is not None:
-            record[2][key] = value if value is not None or flag is None else bool(flag)  # (as `_value` reads a row)
+            record[3][key] = value if value is not None or flag is None else bool(flag)  # (as `_value` reads a row)
     if "embedding_metadata_array" in db.tables() and records:
         for r in db.conn.execute(
             "SELECT a.id AS rid, a.key, a.string_value, a.int_value, a.float_value, a.bool_value "
@@ -102,42 +106,33 @@ def _segment_rows(db: ReadOnlyDB, segment: str, after: int | None = None) -> lis
             "ORDER BY a.rowid",
             params,
         ):
-            value = records[r["rid"]][2].setdefault(r["key"], [])
+            value = records[r["rid"]][3].setdefault(r["key"], [])
             if isinstance(value, list):
                 value.append(_value(r, True))
     return list(records.values())
 
 
-@dataclass(frozen=True)
-class Changes:
-    """What `collection_changes` finds: the records written since a sequence number, in row order, and where the
-    next call starts."""
-
-    rows: list[tuple[int, str, dict[str, Any]]]  # (row, id, metadata with the document under DOCUMENT_KEY)
-    ids: list[str] | None  # every record's id now, when records were deleted since (None: none were)
-    seq: int  # the segment's last applied write
-    count: int  # records now
-
-
-def collection_changes(db: ReadOnlyDB, cid: str, after: int, count: int, known: set[str]) -> Changes | None:
+def collection_changes(db: ReadOnlyDB, cid: str, after: int, count: int, known: set[str]) -> Changes[Row] | None:
     """The records of one collection written after sequence number `after`, for a reader that then knew `count`
     records (their ids `known`). None when the file cannot say: no metadata segment, sequence numbers stored as
-    bytes (older Chroma), a segment behind `after` (another database), or writes still queued for the segment."""
+    bytes (older Chroma), a segment behind `after`, or writes still queued for the segment. (Another database, or a
+    backup put back, shows in `Changes.total`.)"""
     segment = metadata_segment(db, cid)
     if segment is None:
         return None
     seq = _segment_seq(db, segment)
-    kind, now = db.conn.execute(
-        "SELECT typeof(max(seq_id)), count(*) FROM embeddings WHERE segment_id = ?", (segment,)
+    kind, now, total = db.conn.execute(
+        "SELECT typeof(max(seq_id)), count(*), coalesce(sum(seq_id), 0) FROM embeddings WHERE segment_id = ?",
+        (segment,),
     ).fetchone()
     if kind not in ("integer", "null") or seq < after or _queued_after(db, cid, seq):
         return None
     rows = _segment_rows(db, segment, after)
-    added = sum(1 for _, i, _ in rows if i not in known)
+    added = sum(1 for _, _, i, _ in rows if i not in known)
     ids = None
     if now != count + added:  # (a delete leaves no row to find: the ids say which)
         ids = [r[0] for r in db.conn.execute("SELECT embedding_id FROM embeddings WHERE segment_id = ?", (segment,))]
-    return Changes(rows, ids, seq, now)
+    return Changes(rows, ids, seq, now, total)
 
 
 def _queued_after(db: ReadOnlyDB, cid: str, seq: int) -> bool:
@@ -198,23 +193,26 @@ def queued_vectors(db: ReadOnlyDB, cid: str, ids: Sequence[str]) -> dict[str, np
     return found
 
 
-def read_collection(path: Path, name: str, live: bool = False) -> list[tuple[str, dict[str, Any]]] | None:
-    """(id, metadata with the document under DOCUMENT_KEY) of each record of one collection, in Chroma's
-    order; None when the file has no such collection. `live`: a writer may be at work (memwiki.common.sqlitedb)."""
+@contextlib.contextmanager
+def _collection(path: Path, name: str, live: bool) -> Iterator[tuple[ReadOnlyDB, str | None]]:
+    """The file at `path` opened read-only, with the id of its collection called `name` (None: it has none)."""
     with open_readonly_db(path, "Chroma database", live) as db:
         if missing := {"collections", "segments", "embeddings", "embedding_metadata"} - db.tables():
             raise SourceError(f"{path}: not a Chroma database this reader knows (no {sorted(missing)})")
-        cid = collection_id(db, name)
+        yield db, collection_id(db, name)
+
+
+def read_collection(path: Path, name: str, live: bool = False) -> list[tuple[str, dict[str, Any]]] | None:
+    """(id, metadata with the document under DOCUMENT_KEY) of each record of one collection, in Chroma's
+    order; None when the file has no such collection. `live`: a writer may be at work (memwiki.common.sqlitedb)."""
+    with _collection(path, name, live) as (db, cid):
         return list(collection_records(db, cid)[0].items()) if cid is not None else None
 
 
-def read_changes(path: Path, name: str, after: int, count: int, known: set[str]) -> Changes | None:
+def read_changes(path: Path, name: str, after: int, count: int, known: set[str]) -> Changes[Row] | None:
     """`collection_changes` of one collection of the file at `path` (a writer may be at work); None also when the
     file has no such collection."""
-    with open_readonly_db(path, "Chroma database", True) as db:
-        if {"collections", "segments", "embeddings", "embedding_metadata"} - db.tables():
-            return None
-        cid = collection_id(db, name)
+    with _collection(path, name, True) as (db, cid):
         return collection_changes(db, cid, after, count, known) if cid is not None else None
 
 

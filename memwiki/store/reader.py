@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -16,10 +17,10 @@ from memwiki.layers.semantic.passages import cut_to_bytes
 from memwiki.layers.wiki import iter_wiki_pages
 from memwiki.readers.chroma_file import DOCUMENT_KEY, read_changes, read_collection, read_queued_vectors
 from memwiki.source import (
+    Changes,
     Entity,
     HotFile,
     Memory,
-    MemoryChanges,
     Message,
     Persona,
     ScoredMemory,
@@ -121,7 +122,7 @@ class StoreReader:
             return self.store.semantic.all()
         return (memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta) for i, meta in records)
 
-    def memory_changes(self, seq: int, count: int, known: set[str]) -> MemoryChanges | None:
+    def memory_changes(self, seq: int, count: int, known: set[str]) -> Changes[tuple[int, int, Memory]] | None:
         """The memories Chroma's file holds that were written after its sequence number `seq` (0: all), for a reader
         that then knew `count` memories with ids `known`; None when the file cannot say (L2 on a server, writes
         still queued: see chroma_file.collection_changes)."""
@@ -129,8 +130,8 @@ class StoreReader:
         changes = read_changes(path, self._collection, seq, count, known) if path is not None else None
         if changes is None:
             return None
-        rows = [(row, memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta)) for row, i, meta in changes.rows]
-        return MemoryChanges(rows, changes.ids, changes.seq, changes.count)
+        rows = [(row, n, memory_from_record(i, meta.pop(DOCUMENT_KEY, None), meta)) for row, n, i, meta in changes.rows]
+        return replace(changes, rows=rows)
 
     def memory_count(self) -> int:
         records = self._file_records()

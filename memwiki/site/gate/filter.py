@@ -49,6 +49,7 @@ from memwiki.site.model.concept_index import norm, slugify
 from memwiki.site.speed import cache_file
 from memwiki.site.speed.gate_memo import GateMemo, folders_salt, record_key
 from memwiki.source import (
+    Changes,
     Entity,
     HotFile,
     Memory,
@@ -66,6 +67,7 @@ from memwiki.source import (
 from memwiki.store.layout import default_cache_dir
 from memwiki.text import markers
 
+GatedRow = tuple[int, int, str, Memory | None, dict[str, int]]  # (row, seq, the source's id, shown or None, counts)
 PROFILES = ("public", "private")
 PROFILE_ENV = "MEMWIKI_PROFILE"  # overrides the plugin's `profile` option
 DEFAULT_MARKERS = ("[private]", "#private", "<private>", "[私密]", "#私密")
@@ -710,21 +712,21 @@ class PrivacyFilter:
         memories = self.source.memories()
         return iter(self._count("memories", memories, self._keep, self._memory, self._note_memory, by_record=True))
 
-    def memory_changes(self, seq: int, count: int, known: set[str]) -> GatedChanges | None:
+    def memory_changes(self, seq: int, count: int, known: set[str]) -> Changes[GatedRow] | None:
         """The source's `memory_changes` through the gate, record by record (None: the source cannot say)."""
         get = getattr(self.source, "memory_changes", None)
         changes = get(seq, count, known) if get is not None else None
         if changes is None:
             return None
-        judged: list[tuple[Memory | None, Counter[str]]] = []
+        rows: list[GatedRow] = []
 
-        def each(_: Memory, shown: Memory | None, counts: Counter[str]) -> None:
-            judged.append((shown, counts))
+        def each(memory: Memory, shown: Memory | None, counts: Counter[str]) -> None:
+            row, n, _ = changes.rows[len(rows)]
+            rows.append((row, n, memory.id, shown, dict(counts)))
 
-        memories = [m for _, m in changes.rows]
+        memories = [m for _, _, m in changes.rows]
         self._count("memories", memories, self._keep, self._memory, self._note_memory, by_record=True, each=each)
-        rows = [(row, m.id, shown, dict(c)) for (row, m), (shown, c) in zip(changes.rows, judged, strict=True)]
-        return GatedChanges(rows, changes.ids, changes.seq, changes.count)
+        return replace(changes, rows=rows)
 
     def record_basis(self) -> str:
         """What a record's verdict and shown form depend on besides its own fields (the rules and key, the local
@@ -953,17 +955,6 @@ class PrivacyFilter:
     def _withheld_names_digest(self) -> str:
         names = sorted(self._names()) + ["\0sessions"] + sorted(self._private_session_ids())
         return hashlib.sha1("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-@dataclass(frozen=True)
-class GatedChanges:
-    """`MemoryChanges` through the gate: each record with what is shown of it and what of it was withheld or
-    redacted (the counts a layer's withheld totals are the sums of)."""
-
-    rows: list[tuple[int, str, Memory | None, dict[str, int]]]  # (row, the source's id, shown or None, counts)
-    ids: list[str] | None  # every memory's id now, when some were deleted since (None: none were)
-    seq: int
-    count: int
 
 
 def _without_made_id(entity: Entity) -> Entity:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 PACK_OVER = 4096  # characters of Markdown past which a page holds it compressed, until it is written
@@ -16,7 +16,8 @@ class GeneratedPage:
     """A Markdown page for the site. `src_uri` is its path under docs_dir, e.g. "concepts/chroma.md".
 
     A long page's Markdown is held compressed (zlib's fastest level): a cold build holds every page it made until
-    they are written, and a 100k store's listings and concept pages are 400 MB of HTML in Markdown."""
+    they are written, and a 100k store's listings and concept pages are 400 MB of HTML in Markdown. (`markdown` is
+    an argument, not a field: a changed page is made anew, not `dataclasses.replace`d.)"""
 
     src_uri: str
     title: str
@@ -44,9 +45,9 @@ class GeneratedPage:
     ) -> None:
         fingerprint = fingerprint or hashlib.sha1(f"{title}\0{markdown}".encode()).hexdigest()
         held = zlib.compress(markdown.encode("utf-8", "surrogatepass"), 1) if len(markdown) > PACK_OVER else markdown
-        values = (src_uri, title, section, in_nav, meta if meta is not None else {}, fingerprint, kept, held)
-        for f, value in zip(fields(self), values, strict=True):
-            object.__setattr__(self, f.name, value)
+        values = dict(src_uri=src_uri, title=title, section=section, in_nav=in_nav, meta=meta or {}, _held=held)
+        for name, value in {**values, "fingerprint": fingerprint, "kept": kept}.items():
+            object.__setattr__(self, name, value)
 
     @property
     def markdown(self) -> str:

@@ -12,6 +12,7 @@ import hashlib
 import itertools
 import marshal
 import os
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,13 +35,19 @@ def version(*parts: object) -> str:
     return hashlib.sha1(repr((code_digest(), marshal.version, parts)).encode()).hexdigest()
 
 
-def replace_file(path: Path | str, data: bytes) -> None:
-    """Write `data` to `path` in one step (a temporary file renamed over it); folders are made."""
+def replace_file(path: Path | str, data: bytes | Iterable[bytes]) -> None:
+    """Write `data` (or its pieces, one after the other) to `path` in one step: a temporary file renamed over it
+    (removed when making the pieces fails); folders are made."""
     path = str(path)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
+    try:
+        with open(tmp, "wb") as f:
+            for piece in [data] if isinstance(data, bytes) else data:
+                f.write(piece)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
 
 
@@ -73,19 +80,20 @@ def dump_dict(path: Path, key: str, head: object, data: dict) -> bool:
     """Save `head` and the dict `data` under version `key`, the dict in records of CHUNK entries (marshal makes a
     record whole in memory, twice its size while it grows: a 100k store's text cache was a 100 MB record), then a
     record of (key, head, each record's length). False (nothing written) when it is not plain data."""
-    tmp = Path(f"{path}.{os.getpid()}.tmp")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    items, sizes = iter(data.items()), []
+    sizes: list[int] = []
+
+    def records() -> Iterator[bytes]:
+        items = iter(data.items())
+        while chunk := dict(itertools.islice(items, CHUNK)):
+            sizes.append(len(record := marshal.dumps(chunk)))
+            yield record
+        last = marshal.dumps((key, head, sizes))
+        yield last + len(last).to_bytes(_TAIL, "big")
+
     try:
-        with open(tmp, "wb") as f:
-            while chunk := dict(itertools.islice(items, CHUNK)):
-                sizes.append(f.write(marshal.dumps(chunk)))
-            last = f.write(marshal.dumps((key, head, sizes)))
-            f.write(last.to_bytes(_TAIL, "big"))
+        replace_file(path, records())
     except ValueError:
-        tmp.unlink(missing_ok=True)
         return False
-    os.replace(tmp, path)
     return True
 
 

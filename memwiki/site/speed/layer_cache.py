@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from memwiki.site.speed import cache_file
 from memwiki.site.speed.memo import values_of
 from memwiki.site.speed.vector_rows import VectorRows
 from memwiki.source import (
+    Changes,
     Entity,
     HotFile,
     Memory,
@@ -48,11 +48,7 @@ _PLAIN: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
 
 
 def _rows(cls: type) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    names = [f.name for f in fields(cls)]
-    return (
-        lambda records: [tuple(getattr(r, n) for n in names) for r in records],
-        lambda rows: [cls(*row) for row in rows],
-    )
+    return (lambda records: [values_of(r) for r in records], lambda rows: [cls(*row) for row in rows])
 
 
 def _register() -> None:
@@ -76,9 +72,9 @@ VECTORS = "vectors"  # the vectors file is not tied to one state of the source: 
 # (rows appended: a rebuild after one memory changed writes one vector, not the 200 MB of a 100k store's)
 
 
-ROWS = "memory-rows"  # the memories layer record by record, id -> (row, shown fields or () when withheld, counts),
-# and where the source's next changes start (`_HEAD`): a rebuild reads the few memories an agent wrote, not all of them
-_HEAD = ("next",)  # (seq, count) of the source's MemoryChanges
+ROWS = "memory-rows"  # the memories layer record by record, id -> (row, seq, shown fields or () when withheld,
+# counts), and where the source's next changes start (`_HEAD`): a rebuild reads the memories an agent wrote, not all
+_HEAD = ("next",)  # (seq, count) of the source's last Changes
 
 
 def _vector_key(embedder: str, memory: Memory) -> str:
@@ -203,48 +199,51 @@ class CachedSource:
         return self._loaded["memories"]
 
     def _changed_memories(self) -> list[Memory] | None:
-        """The memories of `ROWS` with the source's changes since applied (all of them read when the file is
-        missing, damaged, or kept under another gate: `record_basis`); None: the source cannot say what changed."""
+        """The memories of `ROWS` with the source's changes since applied; all of them read when the file is
+        missing, damaged, kept under another gate (`record_basis`), or of another database (`Changes.total`).
+        None: the source cannot say what changed."""
         changes_since = getattr(self.source, "memory_changes", None)
         basis = getattr(self.source, "record_basis", None)
         if changes_since is None or basis is None or "memories" not in self.fingerprints:
             return None
         kept = cache_file.JournaledDict(self._path(ROWS), cache_file.version("layer", ROWS, basis()))
         head = kept.data.get(_HEAD)
-        seq, count = head if isinstance(head, tuple) and len(head) == 2 else (0, 0)
-        known = {k for k in kept.data if k != _HEAD} if seq else set()
-        changes = changes_since(seq, count, known)
-        if changes is None and seq:  # (another database than the one the file followed, or writes queued)
-            seq, count, known = 0, 0, set()
-            changes = changes_since(seq, count, known)
+        if isinstance(head, tuple) and len(head) == 2 and self._apply(kept, changes_since(*head, set(kept.data))):
+            return self._memories_of(kept.data)
+        kept.replace_all({})
+        return self._memories_of(kept.data) if self._apply(kept, changes_since(0, 0, set())) else None
+
+    def _apply(self, kept: cache_file.JournaledDict, changes: Changes | None) -> bool:
+        """Apply `changes` to the records kept and save them; False (nothing saved) when there are none, or when the
+        records then are not the source's (their sequence numbers sum to another total)."""
         if changes is None:
-            return None
-        if not seq:
-            kept.replace_all({})
+            return False
         if changes.ids is not None:
-            for gone in known - set(changes.ids):
+            for gone in set(kept.data) - set(changes.ids) - {_HEAD}:
                 kept.drop(gone)
-        for row, memory_id, shown, counts in changes.rows:
-            kept.set(memory_id, (row, values_of(shown) if shown is not None else (), counts))
-        if changes.rows or changes.ids is not None or not seq:
+        for row, seq, memory_id, shown, counts in changes.rows:
+            kept.set(memory_id, (row, seq, values_of(shown) if shown is not None else (), counts))
+        records = [v for k, v in kept.data.items() if k != _HEAD]
+        try:
+            if len(records) != changes.count or sum(v[1] for v in records) != changes.total:
+                return False
+        except (TypeError, IndexError):  # (not what this code writes)
+            return False
+        if changes.rows or changes.ids is not None or kept.data.get(_HEAD) != (changes.seq, changes.count):
             self.reads.append("memories")
             kept.set(_HEAD, (changes.seq, changes.count))
             kept.save()
-        try:
-            return self._memories_of(kept.data)
-        except (TypeError, ValueError, IndexError):  # not what this code writes: all read again
-            self._path(ROWS).unlink(missing_ok=True)
-            return self._changed_memories()
+        return True
 
     def _memories_of(self, kept: dict) -> list[Memory]:
         """The shown memories of `ROWS`' records in the source's row order; what was withheld, counted."""
         rows = sorted((v for k, v in kept.items() if k != _HEAD), key=lambda v: v[0])
         withheld: Counter[str] = Counter()
-        for _, _, counts in rows:
+        for *_, counts in rows:
             if counts:
                 withheld.update(counts)
         self._withheld["memories"] = dict(withheld)
-        return [Memory(*fields) for _, fields, _ in rows if fields]
+        return [Memory(*fields) for _, _, fields, _ in rows if fields]
 
     def _by_id(self) -> dict[str, Memory]:
         """The memories by id, made once per build (memory_vectors is asked batch by batch)."""
@@ -298,19 +297,24 @@ class CachedSource:
         by_id = self._by_id() if "memories" in self.fingerprints else {}
         if not ids or not by_id or any(i not in by_id for i in ids):
             return self.source.memory_vectors(ids)
-        if self._vectors is None:
-            self._vectors = VectorRows(self.folder, VECTORS, cache_file.version("layer", VECTORS))
-        kept = self._vectors
         keys = [self._vector_key(by_id[i]) for i in ids]
-        missing = list({k: i for i, k in zip(ids, keys, strict=True) if k not in kept}.items())
-        if missing:
-            got = self.source.memory_vectors([i for _, i in missing])
-            if got is None:
-                return None
-            kept.add([k for k, _ in missing], np.asarray(got, dtype=np.float32))
-            if len(missing) >= SAVE_AFTER:  # (a first build: written now, while the build holds less than at its end)
-                kept.save()
-        return kept.read(keys)  # (a new array: callers normalise in place)
+        for _ in range(2):  # (once more from the file as it is, when another build changed it under this one)
+            if self._vectors is None:
+                self._vectors = VectorRows(self.folder, VECTORS, cache_file.version("layer", VECTORS))
+            kept = self._vectors
+            missing = list({k: i for i, k in zip(ids, keys, strict=True) if k not in kept}.items())
+            if missing:
+                got = self.source.memory_vectors([i for _, i in missing])
+                if got is None:
+                    return None
+                kept.add([k for k, _ in missing], np.asarray(got, dtype=np.float32))
+                if len(missing) >= SAVE_AFTER:  # (a first build: written now, while it holds less than at its end)
+                    kept.save()
+            try:
+                return kept.read(keys)  # (a new array: callers normalise in place)
+            except (KeyError, OSError):
+                self._vectors = None
+        return self.source.memory_vectors(ids)
 
     def save(self) -> None:
         """Keep the vectors asked for in this build (those of memories that are gone are dropped)."""

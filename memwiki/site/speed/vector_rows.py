@@ -8,7 +8,7 @@ into the array returned; new rows are appended. Rows of keys let go are counted 
 (a new generation, then the list naming it, then the old file removed) once they pass a quarter of it.
 
 A list names its generation, so rows from another generation are never read as its own: a crash between two
-writes leaves an unnamed file (removed at the next save) or rows past the list's end (written over).
+writes leaves an unnamed file (removed when a list is next written) or rows past the list's end (written over).
 """
 
 from __future__ import annotations
@@ -56,15 +56,18 @@ class VectorRows:
         return key in self.rows
 
     def add(self, keys: Sequence[str], vectors: np.ndarray) -> None:
-        """Keep these vectors (one row each); a width other than the kept one starts the file again."""
+        """Keep these vectors (one row each). A width other than the kept one starts the file again, and so does a
+        file gone since it was read (another build wrote its rows anew: writing past the end of a new empty file
+        would name zeros as vectors)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if not len(keys):
             return
-        if vectors.shape[1] != self.width:
+        path = self._data_path(self._generation)
+        if vectors.shape[1] != self.width or (self.keys and not path.is_file()):
             self.keys, self.rows, self.width = [], {}, vectors.shape[1]
             self._generation = os.urandom(8).hex()
+            path = self._data_path(self._generation)
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self._data_path(self._generation)
         with open(path, "r+b" if path.exists() else "wb") as f:
             f.seek(len(self.keys) * self.width * 4)  # (after the named rows: a crash's leftovers are written over)
             f.write(vectors.tobytes())
