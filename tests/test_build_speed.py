@@ -131,17 +131,22 @@ def test_kept_vectors_are_asked_of_the_source_only_for_memories_that_changed(
     assert len(kept.rows) == 19 and "m-4" not in {k.rsplit(chr(0))[-1] for k in kept.rows}
 
 
+def _rows_saved(folder: Path, count: int, width: int, saved: int) -> tuple[list[str], np.ndarray]:
+    """`count` random vectors of `width` and their keys; the first `saved` of them kept in `folder` ("v") and saved."""
+    vectors = np.random.default_rng(count).standard_normal((count, width)).astype(np.float32)
+    keys = [f"k{n}" for n in range(count)]
+    rows = VectorRows(folder, "v", "1")
+    rows.add(keys[:saved], vectors[:saved])
+    rows.save()
+    return keys, vectors
+
+
 def test_vector_rows_read_what_was_added_and_survive_a_crash_between_writes(tmp_path: Path) -> None:
     """Rows come back as added, in the order asked; a list whose file is short is no list; rows written past the
     list by a build that did not save are written over; dead rows past a quarter get a new file."""
-    rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((40, 8)).astype(np.float32)
-    keys = [f"k{n}" for n in range(40)]
-    rows = VectorRows(tmp_path, "v", "1")
-    rows.add(keys[:30], vectors[:30])
-    rows.save()
+    keys, vectors = _rows_saved(tmp_path, 40, 8, saved=30)
     crashed = VectorRows(tmp_path, "v", "1")
-    crashed.add(["lost"], rng.standard_normal((1, 8)).astype(np.float32))  # (appended, never saved)
+    crashed.add(["lost"], np.ones((1, 8), dtype=np.float32))  # (appended, never saved)
     again = VectorRows(tmp_path, "v", "1")
     assert "lost" not in again and np.array_equal(again.read(keys[29::-3]), vectors[29::-3])
     again.add(keys[30:], vectors[30:])
@@ -241,12 +246,7 @@ def test_vector_rows_never_name_zeros_when_another_build_wrote_the_file_anew(tmp
     """Two builds on one cache folder: one writes the rows anew (a new file, the old one removed) while the other
     still holds the old file's list. The other's next rows start a file of their own, not the old file made again
     with zeros where its rows were; and whichever list is saved last names only rows that are there."""
-    rng = np.random.default_rng(3)
-    vectors = rng.standard_normal((20, 4)).astype(np.float32)
-    keys = [f"k{n}" for n in range(20)]
-    first = VectorRows(tmp_path, "v", "1")
-    first.add(keys[:16], vectors[:16])
-    first.save()
+    keys, vectors = _rows_saved(tmp_path, 20, 4, saved=16)
     slow, fast = VectorRows(tmp_path, "v", "1"), VectorRows(tmp_path, "v", "1")
     fast.keep_only(keys[:8])  # (half let go: written anew)
     fast.save()
