@@ -173,7 +173,7 @@ def _vector_clusters(ctx: BuildContext, memories: list[Memory]) -> list[tuple[li
     if vectors is None or len(vectors) != len(ids):
         return None
     v = np.asarray(vectors, dtype=np.float32)
-    v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    v /= np.maximum(np.sqrt(np.einsum("ij,ij->i", v, v)), 1e-12)[:, None]  # (in place: no 200 MB square at 100k)
     if not old or len(changed) * 4 > len(ids):  # (most of them: every pair again, a block at a time)
         found = _clusters(len(ids), _cosine_pairs(v))
     else:
