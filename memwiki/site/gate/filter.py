@@ -718,14 +718,14 @@ class PrivacyFilter:
         changes = get(seq, count, known) if get is not None else None
         if changes is None:
             return None
-        rows: list[GatedRow] = []
+        judged: list[tuple[Memory | None, dict[str, int]]] = []  # (shown or None, counts) of each, in order
 
-        def each(memory: Memory, shown: Memory | None, counts: Counter[str]) -> None:
-            row, n, _ = changes.rows[len(rows)]
-            rows.append((row, n, memory.id, shown, dict(counts)))
+        def each(_: Memory, shown: Memory | None, counts: Counter[str]) -> None:
+            judged.append((shown, dict(counts)))
 
         memories = [m for _, _, m in changes.rows]
         self._count("memories", memories, self._keep, self._memory, self._note_memory, by_record=True, each=each)
+        rows = [(row, n, m.id, *j) for (row, n, m), j in zip(changes.rows, judged, strict=True)]
         return replace(changes, rows=rows)
 
     def record_basis(self) -> str:

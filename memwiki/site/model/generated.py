@@ -45,8 +45,8 @@ class GeneratedPage:
     ) -> None:
         fingerprint = fingerprint or hashlib.sha1(f"{title}\0{markdown}".encode()).hexdigest()
         held = zlib.compress(markdown.encode("utf-8", "surrogatepass"), 1) if len(markdown) > PACK_OVER else markdown
-        values = dict(src_uri=src_uri, title=title, section=section, in_nav=in_nav, meta=meta or {}, _held=held)
-        for name, value in {**values, "fingerprint": fingerprint, "kept": kept}.items():
+        fields = dict(src_uri=src_uri, title=title, section=section, in_nav=in_nav, meta=meta or {})
+        for name, value in {**fields, "fingerprint": fingerprint, "kept": kept, "_held": held}.items():
             object.__setattr__(self, name, value)
 
     @property
