@@ -257,3 +257,63 @@ def test_vector_rows_never_name_zeros_when_another_build_wrote_the_file_anew(tmp
     slow.save()
     last = VectorRows(tmp_path, "v", "1")
     assert sorted(last.rows) == sorted(keys[16:]) and np.array_equal(last.read(keys[16:]), vectors[16:])
+
+
+def test_the_search_reads_the_vectors_of_changed_memories_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search keeps L2's int8 rows by (id, indexed text): after one memory changed and one was deleted, a build
+    asks the source for that memory's vector alone, and ships the rows a build without caches ships."""
+    from memwiki.site.builders import search
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.model.build_context import BuildContext
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    with Store.init(tmp_path / "store") as store:
+        store.semantic.add([Memory(id=f"m-{n}", text=f"Backup step {n}: copy the disk to the NAS.") for n in range(12)])
+
+    def build(cache: Path | None) -> tuple[np.ndarray, list[str]]:
+        asked: list[str] = []
+        with Store.open(tmp_path / "store") as store:
+            gate = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32)
+            read = gate.memory_vectors
+            monkeypatch.setattr(gate, "memory_vectors", lambda ids: asked.extend(ids) or read(ids))
+            ctx = BuildContext(gate, speed=BuildSpeed.at(cache) if cache else BuildSpeed())
+            _, vectors = search.search_data(ctx)
+            assert vectors is not None
+            return vectors, asked
+
+    first, asked = build(tmp_path / "cache")
+    assert sorted(asked) == sorted(f"m-{n}" for n in range(12))
+    again, asked = build(tmp_path / "cache")
+    assert asked == [] and np.array_equal(again, first)
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([Memory(id="m-2", text="Backup step 2: copy the photos to the cloud.")])
+        store.semantic.delete(["m-4"])
+    changed, asked = build(tmp_path / "cache")
+    fresh, _ = build(None)
+    assert asked == ["m-2"] and np.array_equal(changed, fresh) and not np.array_equal(changed[:11], first[:11])
+
+
+def test_memory_anchors_kept_across_builds_are_the_ones_claimed_anew(tmp_path: Path) -> None:
+    """Card anchors are kept by the list of ids; ids whose slugs collide get the same `-2` wherever they come
+    from, and a new id claims them all anew in claim order."""
+    from memwiki.site.builders import _memory_anchors
+
+    speed = BuildSpeed.at(tmp_path / "cache")
+    ids = ["Foo Bar", "foo-bar", "café", "cafe\u0301", "m-1"]
+    first = _memory_anchors(speed, ids)
+    assert first == _memory_anchors(BuildSpeed(), ids) and len(set(first.values())) == len(ids)
+    assert _memory_anchors(speed, ids) == first and (tmp_path / "cache" / "memory-anchors.marshal").is_file()
+    more = ["foo bar", *ids]
+    assert _memory_anchors(speed, more) == _memory_anchors(BuildSpeed(), more) != first
+
+
+def test_an_asset_made_on_demand_is_made_once_and_needs_a_name() -> None:
+    from memwiki.site.model.generated import GeneratedAsset
+
+    made: list[int] = []
+    asset = GeneratedAsset("a/b.js", lambda: made.append(1) or b"x", content_key="b-1")
+    assert made == [] and asset.digest == "b-1" and made == []
+    assert asset.content == b"x" and asset.content == b"x" and made == [1]
+    with pytest.raises(ValueError, match="content_key"):
+        GeneratedAsset("a/c.js", lambda: b"y")

@@ -3,18 +3,20 @@ string-only relative links, and memory text rendered once and reused across buil
 
 from __future__ import annotations
 
-import hashlib
 import itertools
+import logging
 import posixpath
+import sqlite3
 from pathlib import Path
 
 import markdown
+import pytest
 
 from memwiki.site.model.concept_index import ConceptIndex, TextSource
 from memwiki.site.model.render import TextRenderer, block, href, page_url
 from memwiki.site.speed import cache_file
 from memwiki.site.speed.raw_blocks import join, split
-from memwiki.site.speed.text_cache import TextCache
+from memwiki.site.speed.text_cache import RENDERED, TextCache
 from memwiki.source import WikiPage
 
 
@@ -91,7 +93,7 @@ def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
 
 def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "texts.marshal"
-    key = hashlib.sha1(b"x").hexdigest()
+    key = "x"  # (the dict is keyed by the text itself)
     cache_file.dump(path, "old", {key: {"kind": 0}})  # saved by other code
     cache = TextCache(path)
     assert cache.derived("x", "kind", lambda: 1) == 1 and cache.misses == 1
@@ -101,6 +103,40 @@ def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
     assert TextCache(path).derived("x", "kind", lambda: 1) == 0
     path.write_text("not marshal", encoding="utf-8")
     assert TextCache(path).derived("x", "kind", lambda: 2) == 2
+
+
+def test_rendered_texts_are_kept_apart_and_a_damaged_store_is_made_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """HTML is kept in SQLite beside the dict of links and names (a rebuild reads the HTML of the few texts it
+    renders, not of all): the dict holds no HTML, a second build renders nothing again, a damaged SQLite file
+    is set aside with a warning and the same HTML made again, and a build that saw every text drops the HTML
+    of texts gone."""
+    path = tmp_path / "texts.marshal"
+    texts = [f"Note {n}: see [[Alpha]] and **bold** text." for n in range(6)]
+
+    def build(shown: list[str]) -> tuple[TextCache, list[str]]:
+        cache = TextCache(path)
+        renderer = TextRenderer(_index(cache))
+        out = [renderer.html(t, "memory/category/a.md") for t in shown]
+        cache.save()
+        return cache, out
+
+    first, html = build(texts)
+    assert first.misses > 0 and path.with_suffix(".sqlite3").is_file()
+    kept = cache_file.JournaledDict(path, first.version).data
+    assert kept and all(not k.startswith(RENDERED) for e in kept.values() for k in e)  # (links, anchors only)
+    again, same = build(texts)
+    assert again.misses == 0 and same == html
+    path.with_suffix(".sqlite3").write_bytes(b"not a database" * 100)
+    with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.memwiki"):
+        damaged, made = build(texts)
+    assert made == html and damaged.misses == len(texts) and "made again" in caplog.text
+    assert build(texts)[0].misses == 0  # (the new file holds them)
+    build(texts[:1])  # a build that saw one text of six: the others' HTML is dropped
+    with sqlite3.connect(path.with_suffix(".sqlite3")) as db:
+        assert db.execute("SELECT count(*) FROM texts").fetchone()[0] == 1
+    assert build(texts[1:2])[0].misses == 1
 
 
 def test_a_link_reads_the_same_whatever_else_is_wanted() -> None:

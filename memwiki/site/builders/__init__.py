@@ -8,6 +8,7 @@ memwiki.site.pipeline runs them.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Iterator
@@ -41,6 +42,7 @@ SESSION_PAGES = re.compile(r"sessions/(index|page-\d+)\.md")  # the timeline's o
 PER_PAGE = 40
 INDEX_CACHE = "concept-index.marshal"  # in cache_dir: the concept index before the scan (see _fill_index)
 TEXT_CACHE = "texts.marshal"  # in cache_dir: what was derived from each memory text (see speed.text_cache)
+ANCHORS_CACHE = "memory-anchors.marshal"  # in cache_dir: each memory's card anchor, by the ids (_memory_anchors)
 
 BuildResult = tuple[list[GeneratedPage], list[GeneratedAsset]]
 
@@ -57,8 +59,8 @@ def _pages_of(count: int) -> int:
     return max(1, -(-count // PER_PAGE))
 
 
-def _newest_first(memories: list[Memory]) -> list[Memory]:
-    return sorted(memories, key=lambda m: (m.created or m.sunk_at, m.id), reverse=True)
+def _dated(memory: Memory) -> tuple[str, str]:
+    return memory.created or memory.sunk_at, memory.id
 
 
 @dataclass
@@ -92,6 +94,8 @@ class Site:
     _memory_ids: dict[str, Memory] = field(default_factory=dict)
     _groups: dict[str, dict] = field(default_factory=dict)  # by_category and by_room, made once (the records stay)
     _mentions: MentionIndex | None = None
+    _layer_texts: list[tuple[str, TextSource]] | None = None
+    _oldest_first: list[Memory] | None = None
 
     def layer_version(self, layer: str, records: object) -> str:
         """The state of one layer: the source's fingerprint of it when it has one, else a digest of its records."""
@@ -142,27 +146,40 @@ class Site:
     def memory_anchor(self, memory_id: str) -> str:
         return self.memory_anchors[memory_id]
 
+    def oldest_first(self) -> list[Memory]:
+        """The memories by date, then id, oldest first (sorted once: the listings read them newest first, the
+        search oldest first)."""
+        if self._oldest_first is None or len(self._oldest_first) != len(self.memories):
+            self._oldest_first = sorted(self.memories, key=_dated)
+        return self._oldest_first
+
     def by_category(self) -> dict[str, list[Memory]]:
         """The memories by category, newest first (made once: the paths, the cards' homes and the listings ask)."""
         if "category" not in self._groups:
             groups: dict[str, list[Memory]] = {}
-            for memory in self.memories:
+            for memory in reversed(self.oldest_first()):
                 groups.setdefault(memory.category or "other", []).append(memory)
-            self._groups["category"] = {k: _newest_first(v) for k, v in sorted(groups.items())}
+            self._groups["category"] = dict(sorted(groups.items()))
         return self._groups["category"]
 
     def by_room(self) -> dict[tuple[str, str], list[Memory]]:
         """The memories with a wing or room by (wing, room), newest first (made once)."""
         if "room" not in self._groups:
             groups: dict[tuple[str, str], list[Memory]] = {}
-            for memory in self.memories:
+            for memory in reversed(self.oldest_first()):
                 if memory.wing or memory.room:
                     groups.setdefault((memory.wing, memory.room), []).append(memory)
-            self._groups["room"] = {k: _newest_first(v) for k, v in sorted(groups.items())}
+            self._groups["room"] = dict(sorted(groups.items()))
         return self._groups["room"]
 
-    def layer_texts(self) -> Iterator[tuple[str, TextSource]]:
-        """Every text of the layers (persona, hot, L2, L4) with the page and anchor it is shown at."""
+    def layer_texts(self) -> list[tuple[str, TextSource]]:
+        """Every text of the layers (persona, hot, L2, L4) with the page and anchor it is shown at (made once: the
+        scans for links and for names both read them)."""
+        if self._layer_texts is None:
+            self._layer_texts = list(self._each_layer_text())
+        return self._layer_texts
+
+    def _each_layer_text(self) -> Iterator[tuple[str, TextSource]]:
         if self.persona and self.persona.text:
             yield "persona", TextSource(PERSONA, "soul", PERSONA_FILE, self.persona.text)
         for hot in self.hot:
@@ -235,6 +252,7 @@ def _read(ctx: BuildContext) -> Site:
     _fill_index(ctx.speed, site)
     site.entity_names = {e.id: e.name or e.id for e in site.entities}
     _paths(site)
+    site.memory_anchors = _memory_anchors(ctx.speed, [m.id for m in site.memories])
     for category, memories in site.by_category().items():
         for i, memory in enumerate(memories):
             site.memory_home[memory.id] = (
@@ -246,7 +264,7 @@ def _read(ctx: BuildContext) -> Site:
 
 
 def _paths(site: Site) -> None:
-    """Claim the paths of session pages, category and wing / room listings and memory anchors: distinct for
+    """Claim the paths of session pages and of category and wing / room listings: distinct for
     names that collide after slugging (`Foo Bar`, `foo-bar`, `café` in NFC and NFD), never a section's own
     index, and the same for the same store (names claim in `claim_order`)."""
     sessions = UniquePaths(SESSION_PAGES)
@@ -267,8 +285,19 @@ def _paths(site: Site) -> None:
         paths = rooms.setdefault(wing, UniquePaths())
         pages = _pages_of(len(by_room[(wing, room)]))
         site.room_bases[(wing, room)] = paths.claim(room or "no-room", folders[wing] + "/", suffix=".md", pages=pages)
+
+
+def _memory_anchors(speed: BuildSpeed, ids: list[str]) -> dict[str, str]:
+    """Each memory's card anchor (`mem-<slug>`; `-2`, `-3` for slugs that collide), claimed in `claim_order`;
+    kept across builds for the same ids (claiming a hundred thousand anew was a thirtieth of a rebuild)."""
+    key = hashlib.blake2b("\0".join(ids).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    kept = speed.load(ANCHORS_CACHE, key)
+    if isinstance(kept, dict) and len(kept) == len(ids):
+        return kept
     anchors = UniquePaths()
-    site.memory_anchors = {m: anchors.claim(m, "mem-") for m in sorted((m.id for m in site.memories), key=claim_order)}
+    made = {m: anchors.claim(m, "mem-") for m in sorted(ids, key=claim_order)}
+    speed.keep(ANCHORS_CACHE, key, made)
+    return made
 
 
 def _fill_index(speed: BuildSpeed, site: Site) -> None:

@@ -519,7 +519,7 @@ def build(ctx: BuildContext, entity_url: EntityUrl | None = None) -> tuple[list[
     entity_url = _entity_url_of(ctx, entity_url)
     index = graph_index(ctx)
     max_nodes = ctx.settings.graph_max_nodes
-    assets = list(vis_assets()) + [GeneratedAsset(uri, data, sha1) for uri, (data, sha1) in files.items()]
+    assets = list(vis_assets()) + [GeneratedAsset(uri, data, content_key=sha1) for uri, (data, sha1) in files.items()]
     page = GeneratedPage(
         GRAPH_PAGE,
         "Knowledge graph",

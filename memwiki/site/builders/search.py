@@ -63,6 +63,8 @@ _HERE = Path(__file__).resolve().parent.parent / "assets"
 STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of memwiki/site/assets/search/
 VECTOR_BATCH = 1000
 ROWS_FILE = "search-rows.marshal"  # in cache_dir: the int8 rows of the texts the search embeds, by group (_group_rows)
+MEMORY_ROWS_FILE = "search-memory-rows.marshal"  # in cache_dir: the L2 memories' own int8 rows (_memory_rows)
+ROW_KEY = 16  # bytes of a memory row's key
 FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
 MemoryUrl = Callable[[Memory], str]
@@ -100,6 +102,7 @@ class _Layers:
         self.memories: list[list[Any]] = []  # [id, url, category, "wing / room"]
         self.units: list[list[Any]] = []  # see _memories
         self.short: list[tuple[int, str]] = []  # (unit row, memory id): vectors from memory_vectors
+        self._short_keys: list[bytes] = []  # of what each of those vectors was embedded from (id, indexed text)
         self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
         self._memories(s, memory_url)
         self.sessions = [[x.id, x.title, s.url(s.session_uri(x.id)), x.started] for x in s.sessions]
@@ -122,11 +125,12 @@ class _Layers:
         [index, count, start, end, chars])]; a long memory is a blank row (its lexical row holds no text, and it
         has no vector of its own in the search) followed by its passages. Oldest first: a new memory's rows come
         last, so the vector slices before them stay the same (`vector_slices`)."""
-        for n, m in enumerate(sorted(s.memories, key=lambda m: (m.created or m.sunk_at, m.id))):
+        for n, m in enumerate(s.oldest_first()):
             self.memories.append([m.id, memory_url(m), m.category, " / ".join(x for x in (m.wing, m.room) if x)])
             if not is_long(m.text):
                 lex = index_text(m)
                 self.short.append((len(self.units), m.id))
+                self._short_keys.append(_row_key(m.id, lex))
                 self.units.append([m.id, n, m.text, 0 if lex == m.text else lex, 0])
                 continue
             self.units.append([m.id, n, "", 0, 0])
@@ -169,11 +173,6 @@ class _Layers:
         """int8 rows: L1 entries, L2 units (zero for a long memory's own row), L4 turns, files. The L2 memories'
         vectors are the store's; every other text's comes from the source's kept vectors (`source.embed`: made
         once, where the text was written, or by whichever process read it first), in one call."""
-        l2 = np.zeros((len(self.units), dim), dtype=np.int8)
-        own = _memory_vectors(ctx, [i for _, i in self.short], dim)
-        if own is None:
-            return None
-        l2[[r for r, _ in self.short]] = own
         groups = {
             "hot": [d[2] for d in self.l1],
             "passages": [t for _, t in self.embedded],
@@ -181,8 +180,11 @@ class _Layers:
             "files": [f[3] for f in self.files],
         }
         rows = _group_rows(ctx, groups, dim)
-        if rows is None:
+        own = _memory_rows(ctx, [i for _, i in self.short], self._short_keys, dim)
+        if rows is None or own is None:
             return None
+        l2 = np.zeros((len(self.units), dim), dtype=np.int8)
+        l2[[r for r, _ in self.short]] = own
         l2[[r for r, _ in self.embedded]] = rows["passages"]
         return np.concatenate([rows["hot"], l2, rows["turns"], rows["files"]])
 
@@ -211,6 +213,37 @@ def _group_rows(ctx: BuildContext, groups: dict[str, list[str]], dim: int) -> di
     if path is not None and todo:
         cache_file.dump(path, version, {name: (keys[name], rows[name].tobytes()) for name in groups})
     return rows
+
+
+def _memory_rows(ctx: BuildContext, ids: list[str], keys: list[bytes], dim: int) -> np.ndarray | None:
+    """The int8 rows of these L2 memories' own vectors (`memory_vectors`), kept from the last build by what each
+    was embedded from (`keys`: its id and indexed text): only new or changed memories are read from the source and
+    quantised (reading and quantising all hundred thousand was a twentieth of a rebuild). None: the source has no
+    vectors for them."""
+    path = ctx.speed.cache_path(MEMORY_ROWS_FILE)
+    version = cache_file.version("search-memory-rows", ctx.source.info().embedder, dim)
+    kept = cache_file.load(path, version) if path is not None else None
+    old, at = np.zeros((0, dim), dtype=np.int8), {}
+    if isinstance(kept, tuple) and len(kept) == 2 and all(isinstance(x, bytes) for x in kept):
+        blob, raw = kept
+        if len(blob) % ROW_KEY == 0 and len(raw) == len(blob) // ROW_KEY * dim:
+            old = np.frombuffer(raw, dtype=np.int8).reshape(-1, dim)
+            at = {blob[i : i + ROW_KEY]: n for n, i in enumerate(range(0, len(blob), ROW_KEY))}
+    where = np.array([at.get(k, -1) for k in keys], dtype=np.int64)
+    rows = old[np.maximum(where, 0)] if len(old) else np.zeros((len(ids), dim), dtype=np.int8)
+    missing = np.flatnonzero(where < 0)
+    if len(missing):
+        got = _memory_vectors(ctx, [ids[n] for n in missing], dim)
+        if got is None:
+            return None
+        rows[missing] = got
+    if path is not None and (len(missing) or len(old) != len(ids)):
+        cache_file.dump(path, version, (b"".join(keys), rows.tobytes()))
+    return rows
+
+
+def _row_key(memory_id: str, text: str) -> bytes:
+    return hashlib.blake2b(f"{memory_id}\0{text}".encode("utf-8", "surrogatepass"), digest_size=ROW_KEY).digest()
 
 
 def _texts_key(texts: list[str]) -> bytes:
@@ -322,9 +355,21 @@ def vector_slices(vectors: np.ndarray, data: dict[str, Any]) -> list[GeneratedAs
         part = np.ascontiguousarray(vectors[start : start + SLICE_ROWS]).tobytes()
         name = f"{hashlib.sha256(part).hexdigest()[:20]}.bin"
         names.append([name, min(SLICE_ROWS, len(vectors) - start)])
-        assets.append(GeneratedAsset(f"{SLICE_DIR}/{name}", part, numbers=True))
+        assets.append(GeneratedAsset(f"{SLICE_DIR}/{name}", part, numbers=True, content_key=f"slice-{name}"))
     data["slices"] = names
     return assets
+
+
+def vectors_script(vectors: np.ndarray, slices: list[list[Any]]) -> GeneratedAsset:
+    """All rows as one script (for pages opened from file://), named by its slices' names (`vector_slices`): the
+    same rows, the same script; made only when the page cache does not hold it."""
+
+    def script() -> bytes:
+        b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes())  # (bytes throughout: at 100k memories
+        return b'window.MemwikiSearchVectors = "' + b64 + b'";\n'  # each copy of the rows is 100 MB)
+
+    key = hashlib.sha1(json.dumps(slices).encode()).hexdigest()
+    return GeneratedAsset(VECTORS_JS, script, numbers=True, content_key=f"vectors-js-{key}")
 
 
 def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
@@ -354,7 +399,7 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
                     memo.set(name, script)
             live.add(name)
             names.append([name, len(chunk)])
-            assets.append(GeneratedAsset(f"{PART_DIR}/{name}.js", script))
+            assets.append(GeneratedAsset(f"{PART_DIR}/{name}.js", script, content_key=f"part-{name}"))
         data["parts"][".".join(where)] = names
     if memo is not None:
         for name in [n for n in memo.data if n not in live]:
@@ -412,11 +457,8 @@ def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[
         data["dense"], data["why_lexical"], vectors = False, "the browser embedder is not installed", None
     assets = []
     if vectors is not None:
-        b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes())  # (bytes throughout: at 100k memories
-        script = b'window.MemwikiSearchVectors = "' + b64 + b'";\n'  # each copy of the rows is 100 MB)
-        del b64
-        assets.append(GeneratedAsset(VECTORS_JS, script, numbers=True))
         assets += vector_slices(vectors, data)
+        assets.append(vectors_script(vectors, data["slices"]))
     memories = len(data["L2"]["memories"])
     assets += data_parts(ctx, data)
     script = f"window.MemwikiSearchData = {script_json(data, row_depth=3)};\n".encode()  # (a row a line)

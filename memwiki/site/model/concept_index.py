@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 from markdown_it.token import Token
 
-from memwiki.site.model.wikilinks import WikiLink, link_rows, scanner
+from memwiki.site.model.wikilinks import WikiLink, link_rows_each, scanner
 from memwiki.site.speed.text_cache import TextCache
 from memwiki.source import Entity, WikiPage
 
@@ -290,8 +290,9 @@ class ConceptIndex:
         """Find every wikilink in these texts; record a backlink on each concept they reach (once per place)."""
         targets: dict[str, Concept | None] = {}  # a name resolves the same way all through the scan
         seen = {(id(c), b.src_uri, b.anchor) for c in self.concepts for b in c.backlinks}
-        for source in sources:
-            for target, heading, label, sentence in link_rows(source.text, self.texts):
+        sources = list(sources)
+        for source, rows in zip(sources, link_rows_each([s.text for s in sources], self.texts), strict=True):
+            for target, heading, label, sentence in rows:
                 if target in targets:
                     concept = targets[target]
                 else:

@@ -142,6 +142,7 @@ class TextMemo(Protocol):
 
     def parse(self, text: str) -> list[Token]: ...
     def derived(self, text: str, kind: str, compute: Callable[[], Any], *, last: bool = False) -> Any: ...  # noqa: ANN401
+    def kept_each(self, texts: list[str], kind: str) -> list[Any]: ...
 
 
 def link_rows(text: str, texts: TextMemo) -> list[list[str]]:
@@ -156,6 +157,17 @@ def link_rows(text: str, texts: TextMemo) -> list[list[str]]:
     # its tokens go with this use (a 100k store's texts held 340 MB of them until each was rendered, most builds
     # render none of them: a text rendered later is parsed again)
     return texts.derived(text, "links", compute, last=True)
+
+
+def link_rows_each(texts: list[str], memo: TextMemo) -> list[list[list[str]]]:
+    """`link_rows` of each text, those already derived looked up in one pass (`TextMemo.kept_each`)."""
+    with_links = [text for text in texts if "[[" in text]
+    kept = iter(memo.kept_each(with_links, "links"))
+    out: list[list[list[str]]] = []
+    for text in texts:
+        rows = next(kept) if "[[" in text else []
+        out.append(rows if rows is not None else link_rows(text, memo))
+    return out
 
 
 def find_links(text: str, texts: TextMemo | None = None) -> list[Found]:

@@ -32,7 +32,7 @@ from memwiki.site.speed.kept_site import ctime_mark
 MANIFEST = "manifest.marshal"  # marshal (memwiki.site.speed.cache_file): ~5x faster than JSON for this big dict
 NAV = "nav.marshal"  # the navigation of the last build (as JSON text)
 PLACED = "placed.marshal"  # the files the cache put into the site in the last build (see `_place`)
-ASSETS = "assets"  # builders' asset files, named by the hash of their content
+ASSETS = "assets"  # builders' asset files, named by their content (GeneratedAsset.digest)
 _CODE = Path(__file__).resolve().parents[1]  # memwiki/site: the plugin's code, CSS, JS and templates
 
 
@@ -206,10 +206,10 @@ class PageCache:
 
     def put_asset(self, asset: GeneratedAsset) -> None:
         """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
-        dest_uri, content, name = asset.dest_uri, asset.content, asset.digest
+        dest_uri, name = asset.dest_uri, asset.digest
         path = f"{self.folder}/{ASSETS}/{name}"  # a string: 5k Path objects were a tenth of a second
-        if name not in self._assets_used and name not in self._asset_files:
-            self._pending.append(self._writer.submit(_write, path, content))
+        if name not in self._assets_used and name not in self._asset_files:  # (only then is its content read)
+            self._pending.append(self._writer.submit(_write, path, asset.content))
         self.assets[dest_uri] = path
         self._assets_used.add(name)
 
