@@ -18,6 +18,7 @@ from memwiki.site.speed import cache_file
 from memwiki.site.speed.raw_blocks import join, split
 from memwiki.site.speed.text_cache import RENDERED, TextCache
 from memwiki.source import WikiPage
+from memwiki.text.vectors import text_key
 
 
 def _md(text: str) -> str:
@@ -93,7 +94,7 @@ def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
 
 def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "texts.marshal"
-    key = "x"  # (the dict is keyed by the text itself)
+    key = text_key("x")
     cache_file.dump(path, "old", {key: {"kind": 0}})  # saved by other code
     cache = TextCache(path)
     assert cache.derived("x", "kind", lambda: 1) == 1 and cache.misses == 1

@@ -7,7 +7,6 @@ are re-embedded) and a lexical index. Search is an exact dot product, fine up to
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -29,14 +28,7 @@ EMBED_BATCH = 256
 
 def memory_digest(memory: Memory) -> str:
     """Changes when what a memory is embedded by changes (its id and index text)."""
-    context = memory.meta.get("context")
-    return _digest(memory.id, memory.text, context if isinstance(context, str) else None)
-
-
-@functools.lru_cache(maxsize=1 << 18)  # a build asks for each memory's twice (its vector, its near-duplicates)
-def _digest(memory_id: str, text: str, context: str | None) -> str:
-    embedded = index_text(Memory(memory_id, text, meta={"context": context} if context is not None else {}))
-    return hashlib.sha256(f"{memory_id}\x00{embedded}".encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{memory.id}\x00{index_text(memory)}".encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 class VectorCache:

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from memwiki.layers.graph_types import literal_ids, with_types
+from memwiki.readers.vector_cache import memory_digest
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.concept_index import Concept, ConceptIndex, TextSource, UniquePaths, claim_order, paged_uri
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
@@ -95,7 +96,8 @@ class Site:
     _groups: dict[str, dict] = field(default_factory=dict)  # by_category and by_room, made once (the records stay)
     _mentions: MentionIndex | None = None
     _layer_texts: list[tuple[str, TextSource]] | None = None
-    _oldest_first: list[Memory] | None = None
+    _oldest_first: list[Memory] | None = None  # (made once: the records stay)
+    _embedded_from: dict[str, str] | None = None
 
     def layer_version(self, layer: str, records: object) -> str:
         """The state of one layer: the source's fingerprint of it when it has one, else a digest of its records."""
@@ -149,9 +151,16 @@ class Site:
     def oldest_first(self) -> list[Memory]:
         """The memories by date, then id, oldest first (sorted once: the listings read them newest first, the
         search oldest first)."""
-        if self._oldest_first is None or len(self._oldest_first) != len(self.memories):
+        if self._oldest_first is None:
             self._oldest_first = sorted(self.memories, key=_dated)
         return self._oldest_first
+
+    def embedded_from(self) -> dict[str, str]:
+        """Memory id -> `memory_digest` (what its vector is made from), made once: the audit's kept clusters and
+        the search's kept rows are keyed by it."""
+        if self._embedded_from is None:
+            self._embedded_from = {m.id: memory_digest(m) for m in self.memories}
+        return self._embedded_from
 
     def by_category(self) -> dict[str, list[Memory]]:
         """The memories by category, newest first (made once: the paths, the cards' homes and the listings ask)."""

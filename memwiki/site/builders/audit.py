@@ -16,7 +16,6 @@ from functools import cached_property
 
 import numpy as np
 
-from memwiki.readers.vector_cache import memory_digest
 from memwiki.site.builders import AUDIT, PERSONA, BuildResult, Site, frontmatter, paged_uri, pager, site
 from memwiki.site.builders.privacy_report import profile_line, withheld_table
 from memwiki.site.builders.provenance import origin, source_html
@@ -158,7 +157,8 @@ def _vector_clusters(ctx: BuildContext, memories: list[Memory]) -> list[tuple[li
     clusters they were in are made again from their other members (a 100k store's rebuild compared every pair
     again: a minute). None: the source has no vectors."""
     ids = [m.id for m in memories]
-    digests = [memory_digest(m)[:12] for m in memories]
+    embedded_from = site(ctx).embedded_from()
+    digests = [embedded_from[i][:12] for i in ids]
     key = f"{CLUSTERS_VERSION}:{ctx.source.info().embedder}"
     kept = ctx.speed.load(DUPLICATES, key)
     old: dict[str, str] = {}

@@ -64,7 +64,7 @@ STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of memwiki/si
 VECTOR_BATCH = 1000
 ROWS_FILE = "search-rows.marshal"  # in cache_dir: the int8 rows of the texts the search embeds, by group (_group_rows)
 MEMORY_ROWS_FILE = "search-memory-rows.marshal"  # in cache_dir: the L2 memories' own int8 rows (_memory_rows)
-ROW_KEY = 16  # bytes of a memory row's key
+ROW_KEY = 12  # bytes of a memory row's key (memwiki.readers.vector_cache.memory_digest)
 FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
 MemoryUrl = Callable[[Memory], str]
@@ -102,7 +102,7 @@ class _Layers:
         self.memories: list[list[Any]] = []  # [id, url, category, "wing / room"]
         self.units: list[list[Any]] = []  # see _memories
         self.short: list[tuple[int, str]] = []  # (unit row, memory id): vectors from memory_vectors
-        self._short_keys: list[bytes] = []  # of what each of those vectors was embedded from (id, indexed text)
+        self._short_keys: list[bytes] = []  # of what each of those vectors was embedded from (`memory_digest`)
         self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
         self._memories(s, memory_url)
         self.sessions = [[x.id, x.title, s.url(s.session_uri(x.id)), x.started] for x in s.sessions]
@@ -125,12 +125,13 @@ class _Layers:
         [index, count, start, end, chars])]; a long memory is a blank row (its lexical row holds no text, and it
         has no vector of its own in the search) followed by its passages. Oldest first: a new memory's rows come
         last, so the vector slices before them stay the same (`vector_slices`)."""
+        embedded_from = s.embedded_from()
         for n, m in enumerate(s.oldest_first()):
             self.memories.append([m.id, memory_url(m), m.category, " / ".join(x for x in (m.wing, m.room) if x)])
             if not is_long(m.text):
                 lex = index_text(m)
                 self.short.append((len(self.units), m.id))
-                self._short_keys.append(_row_key(m.id, lex))
+                self._short_keys.append(bytes.fromhex(embedded_from[m.id]))
                 self.units.append([m.id, n, m.text, 0 if lex == m.text else lex, 0])
                 continue
             self.units.append([m.id, n, "", 0, 0])
@@ -179,9 +180,9 @@ class _Layers:
             "turns": [t[3] for t in self.turns],
             "files": [f[3] for f in self.files],
         }
-        rows = _group_rows(ctx, groups, dim)
         own = _memory_rows(ctx, [i for _, i in self.short], self._short_keys, dim)
-        if rows is None or own is None:
+        rows = _group_rows(ctx, groups, dim) if own is not None else None
+        if own is None or rows is None:
             return None
         l2 = np.zeros((len(self.units), dim), dtype=np.int8)
         l2[[r for r, _ in self.short]] = own
@@ -240,10 +241,6 @@ def _memory_rows(ctx: BuildContext, ids: list[str], keys: list[bytes], dim: int)
     if path is not None and (len(missing) or len(old) != len(ids)):
         cache_file.dump(path, version, (b"".join(keys), rows.tobytes()))
     return rows
-
-
-def _row_key(memory_id: str, text: str) -> bytes:
-    return hashlib.blake2b(f"{memory_id}\0{text}".encode("utf-8", "surrogatepass"), digest_size=ROW_KEY).digest()
 
 
 def _texts_key(texts: list[str]) -> bytes:
@@ -368,7 +365,7 @@ def vectors_script(vectors: np.ndarray, slices: list[list[Any]]) -> GeneratedAss
         b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes())  # (bytes throughout: at 100k memories
         return b'window.MemwikiSearchVectors = "' + b64 + b'";\n'  # each copy of the rows is 100 MB)
 
-    key = hashlib.sha1(json.dumps(slices).encode()).hexdigest()
+    key = cache_file.version("search-vectors-js", slices)  # (with the code, as the script's wrapper is)
     return GeneratedAsset(VECTORS_JS, script, numbers=True, content_key=f"vectors-js-{key}")
 
 
@@ -399,7 +396,8 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
                     memo.set(name, script)
             live.add(name)
             names.append([name, len(chunk)])
-            assets.append(GeneratedAsset(f"{PART_DIR}/{name}.js", script, content_key=f"part-{name}"))
+            key = cache_file.version("search-part", name)  # (with the code: a new script format, a new name)
+            assets.append(GeneratedAsset(f"{PART_DIR}/{name}.js", script, content_key=f"part-{key}"))
         data["parts"][".".join(where)] = names
     if memo is not None:
         for name in [n for n in memo.data if n not in live]:

@@ -14,7 +14,6 @@ renders a few texts; loading every text's HTML with the rest was two thirds of t
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import marshal
 import os
@@ -27,41 +26,51 @@ from markdown_it.token import Token
 
 from memwiki.site.model.wikilinks import scanner
 from memwiki.site.speed import cache_file
+from memwiki.text.vectors import text_key
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 
 RENDERED = ("html", "inline")  # kinds (by their start) kept in the SQLite store: see the module's text
-FORMAT = 2  # 2: the dict keyed by the text itself, rendered kinds apart
+FORMAT = 2  # 2: rendered kinds apart, keys of 16 bytes
 
 
 class RenderedStore:
-    """The rendered kinds of each text: a SQLite table (text hash -> marshal of {kind: value}) at `path`, under a
-    version (another version's rows are dropped on first use). Opened in the process that reads it (never a
-    connection inherited through fork). A damaged file is a cache lost: set aside and made again."""
+    """The rendered kinds of each text: a SQLite table (text key -> marshal of {kind: value}) at `path`, under a
+    version (another version's rows are dropped on first use). Opened in the process that uses it (a connection
+    inherited through fork is left alone, never used or closed there). A damaged file is a cache lost, made again;
+    a file locked past the timeout is a miss, not a failed build."""
 
     def __init__(self, path: Path, version: str) -> None:
         self.path = path
         self.version = version
         self._db: sqlite3.Connection | None = None
         self._pid = 0
+        self._inherited: list[sqlite3.Connection] = []  # (from the process this one was forked from)
         self._empty = True  # no rows (a first build): nothing to look up
 
     def _connect(self) -> sqlite3.Connection:
-        if self._db is None or self._pid != os.getpid():
+        if self._db is not None and self._pid != os.getpid():
+            self._inherited.append(self._db)
+            self._db = None
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             try:
-                self._db = self._open()
+                self._prepare(db)
             except sqlite3.OperationalError:
+                db.close()
                 raise
             except sqlite3.DatabaseError as exc:  # (not a database, malformed)
-                self._set_aside(exc)
-                self._db = self._open()
-            self._pid = os.getpid()
+                db.close()
+                self._remake(exc)
+                db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                self._prepare(db)
+            self._db, self._pid = db, os.getpid()
         return self._db
 
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        db.execute("CREATE TABLE IF NOT EXISTS texts (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # (before the first table: pruned pages can be given back)
+        db.execute("CREATE TABLE IF NOT EXISTS texts (key BLOB PRIMARY KEY, value BLOB NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS version (value TEXT NOT NULL)")
         if db.execute("SELECT value FROM version").fetchall() != [(self.version,)]:
             with db:
@@ -70,33 +79,32 @@ class RenderedStore:
                 db.execute("DELETE FROM version")
                 db.execute("INSERT INTO version VALUES (?)", (self.version,))
         self._empty = db.execute("SELECT NOT EXISTS (SELECT 1 FROM texts)").fetchone()[0] == 1
-        return db
 
-    def _set_aside(self, exc: sqlite3.Error) -> None:
+    def _remake(self, exc: sqlite3.Error) -> None:
+        """A file SQLite cannot read as a database: removed with its journals (a journal left beside a new file
+        would be rolled back into it)."""
         log.warning("memwiki: %s: %s; the rendered texts are made again", self.path, exc)
         self.close()
-        self.path.unlink(missing_ok=True)
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
-    def get(self, key: str) -> dict[str, Any]:
+    def get(self, key: bytes) -> dict[str, Any]:
         """The rendered kinds kept for the text of `key` ({} when none, or unreadable)."""
         try:
             db = self._connect()
             row = None if self._empty else db.execute("SELECT value FROM texts WHERE key = ?", (key,)).fetchone()
-        except sqlite3.OperationalError as exc:
-            raise OSError(f"{self.path}: the text cache could not be read: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            self._set_aside(exc)
-            return {}
-        if row is None:
+        except sqlite3.Error as exc:
+            log.warning("memwiki: %s: %s; texts rendered again", self.path, exc)
+            self._empty = True  # (no more lookups this build)
             return {}
         try:
-            value = marshal.loads(row[0])
+            value = marshal.loads(row[0]) if row is not None else {}
         except (EOFError, ValueError, TypeError):
             return {}
         return value if isinstance(value, dict) else {}
 
     def save(
-        self, entries: dict[str, dict[str, Any]], keep_only: Callable[[], set[str]] | None = None, used: int = 0
+        self, entries: dict[bytes, dict[str, Any]], keep_only: Callable[[], set[bytes]] | None = None, used: int = 0
     ) -> None:
         """Write these texts' kinds; `keep_only`: the keys this build used, of which there are `used`: when the
         table holds more than twice as many, every other key is dropped. A full disk, or a file locked past the
@@ -108,17 +116,16 @@ class RenderedStore:
                 db.executemany(
                     "INSERT OR REPLACE INTO texts VALUES (?, ?)", ((k, marshal.dumps(v)) for k, v in entries.items())
                 )
-                if keep_only is not None and db.execute("SELECT count(*) FROM texts").fetchone()[0] > 2 * used:
-                    live = keep_only()
-                    if live:
-                        db.execute("CREATE TEMP TABLE IF NOT EXISTS live (key TEXT PRIMARY KEY) WITHOUT ROWID")
-                        db.execute("DELETE FROM live")
-                        db.executemany("INSERT INTO live VALUES (?)", ((k,) for k in live))
-                        db.execute("DELETE FROM texts WHERE key NOT IN (SELECT key FROM live)")
-        except sqlite3.OperationalError as exc:
+                pruned = keep_only is not None and db.execute("SELECT count(*) FROM texts").fetchone()[0] > 2 * used
+                if pruned and (live := keep_only()):
+                    db.execute("CREATE TEMP TABLE IF NOT EXISTS live (key BLOB PRIMARY KEY)")
+                    db.execute("DELETE FROM live")
+                    db.executemany("INSERT INTO live VALUES (?)", ((k,) for k in live))
+                    db.execute("DELETE FROM texts WHERE key NOT IN (SELECT key FROM live)")
+            if pruned:
+                db.execute("PRAGMA incremental_vacuum")
+        except sqlite3.DatabaseError as exc:
             raise OSError(f"{self.path}: the text cache could not be saved: {exc}") from exc
-        except sqlite3.DatabaseError as exc:  # (damaged meanwhile: this build's texts are lost with it)
-            self._set_aside(exc)
 
     def close(self) -> None:
         if self._db is not None and self._pid == os.getpid():
@@ -135,13 +142,13 @@ class TextCache:
         self.version = cache_file.version("texts", FORMAT)
         self._store = cache_file.JournaledDict(path, self.version) if path is not None else None
         self._rendered = RenderedStore(path.with_suffix(".sqlite3"), self.version) if path is not None else None
-        # by the text itself: a dict hashes a string once, in C (a SHA-1 of each text was a tenth of a rebuild)
-        self._old: dict[str, dict[str, Any]] = self._store.data if self._store is not None else {}
-        self._new: dict[str, dict[str, Any]] = {}  # what this build used
-        self._changed: set[str] = set()  # texts that got a new derived value in this build
-        self._shown: dict[str, dict[str, Any]] = {}  # the RENDERED kinds of the texts this build asked for
-        self._shown_changed: set[str] = set()
+        self._old: dict[bytes, dict[str, Any]] = self._store.data if self._store is not None else {}
+        self._new: dict[bytes, dict[str, Any]] = {}  # what this build used
+        self._changed: set[bytes] = set()  # texts that got a new derived value in this build
+        self._shown: dict[bytes, dict[str, Any]] = {}  # the RENDERED kinds of the texts this build asked for
+        self._shown_changed: set[bytes] = set()
         self._tokens: dict[str, list[Token]] = {}
+        self._keys: dict[str, bytes] = {}  # text -> its key (each text is asked for several times in a build)
         self.misses = 0
 
     def parse(self, text: str) -> list[Token]:
@@ -156,52 +163,62 @@ class TextCache:
         this text was seen before.
 
         `last`: this is usually the text's last use in a build, so its tokens are let go."""
-        entry = self._entry(text, kind)
+        key = self._key(text)
+        entry = self._entry(key, kind)
         if kind in entry:
             return entry[kind]
         value = compute()
-        self._set(text, kind, value)
+        self._set(key, kind, value)
         if last:
             self._tokens.pop(text, None)
         return value
 
     def get(self, text: str, kind: str) -> Any:  # noqa: ANN401 - plain data
         """What was derived from `text` as `kind` (in this build or one before), or None."""
-        return self._entry(text, kind).get(kind)
+        return self._entry(self._key(text), kind).get(kind)
 
     def kept_each(self, texts: list[str], kind: str) -> list[Any]:
         """`get` of each text (None: not derived yet) in one pass: what a scan of every text of the layers asks
         (a call per text was most of the scans' time at 100k memories). Not for RENDERED kinds."""
-        new, old, out = self._new, self._old, []
+        keys, new, old, out = self._keys, self._new, self._old, []
         for text in texts:
-            entry = new.get(text)
+            key = keys.get(text)
+            if key is None:
+                key = keys[text] = text_key(text)
+            entry = new.get(key)
             if entry is None:
-                entry = old.get(text)
-                new[text] = entry = {} if entry is None else entry
+                entry = old.get(key)
+                new[key] = entry = {} if entry is None else entry
             out.append(entry.get(kind))
         return out
 
     def put(self, text: str, kind: str, value: Any) -> None:  # noqa: ANN401 - plain data
         """Keep `value`, derived from `text` as `kind` (a value derived for many texts at once)."""
-        self._set(text, kind, value)
+        self._set(self._key(text), kind, value)
 
-    def _set(self, text: str, kind: str, value: Any) -> None:  # noqa: ANN401 - plain data
-        self._entry(text, kind)[kind] = value
+    def _set(self, key: bytes, kind: str, value: Any) -> None:  # noqa: ANN401 - plain data
+        self._entry(key, kind)[kind] = value
         self.misses += 1
-        (self._shown_changed if kind.startswith(RENDERED) else self._changed).add(text)
+        (self._shown_changed if kind.startswith(RENDERED) else self._changed).add(key)
 
-    def _entry(self, text: str, kind: str) -> dict[str, Any]:
-        """The derived values of `text` this build uses (those kept from earlier builds at first), in the store
-        that keeps `kind`."""
+    def _key(self, text: str) -> bytes:
+        key = self._keys.get(text)
+        if key is None:
+            key = self._keys[text] = text_key(text)
+        return key
+
+    def _entry(self, key: bytes, kind: str) -> dict[str, Any]:
+        """The derived values of the text of `key` this build uses (those kept from earlier builds at first), in
+        the store that keeps `kind`."""
         if kind.startswith(RENDERED):
-            shown = self._shown.get(text)
+            shown = self._shown.get(key)
             if shown is None:
-                shown = self._shown[text] = self._rendered.get(_hash(text)) if self._rendered is not None else {}
-                self._new.setdefault(text, self._old.get(text, {}))  # (a text used: kept by `save`'s pruning)
+                shown = self._shown[key] = self._rendered.get(key) if self._rendered is not None else {}
+                self._new.setdefault(key, self._old.get(key, {}))  # (a text used: kept by `save`'s pruning)
             return shown
-        entry = self._new.get(text)
+        entry = self._new.get(key)
         if entry is None:
-            entry = self._new[text] = self._old.get(text, {})
+            entry = self._new[key] = self._old.get(key, {})
         return entry
 
     def save(self, prune: bool = True) -> None:
@@ -214,16 +231,11 @@ class TextCache:
         if prune and len(self._old) > 2 * len(self._new):
             self._store.replace_all({k: v for k, v in self._new.items() if v})
         else:
-            for text in self._changed:
-                self._store.set(text, self._new[text])
+            for key in self._changed:
+                self._store.set(key, self._new[key])
         self._changed.clear()
         self._store.save()
-        used = (lambda: {_hash(text) for text in self._new}) if prune else None
-        self._rendered.save({_hash(t): self._shown[t] for t in self._shown_changed}, used, len(self._new))
+        used = (lambda: set(self._new)) if prune else None
+        self._rendered.save({k: self._shown[k] for k in self._shown_changed}, used, len(self._new))
         self._shown_changed.clear()
         self._rendered.close()
-
-
-def _hash(text: str) -> str:
-    """A text's key in the RenderedStore."""
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
