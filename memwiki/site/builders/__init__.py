@@ -217,6 +217,7 @@ class Site:
         if self._mentions is None:
             self._mentions = MentionIndex(self.index.concepts)
             self._mentions.scan(self.layer_texts(), self.index.texts)
+            self._layer_texts = None  # (both scans are done: 140k places at 100k memories, not held to the end)
         return self._mentions
 
     def orphans(self) -> list[Concept]:

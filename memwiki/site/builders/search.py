@@ -63,7 +63,7 @@ _HERE = Path(__file__).resolve().parent.parent / "assets"
 STATIC = ("search-core.js", "search-ui.js", "search.css")  # files of memwiki/site/assets/search/
 VECTOR_BATCH = 1000
 ROWS_FILE = "search-rows.marshal"  # in cache_dir: the int8 rows of the texts the search embeds, by group (_group_rows)
-MEMORY_ROWS_FILE = "search-memory-rows.marshal"  # in cache_dir: the L2 memories' own int8 rows (_memory_rows)
+MEMORY_ROWS_FILE = "search-memory-rows.bin"  # in cache_dir: the L2 memories' own int8 rows (_memory_rows)
 ROW_KEY = 12  # bytes of a memory row's key (memwiki.readers.vector_cache.memory_digest)
 FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
@@ -218,29 +218,44 @@ def _group_rows(ctx: BuildContext, groups: dict[str, list[str]], dim: int) -> di
 
 def _memory_rows(ctx: BuildContext, ids: list[str], keys: list[bytes], dim: int) -> np.ndarray | None:
     """The int8 rows of these L2 memories' own vectors (`memory_vectors`), kept from the last build by what each
-    was embedded from (`keys`: its id and indexed text): only new or changed memories are read from the source and
+    was embedded from (`keys`, ROW_KEY bytes each): only new or changed memories are read from the source and
     quantised (reading and quantising all hundred thousand was a twentieth of a rebuild). None: the source has no
     vectors for them."""
     path = ctx.speed.cache_path(MEMORY_ROWS_FILE)
     version = cache_file.version("search-memory-rows", ctx.source.info().embedder, dim)
-    kept = cache_file.load(path, version) if path is not None else None
-    old, at = np.zeros((0, dim), dtype=np.int8), {}
-    if isinstance(kept, tuple) and len(kept) == 2 and all(isinstance(x, bytes) for x in kept):
-        blob, raw = kept
-        if len(blob) % ROW_KEY == 0 and len(raw) == len(blob) // ROW_KEY * dim:
-            old = np.frombuffer(raw, dtype=np.int8).reshape(-1, dim)
-            at = {blob[i : i + ROW_KEY]: n for n, i in enumerate(range(0, len(blob), ROW_KEY))}
+    old, blob = _kept_rows(path, version, dim) if path is not None else (np.zeros((0, dim), dtype=np.int8), b"")
+    at = {blob[i : i + ROW_KEY]: n for n, i in enumerate(range(0, len(blob), ROW_KEY))}
     where = np.array([at.get(k, -1) for k in keys], dtype=np.int64)
     rows = old[np.maximum(where, 0)] if len(old) else np.zeros((len(ids), dim), dtype=np.int8)
+    del old  # (the file's bytes)
     missing = np.flatnonzero(where < 0)
     if len(missing):
         got = _memory_vectors(ctx, [ids[n] for n in missing], dim)
         if got is None:
             return None
         rows[missing] = got
-    if path is not None and (len(missing) or len(old) != len(ids)):
-        cache_file.dump(path, version, (b"".join(keys), rows.tobytes()))
+    if path is not None and (len(missing) or len(at) != len(ids)):
+        head = f"{version}\n{len(keys)} {dim}\n".encode()
+        cache_file.replace_file(path, [head, b"".join(keys), memoryview(rows).cast("B")])  # (no copy of the rows)
     return rows
+
+
+def _kept_rows(path: Path, version: str, dim: int) -> tuple[np.ndarray, bytes]:
+    """The rows and their keys as `_memory_rows` wrote them (a line of the version, a line of the row count and
+    width, the keys, the rows), the rows read in place; none when the file is missing, damaged or another version's."""
+    none = np.zeros((0, dim), dtype=np.int8), b""
+    try:
+        data = path.read_bytes()
+        first = data.index(b"\n")
+        second = data.index(b"\n", first + 1)
+        count, width = (int(x) for x in data[first + 1 : second].split())
+    except (OSError, ValueError):
+        return none
+    body = second + 1
+    if data[:first] != version.encode() or width != dim or len(data) - body != count * (ROW_KEY + dim):
+        return none
+    rows = np.frombuffer(data, dtype=np.int8, count=count * dim, offset=body + count * ROW_KEY).reshape(count, dim)
+    return rows, data[body : body + count * ROW_KEY]
 
 
 def _texts_key(texts: list[str]) -> bytes:
@@ -359,12 +374,11 @@ def vector_slices(vectors: np.ndarray, data: dict[str, Any]) -> list[GeneratedAs
 
 def vectors_script(vectors: np.ndarray, slices: list[list[Any]]) -> GeneratedAsset:
     """All rows as one script (for pages opened from file://), named by its slices' names (`vector_slices`): the
-    same rows, the same script; made only when the page cache does not hold it."""
-
-    def script() -> bytes:
-        b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes())  # (bytes throughout: at 100k memories
-        return b'window.MemwikiSearchVectors = "' + b64 + b'";\n'  # each copy of the rows is 100 MB)
-
+    same rows, the same name. (Made here, not on demand: the page cache asks for it after the builders, at the
+    build's high-water mark, and its two 68 MB copies at 100k memories took the peak past 2 GB.)"""
+    b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes())  # (bytes throughout: at 100k memories
+    script = b'window.MemwikiSearchVectors = "' + b64 + b'";\n'  # each copy of the rows is 100 MB)
+    del b64
     key = cache_file.version("search-vectors-js", slices)  # (with the code, as the script's wrapper is)
     return GeneratedAsset(VECTORS_JS, script, numbers=True, content_key=f"vectors-js-{key}")
 

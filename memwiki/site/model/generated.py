@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,42 +55,16 @@ class GeneratedPage:
         return held if isinstance(held, str) else zlib.decompress(held).decode("utf-8", "surrogatepass")
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class GeneratedAsset:
-    """A file copied as it is into the built site, e.g. "graph/global.html" or "search/vectors.bin".
-
-    `content` is the bytes, or a function that makes them when they are first read: with a `content_key`, a page
-    cache that already holds that key never calls it (the search's 68 MB script of every vector, made again by
-    each rebuild, was written by none)."""
+    """A file copied as it is into the built site, e.g. "graph/global.html" or "search/vectors.bin"."""
 
     dest_uri: str
-    numbers: bool  # only numbers (the search's int8 vectors): no text of a memory, the final scan skips it
+    content: bytes
+    numbers: bool = False  # only numbers (the search's int8 vectors): no text of a memory, the final scan skips it
     # a name of the content (the page cache keeps assets by it) when the builder has one at hand: a hash of what
-    # the content is made from, tagged by the kind of asset (hashing the search's 120 MB of vectors was 0.3 s)
-    content_key: str
-    _made: bytes | Callable[[], bytes] = field(repr=False)
-
-    def __init__(
-        self,
-        dest_uri: str,
-        content: bytes | Callable[[], bytes],
-        *,
-        numbers: bool = False,
-        content_key: str = "",
-    ) -> None:
-        if callable(content) and not content_key:
-            raise ValueError(f"{dest_uri}: content made on demand needs a content_key")
-        for name, value in {"dest_uri": dest_uri, "numbers": numbers, "content_key": content_key}.items():
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "_made", content)
-
-    @property
-    def content(self) -> bytes:
-        made = self._made
-        if callable(made):
-            made = made()
-            object.__setattr__(self, "_made", made)
-        return made
+    # the content is made from, with what makes it (hashing the search's 120 MB of vectors again was 0.3 s)
+    content_key: str = ""
 
     @property
     def digest(self) -> str:

@@ -35,7 +35,7 @@ def version(*parts: object) -> str:
     return hashlib.sha1(repr((code_digest(), marshal.version, parts)).encode()).hexdigest()
 
 
-def replace_file(path: Path | str, data: bytes | Iterable[bytes]) -> None:
+def replace_file(path: Path | str, data: bytes | Iterable[bytes | memoryview]) -> None:
     """Write `data` (or its pieces, one after the other) to `path` in one step: a temporary file renamed over it
     (removed when making the pieces fails); folders are made."""
     path = str(path)
