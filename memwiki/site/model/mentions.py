@@ -192,7 +192,8 @@ class MentionIndex:
         """Where a name is in each text: kept from an earlier build that looked for the same names, else found."""
         found: list[list[tuple[int, int]] | None] = [None] * len(texts)
         if kept is not None:
-            for n, value in enumerate(kept.kept_each(texts, _KEPT_KIND)):
+            for n, text in enumerate(texts):
+                value = kept.get(text, _KEPT_KIND)
                 if isinstance(value, tuple) and len(value) == 2 and value[0] == self._digest:
                     found[n] = value[1]
         todo = [n for n, spans in enumerate(found) if spans is None]

@@ -177,21 +177,6 @@ class TextCache:
         """What was derived from `text` as `kind` (in this build or one before), or None."""
         return self._entry(self._key(text), kind).get(kind)
 
-    def kept_each(self, texts: list[str], kind: str) -> list[Any]:
-        """`get` of each text (None: not derived yet) in one pass: what a scan of every text of the layers asks
-        (a call per text was most of the scans' time at 100k memories). Not for RENDERED kinds."""
-        keys, new, old, out = self._keys, self._new, self._old, []
-        for text in texts:
-            key = keys.get(text)
-            if key is None:
-                key = keys[text] = text_key(text)
-            entry = new.get(key)
-            if entry is None:
-                entry = old.get(key)
-                new[key] = entry = {} if entry is None else entry
-            out.append(entry.get(kind))
-        return out
-
     def put(self, text: str, kind: str, value: Any) -> None:  # noqa: ANN401 - plain data
         """Keep `value`, derived from `text` as `kind` (a value derived for many texts at once)."""
         self._set(self._key(text), kind, value)
