@@ -109,8 +109,8 @@ NODE_RANK = r"""
 const fs = require("fs"), path = require("path");
 globalThis.window = globalThis;  // the files are browser scripts
 const site = process.argv[1], req = JSON.parse(fs.readFileSync(0, "utf8"));
-for (const f of ["assets/memwiki/search/search-data.js", "assets/memwiki/search/search-vectors.js",
-                 "assets/memwiki/use/use.js", "assets/memwiki/search/search-core.js"]) {
+for (const f of ["assets/memwiki/search/search-data.js", "assets/memwiki/use/use.js",
+                 "assets/memwiki/search/search-core.js"]) {
   (0, eval)(fs.readFileSync(path.join(site, f), "utf8"));  // as <script> files: they assign globals
 }
 for (const name of globalThis.MemwikiSearch.partNames(globalThis.MemwikiSearchData)) {  // the long lists' parts
@@ -122,7 +122,10 @@ const slice = (n) => Number((/\.(\d+)\.bin$/.exec(n) || [0, 0])[1]);
 const bins = fs.readdirSync(useDir).filter((n) => /^use-model.*\.bin$/.test(n)).sort((a, b) => slice(a) - slice(b));
 const model = Buffer.concat(bins.map((n) => fs.readFileSync(path.join(useDir, n))));
 const S = globalThis.MemwikiSearch, data = globalThis.MemwikiSearchData;
-const engine = new S.Engine(data, globalThis.MemwikiSearchVectors);
+for (const [name] of data.slices) {  // the vectors' slices, as scripts (as a page opened from file:// loads them)
+  (0, eval)(fs.readFileSync(path.join(site, "assets/memwiki/search/vectors", name.replace(/\.bin$/, ".js")), "utf8"));
+}
+const engine = new S.Engine(data, S.slicedVectors(data, globalThis.MemwikiSearchSlices));
 const unit = (d) => engine.units[d][0];
 globalThis.MemwikiUSE.load("", {bytes: model}).then(use => {
   const out = {queries: {}};
@@ -327,13 +330,16 @@ def test_exported_files(exported) -> None:
     long = MEMORIES["en-long"]
     passages = [u for u in data["L2"]["units"] if u[0].startswith("en-long#p")]
     assert len(passages) >= 2 and "".join(u[2] for u in passages) == long and long not in data_js
-    # int8: 512 bytes per row (base64), not 2 KB of float32
+    # int8: 512 bytes per row, not 2 KB of float32, in slices named by their content (fetched over http(s))
     rows = sum(data["rows"].values())
-    vec_js = assets[search.VECTORS_JS].decode("ascii")
-    assert len(vec_js) < 1.4 * 512 * rows + 100
-    slices = data["slices"]  # the same rows in slices named by their content, for http(s)
+    slices = data["slices"]
     assert sum(n for _, n in slices) == rows
-    assert b"".join(assets[f"{search.SLICE_DIR}/{name}"] for name, _ in slices) == base64.b64decode(vec_js[31:-3])
+    bins = [assets[f"{search.SLICE_DIR}/{name}"] for name, _ in slices]
+    assert [len(b) for b in bins] == [512 * n for _, n in slices]
+    for (name, _), rows_of in zip(slices, bins, strict=True):  # each slice's script (file://) holds its rows
+        js = assets[f"{search.SLICE_DIR}/{name.removesuffix('.bin')}.js"].decode("ascii")
+        head = f'(window.MemwikiSearchSlices = window.MemwikiSearchSlices || {{}})["{name}"] = "'
+        assert js.startswith(head) and js.endswith('";\n') and base64.b64decode(js[len(head) : -3]) == rows_of
     # hostile text is data, never markup: no raw `<` in the data file, and the page's JS only sets text
     assert "<" not in data_js and any(u[2] == HOSTILE for u in data["L2"]["units"])
     for name in ("search-ui.js", "search-core.js"):
@@ -422,7 +428,8 @@ def test_ten_new_memories_change_only_the_last_vector_slice(tmp_path: Path, monk
     def slices(store: Store) -> list[str]:
         data, vectors = search.search_data(BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "c")))
         assets = search.vector_slices(vectors, data)
-        assert b"".join(a.content for a in assets) == vectors.tobytes()  # the slices are the rows, in order
+        bins = [a.content for a in assets if a.dest_uri.endswith(".bin")]
+        assert b"".join(bins) == vectors.tobytes()  # the slices are the rows, in order
         return [name for name, _ in data["slices"]]
 
     with Store.init(tmp_path / "store", embedder=USEEmbedder()) as store:
@@ -481,7 +488,7 @@ def test_lexical_only_when_the_browser_cannot_embed(tmp_path: Path) -> None:
         )
         pages, assets = search.build(BuildContext(store.reader(), speed=BuildSpeed.at(tmp_path / "c")))
     uris = {a.dest_uri for a in assets}
-    assert search.VECTORS_JS not in uris and not any("use-model" in u for u in uris)
+    assert not any(u.startswith(search.SLICE_DIR) for u in uris) and not any("use-model" in u for u in uris)
     md = pages[0].markdown
     assert "Lexical search only" in md and "ollama:qwen3-embedding:0.6b" in md and "cannot run in a browser" in md
     assert "use.js" not in md

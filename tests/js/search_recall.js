@@ -10,15 +10,18 @@ globalThis.window = globalThis; // the files are browser scripts
 const site = process.argv[2];
 const req = JSON.parse(fs.readFileSync(0, "utf8"));
 const dir = path.join(site, "assets/memwiki/search");
-for (const name of ["search-data.js", "search-vectors.js", "search-core.js"]) {
-  const file = path.join(dir, name);
-  if (fs.existsSync(file)) (0, eval)(fs.readFileSync(file, "utf8"));
+for (const name of ["search-data.js", "search-core.js"]) {
+  (0, eval)(fs.readFileSync(path.join(dir, name), "utf8"));
 }
-for (const name of globalThis.MemwikiSearch.partNames(globalThis.MemwikiSearchData)) {
+const S = globalThis.MemwikiSearch, data = globalThis.MemwikiSearchData;
+for (const name of S.partNames(data)) {
   (0, eval)(fs.readFileSync(path.join(dir, "data", name + ".js"), "utf8")); // the data's long lists, in parts
 }
+for (const [name] of data.slices || []) {  // the vectors, in slices (as a page opened from file:// loads them)
+  (0, eval)(fs.readFileSync(path.join(dir, "vectors", name.replace(/\.bin$/, ".js")), "utf8"));
+}
 const t0 = process.hrtime.bigint();
-const engine = new globalThis.MemwikiSearch.Engine(globalThis.MemwikiSearchData, globalThis.MemwikiSearchVectors || null);
+const engine = new S.Engine(data, data.slices ? S.slicedVectors(data, globalThis.MemwikiSearchSlices) : null);
 const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
 const out = [];
 for (const { query, vector } of req.queries) {

@@ -48,7 +48,7 @@
       })
       .then(function () { return script(search + "search-ui.js"); })
       .then(function () {
-        var opts = {root: root, use: root + "assets/memwiki/use/", vectors: search + "search-vectors.js", loadScript: script};
+        var opts = {root: root, use: root + "assets/memwiki/use/", vectors: search + "vectors/", loadScript: script};
         Object.keys(box).forEach(function (key) { opts[key] = box[key]; });
         return window.MemwikiSearchUI.mount(opts);
       })

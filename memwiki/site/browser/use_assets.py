@@ -20,6 +20,7 @@ from pathlib import Path
 from memwiki.common.textio import atomic_write_text, read_text
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedAsset
+from memwiki.site.speed import cache_file
 from memwiki.site.speed.builder_speed import Pending
 
 USE_DIR = "assets/memwiki/use"
@@ -105,4 +106,10 @@ def _assets(found: tuple[dict, list[bytes]]) -> list[GeneratedAsset]:
     manifest, contents = found
     names = _names(manifest)
     assets = [GeneratedAsset(f"{USE_DIR}/use.js", use_export.with_manifest(USE_JS.read_bytes(), manifest))]
-    return assets + [GeneratedAsset(f"{USE_DIR}/{name}", data) for name, data in zip(names, contents, strict=True)]
+    # named by the manifest (the model's hash, each file's name and place) and the code that wrote them, not hashed
+    # again (60 MB a build)
+    key = cache_file.version("use-assets", json.dumps(manifest, sort_keys=True))
+    return assets + [
+        GeneratedAsset(f"{USE_DIR}/{name}", data, content_key=f"use-{key}-{name}")
+        for name, data in zip(names, contents, strict=True)
+    ]

@@ -24,9 +24,21 @@ from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.model.mentions import MentionIndex
 from memwiki.site.model.render import TextRenderer, block, esc, href, page_url
 from memwiki.site.speed.builder_speed import BuildSpeed
-from memwiki.site.speed.memo import key_of
+from memwiki.site.speed.memo import key_of, memory_token, values_of
 from memwiki.site.speed.text_cache import TextCache
-from memwiki.source import Entity, HotFile, Memory, Message, Persona, Session, SinkRecord, SourceInfo, Triple, WikiPage
+from memwiki.source import (
+    Entity,
+    HotFile,
+    Memory,
+    MemorySource,
+    Message,
+    Persona,
+    Session,
+    SinkRecord,
+    SourceInfo,
+    Triple,
+    WikiPage,
+)
 from memwiki.store.layout import HOT_FILES, PERSONA_FILE
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -98,6 +110,7 @@ class Site:
     _layer_texts: list[tuple[str, TextSource]] | None = None
     _oldest_first: list[Memory] | None = None  # (made once: the records stay)
     _embedded_from: dict[str, str] | None = None
+    _tokens: dict[str, str] | None = None
 
     def layer_version(self, layer: str, records: object) -> str:
         """The state of one layer: the source's fingerprint of it when it has one, else a digest of its records."""
@@ -156,11 +169,18 @@ class Site:
         return self._oldest_first
 
     def embedded_from(self) -> dict[str, str]:
-        """Memory id -> `memory_digest` (what its vector is made from), made once: the audit's kept clusters and
-        the search's kept rows are keyed by it."""
+        """Memory id -> `memory_digest` (what its vector is made from): the audit's kept clusters and the search's
+        kept rows are keyed by it. As the source kept them, else made once."""
         if self._embedded_from is None:
             self._embedded_from = {m.id: memory_digest(m) for m in self.memories}
         return self._embedded_from
+
+    def memory_tokens(self) -> dict[str, str]:
+        """Memory id -> `memory_token` (a digest of all its fields): the listings' page memos are keyed by it. As
+        the source kept them, else made once."""
+        if self._tokens is None:
+            self._tokens = {m.id: memory_token(values_of(m)) for m in self.memories}
+        return self._tokens
 
     def by_category(self) -> dict[str, list[Memory]]:
         """The memories by category, newest first (made once: the paths, the cards' homes and the listings ask)."""
@@ -257,6 +277,8 @@ def _read(ctx: BuildContext) -> Site:
         directory_urls=directory_urls,
         today=ctx.settings.day(),
         fingerprints=dict(source.layer_fingerprints()),
+        _embedded_from=_kept(source, "memory_digests"),
+        _tokens=_kept(source, "memory_tokens"),
     )
     site.session_by_id = {x.id: x for x in sessions}
     _fill_index(ctx.speed, site)
@@ -271,6 +293,13 @@ def _read(ctx: BuildContext) -> Site:
             )
     index.scan(site.texts())
     return site
+
+
+def _kept(source: MemorySource, name: str) -> dict[str, str] | None:
+    """A digest of each memory as the source kept it (speed.layer_cache `memory_digests`, `memory_tokens`: made
+    when each memory was written), or None (the source keeps none: `Site` makes them)."""
+    kept = getattr(source, name, None)
+    return kept() if kept is not None else None
 
 
 def _paths(site: Site) -> None:

@@ -16,6 +16,7 @@ makes the theme's header search box open this search on every page.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import marshal
@@ -51,8 +52,9 @@ SEARCH_PAGE = "search/index.md"
 SEARCH_ROOT = "../"  # from the page (served at search/ or search/index.html) to the site root
 ASSET_DIR = "assets/memwiki/search"
 DATA_JS = f"{ASSET_DIR}/search-data.js"
-VECTORS_JS = f"{ASSET_DIR}/search-vectors.js"  # all rows as one script: for pages opened from file://
-SLICE_DIR = f"{ASSET_DIR}/vectors"  # over http(s): the rows in slices named by their content, kept by the browser
+SLICE_DIR = f"{ASSET_DIR}/vectors"  # the rows in slices named by their content, kept by the browser: `<name>.bin`
+# fetched over http(s), the same rows as a script `<name>.js` for pages opened from file:// (no fetch there)
+SLICES_GLOBAL = "MemwikiSearchSlices"  # each slice script sets window.MemwikiSearchSlices[its .bin name] to its rows
 SLICE_ROWS = 1024  # rows per slice (512 KB at 512-d): a change refetches the slices holding its rows
 PART_DIR = f"{ASSET_DIR}/data"  # the data's long row lists in parts named by their rows (`data_parts`)
 PART_ROWS = 2000  # rows per part
@@ -326,7 +328,7 @@ def _page(data: dict[str, Any], memories: int, version: str) -> str:
             "(Chinese by character pairs), not by meaning. <code>memwiki recall</code> finds more."
         )
     # the vectors (most of the bytes) are loaded by search-ui.js after the page: the first results need none
-    use_attr = f' data-use="{SEARCH_ROOT}{USE_DIR}/" data-vectors="{SEARCH_ROOT}{VECTORS_JS}"' if data["dense"] else ""
+    use_attr = f' data-use="{SEARCH_ROOT}{USE_DIR}/" data-vectors="{SEARCH_ROOT}{SLICE_DIR}/"' if data["dense"] else ""
     scripts = [f"{SEARCH_ROOT}{DATA_JS}?v={version}"]
     scripts += [f"{SEARCH_ROOT}{PART_DIR}/{name}.js" for parts in data["parts"].values() for name, _ in parts]
     if data["dense"]:
@@ -361,26 +363,27 @@ def _page(data: dict[str, Any], memories: int, version: str) -> str:
 def vector_slices(vectors: np.ndarray, data: dict[str, Any]) -> list[GeneratedAsset]:
     """The rows in slices of `SLICE_ROWS`, each named by its content's hash (listed in `data["slices"]`): a
     browser keeps a slice while its name is the same, so a second visit fetches none, and a change of a few
-    memories (appended to their layer: its rows are oldest first) fetches only the slices that changed."""
+    memories (appended to their layer: its rows are oldest first) fetches only the slices that changed. Each
+    slice is also a script (`slice_script`), made only when the site does not hold it yet: a rebuild writes the
+    scripts of the slices that changed, not every row again."""
     assets, names = [], []
     for start in range(0, len(vectors), SLICE_ROWS):
         part = np.ascontiguousarray(vectors[start : start + SLICE_ROWS]).tobytes()
         name = f"{hashlib.sha256(part).hexdigest()[:20]}.bin"
         names.append([name, min(SLICE_ROWS, len(vectors) - start)])
         assets.append(GeneratedAsset(f"{SLICE_DIR}/{name}", part, numbers=True, content_key=f"slice-{name}"))
+        key = cache_file.version("search-slice-js", name)  # (with the code, as the script's wrapper is)
+        script = functools.partial(slice_script, name, part)
+        js = f"{SLICE_DIR}/{name.removesuffix('.bin')}.js"
+        assets.append(GeneratedAsset(js, script, numbers=True, content_key=f"slice-js-{key}"))
     data["slices"] = names
     return assets
 
 
-def vectors_script(vectors: np.ndarray, slices: list[list[Any]]) -> GeneratedAsset:
-    """All rows as one script (for pages opened from file://), named by its slices' names (`vector_slices`): the
-    same rows, the same name. (Made here, not on demand: the page cache asks for it after the builders, at the
-    build's high-water mark, and its two 68 MB copies at 100k memories took the peak past 2 GB.)"""
-    b64 = base64.b64encode(np.ascontiguousarray(vectors).tobytes())  # (bytes throughout: at 100k memories
-    script = b'window.MemwikiSearchVectors = "' + b64 + b'";\n'  # each copy of the rows is 100 MB)
-    del b64
-    key = cache_file.version("search-vectors-js", slices)  # (with the code, as the script's wrapper is)
-    return GeneratedAsset(VECTORS_JS, script, numbers=True, content_key=f"vectors-js-{key}")
+def slice_script(name: str, rows: bytes) -> bytes:
+    """A slice's rows as a script (base64), set in window.MemwikiSearchSlices under the slice's name."""
+    head = f'(window.{SLICES_GLOBAL} = window.{SLICES_GLOBAL} || {{}})[{json.dumps(name)}] = "'.encode()
+    return head + base64.b64encode(rows) + b'";\n'
 
 
 def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
@@ -470,7 +473,6 @@ def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[
     assets = []
     if vectors is not None:
         assets += vector_slices(vectors, data)
-        assets.append(vectors_script(vectors, data["slices"]))
     memories = len(data["L2"]["memories"])
     assets += data_parts(ctx, data)
     script = f"window.MemwikiSearchData = {script_json(data, row_depth=3)};\n".encode()  # (a row a line)

@@ -23,7 +23,7 @@ from memwiki.site.builders.persona import category_badge, legend
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.model.render import block, esc, md_esc, verbatim
-from memwiki.site.speed.memo import PageMemo, values_of
+from memwiki.site.speed.memo import PageMemo
 from memwiki.source import Memory
 
 
@@ -105,6 +105,7 @@ def _listing(
 ) -> list[GeneratedPage]:
     """The pages of one category or room (the memo's keys hold what every listing depends on besides its memories)."""
     pages = max(1, -(-len(memories) // PER_PAGE))
+    tokens = s.memory_tokens()  # (each memory's fields: what its card shows of it)
     out = []
 
     def flagged(memory: Memory) -> list[Flag]:
@@ -129,7 +130,7 @@ def _listing(
         # a card's anchor and room link are claimed among all memories (see memwiki.site.builders._paths)
         claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]
         found = [[astuple(f) for f in flagged(m)] for m in chunk]  # the audit's findings about them
-        shown = [values_of(m) for m in chunk]
+        shown = [tokens[m.id] for m in chunk]
         out.append(memo.page(uri, (head, len(memories), pages, n, with_room, shown, claimed, found), make))
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,16 +56,35 @@ class GeneratedPage:
         return held if isinstance(held, str) else zlib.decompress(held).decode("utf-8", "surrogatepass")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class GeneratedAsset:
-    """A file copied as it is into the built site, e.g. "graph/global.html" or "search/vectors.bin"."""
+    """A file copied as it is into the built site, e.g. "graph/global.html" or "search/vectors.bin".
+
+    `content` may be given as a function that makes the bytes, with a `content_key`: it is called only where the
+    bytes are needed (the page cache keeps assets by that key, so a rebuild makes only the files it does not hold;
+    the search's vector scripts were 80 MB made anew in each 100k rebuild)."""
 
     dest_uri: str
-    content: bytes
-    numbers: bool = False  # only numbers (the search's int8 vectors): no text of a memory, the final scan skips it
+    numbers: bool  # only numbers (the search's int8 vectors): no text of a memory, the final scan skips it
     # a name of the content (the page cache keeps assets by it) when the builder has one at hand: a hash of what
     # the content is made from, with what makes it (hashing the search's 120 MB of vectors again was 0.3 s)
-    content_key: str = ""
+    content_key: str
+    _content: bytes | Callable[[], bytes] = field(repr=False)
+
+    def __init__(
+        self, dest_uri: str, content: bytes | Callable[[], bytes], numbers: bool = False, content_key: str = ""
+    ) -> None:
+        if callable(content) and not content_key:
+            raise ValueError(f"{dest_uri}: an asset made on demand needs a content_key")
+        for name, value in {"dest_uri": dest_uri, "numbers": numbers, "content_key": content_key}.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_content", content)
+
+    @property
+    def content(self) -> bytes:
+        """The bytes (made on each call when given as a function: the caller keeps them while it needs them)."""
+        made = self._content
+        return made() if callable(made) else made
 
     @property
     def digest(self) -> str:

@@ -206,10 +206,10 @@ class PageCache:
 
     def put_asset(self, asset: GeneratedAsset) -> None:
         """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
-        dest_uri, content, name = asset.dest_uri, asset.content, asset.digest
+        dest_uri, name = asset.dest_uri, asset.digest
         path = f"{self.folder}/{ASSETS}/{name}"  # a string: 5k Path objects were a tenth of a second
-        if name not in self._assets_used and name not in self._asset_files:
-            self._pending.append(self._writer.submit(_write, path, content))
+        if name not in self._assets_used and name not in self._asset_files:  # (only then are its bytes made)
+            self._pending.append(self._writer.submit(_write, path, asset.content))
         self.assets[dest_uri] = path
         self._assets_used.add(name)
 

@@ -25,7 +25,7 @@ import numpy as np
 from memwiki.readers.vector_cache import memory_digest
 from memwiki.site.model.build_context import GatedSource
 from memwiki.site.speed import cache_file
-from memwiki.site.speed.memo import values_of
+from memwiki.site.speed.memo import memory_token, values_of
 from memwiki.site.speed.vector_rows import VectorRows
 from memwiki.source import (
     Changes,
@@ -73,12 +73,9 @@ VECTORS = "vectors"  # the vectors file is not tied to one state of the source: 
 
 
 ROWS = "memory-rows"  # the memories layer record by record, id -> (row, seq, shown fields or () when withheld,
-# counts), and where the source's next changes start (`_HEAD`): a rebuild reads the memories an agent wrote, not all
+# counts, memory_digest and memory_token of what is shown), and where the source's next changes start (`_HEAD`): a
+# rebuild reads the memories an agent wrote, not all, and hashes only theirs
 _HEAD = ("next",)  # (seq, count) of the source's last Changes
-
-
-def _vector_key(embedder: str, memory: Memory) -> str:
-    return f"{embedder}\0{memory_digest(memory)}"
 
 
 _register()
@@ -94,8 +91,8 @@ class CachedSource:
         self._loaded: dict[str, Any] = {}
         self.reads: list[str] = []  # layers read from the source in this build (the others came from the cache)
         self._vectors: VectorRows | None = None  # by vector key
-        self._memories_by_id: dict[str, Memory] | None = None
-        self._vector_keys: dict[str, str] = {}  # memory id -> its vector's key, made once a build
+        self._digests: dict[str, str] | None = None  # memory id -> memory_digest (see `memory_digests`)
+        self._tokens: dict[str, str] | None = None  # memory id -> memory_token (see `memory_tokens`)
         self._withheld: dict[str, dict[str, int]] = {}  # layer -> what the privacy gate withheld from it, by kind
 
     # ── what passes on to the source ──
@@ -222,7 +219,11 @@ class CachedSource:
             for gone in set(kept.data) - set(changes.ids) - {_HEAD}:
                 kept.drop(gone)
         for row, seq, memory_id, shown, counts in changes.rows:
-            kept.set(memory_id, (row, seq, values_of(shown) if shown is not None else (), counts))
+            if shown is None:
+                kept.set(memory_id, (row, seq, (), counts, "", ""))
+            else:
+                fields = values_of(shown)
+                kept.set(memory_id, (row, seq, fields, counts, memory_digest(shown), memory_token(fields)))
         records = [v for k, v in kept.data.items() if k != _HEAD]
         try:
             if len(records) != changes.count or sum(v[1] for v in records) != changes.total:
@@ -239,23 +240,33 @@ class CachedSource:
         """The shown memories of `ROWS`' records in the source's row order; what was withheld, counted."""
         rows = sorted((v for k, v in kept.items() if k != _HEAD), key=lambda v: v[0])
         withheld: Counter[str] = Counter()
-        for *_, counts in rows:
-            if counts:
-                withheld.update(counts)
+        for row in rows:
+            if row[3]:
+                withheld.update(row[3])
         self._withheld["memories"] = dict(withheld)
-        return [Memory(*fields) for _, _, fields, _ in rows if fields]
+        shown = [row for row in rows if row[2]]
+        self._digests = {fields[0]: digest for _, _, fields, _, digest, _ in shown}
+        self._tokens = {fields[0]: token for _, _, fields, _, _, token in shown}
+        return [Memory(*fields) for _, _, fields, *_ in shown]
 
-    def _by_id(self) -> dict[str, Memory]:
-        """The memories by id, made once per build (memory_vectors is asked batch by batch)."""
-        if self._memories_by_id is None:
-            self._memories_by_id = {m.id: m for m in self.memories()}
-        return self._memories_by_id
+    def memory_digests(self) -> dict[str, str]:
+        """Memory id -> `memory_digest` (what its vector is made from) of every memory shown: kept with each record
+        when the source says what changed, so a rebuild hashes only the memories that did (the vectors' keys, the
+        audit's clusters and the search's rows are keyed by it)."""
+        if self._digests is None:
+            self._digests = {m.id: memory_digest(m) for m in self._memory_layer()}
+        return self._digests
 
-    def _vector_key(self, memory: Memory) -> str:
-        key = self._vector_keys.get(memory.id)
-        if key is None:
-            key = self._vector_keys[memory.id] = _vector_key(self._embedder, memory)
-        return key
+    def memory_tokens(self) -> dict[str, str]:
+        """Memory id -> `memory_token` of every memory shown, kept with each record as `memory_digests` is (what
+        the listings' page memos are keyed by)."""
+        if self._tokens is None:
+            self._tokens = {m.id: memory_token(values_of(m)) for m in self._memory_layer()}
+        return self._tokens
+
+    def _vector_keys(self, ids: Sequence[str]) -> list[str]:
+        digests = self.memory_digests()
+        return [f"{self._embedder}\0{digests[i]}" for i in ids]
 
     @functools.cached_property
     def _embedder(self) -> str:
@@ -294,10 +305,10 @@ class CachedSource:
 
     def memory_vectors(self, ids: Sequence[str]) -> np.ndarray | None:
         """The source's vectors, kept by (embedder, id, embedded text): only new or changed memories are asked for."""
-        by_id = self._by_id() if "memories" in self.fingerprints else {}
-        if not ids or not by_id or any(i not in by_id for i in ids):
+        digests = self.memory_digests() if "memories" in self.fingerprints else {}
+        if not ids or not digests or any(i not in digests for i in ids):
             return self.source.memory_vectors(ids)
-        keys = [self._vector_key(by_id[i]) for i in ids]
+        keys = self._vector_keys(ids)
         for _ in range(2):  # (once more from the file as it is, when another build changed it under this one)
             if self._vectors is None:
                 self._vectors = VectorRows(self.folder, VECTORS, cache_file.version("layer", VECTORS))
@@ -319,7 +330,7 @@ class CachedSource:
     def save(self) -> None:
         """Keep the vectors asked for in this build (those of memories that are gone are dropped)."""
         if self._vectors is not None:
-            self._vectors.keep_only(self._vector_key(m) for m in self.memories())
+            self._vectors.keep_only(self._vector_keys(list(self.memory_digests())))
             self._vectors.save()
             for old in self.folder.glob(f"{VECTORS}.marshal*"):  # the dict of bytes they were kept in before
                 old.unlink(missing_ok=True)

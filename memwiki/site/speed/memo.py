@@ -50,6 +50,13 @@ def values_of(record: object) -> tuple:
     return _getter(type(record))(record)
 
 
+def memory_token(fields: tuple) -> str:
+    """A memory's token: a digest of all its fields (`values_of`), the same for the same memory in any build. A
+    page memo keyed by the tokens of the memories a page shows hashes each memory once, when it is written
+    (speed.layer_cache keeps them), not in every build."""
+    return key_of(fields)[:20]
+
+
 class StaleMemo(AssertionError):
     """A memo's key matched but the page it stands for changed: the key misses one of the page's inputs."""
 

@@ -409,6 +409,25 @@
     return data;
   }
 
+  /* The rows of data.slices as one Int8Array, from the slice scripts (memwiki.site.builders.search.slice_script:
+   * each sets slices[its name] to its rows in base64); each slice's text is let go once decoded. Throws when one
+   * did not load. */
+  function slicedVectors(data, slices) {
+    var width = data.dim, total = 0, at = 0;
+    data.slices.forEach(function (s) { total += s[1] * width; });
+    var out = new Int8Array(total);
+    data.slices.forEach(function (s) {
+      var b64 = slices && slices[s[0]];
+      if (typeof b64 !== "string") throw new Error("the search vectors' slice " + s[0] + " did not load");
+      var rows = decodeInt8(b64);
+      if (rows.length !== s[1] * width) throw new Error("the search vectors' slice " + s[0] + " does not match the data");
+      out.set(rows, at);
+      at += rows.length;
+      delete slices[s[0]];
+    });
+    return out;
+  }
+
   /* Everything the page searches: data from memwiki/site/builders/search.py, vectors as base64 int8 rows. */
   function Engine(data, vectorsB64) {
     data = assemble(data, root.MemwikiSearchParts);
@@ -653,7 +672,7 @@
   };
 
   var api = {KNOBS: KNOBS, tokens: tokens, stem: stem, fold: fold, coverage: coverage, cutQuery: cutQuery, Index: Index, Engine: Engine,
-             partNames: partNames, assemble: assemble};
+             partNames: partNames, assemble: assemble, slicedVectors: slicedVectors};
   if (typeof module === "object" && module.exports) module.exports = api;
   root.MemwikiSearch = api;
 })(typeof window !== "undefined" ? window : globalThis);

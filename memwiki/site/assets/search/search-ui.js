@@ -83,8 +83,8 @@
     return chars.length > SNIPPET ? chars.slice(0, SNIPPET - 1).join("") + "…" : text;
   }
 
-  /* opts: input, status, list (an <ol>), root (site root, ending in "/"), use (folder of use.js), vectors (URL
-   * of search-vectors.js), header (true in the theme's header box: its items also get the theme's classes),
+  /* opts: input, status, list (an <ol>), root (site root, ending in "/"), use (folder of use.js), vectors (the
+   * folder of the vectors' slices, ending in "/"), header (true in the theme's header box: its items also get the theme's classes),
    * onEscape, loadScript (src -> Promise; default memwiki.js's window.MemwikiLoadScript): the vectors and use.js
    * are loaded behind the first results, which need neither. */
   function mount(opts) {
@@ -93,7 +93,7 @@
     if (!data || !window.MemwikiSearch) { status.textContent = "The search index did not load."; return null; }
     var engine;
     try {
-      engine = new window.MemwikiSearch.Engine(data, window.MemwikiSearchVectors || null);
+      engine = new window.MemwikiSearch.Engine(data, null);
     } catch (err) { status.textContent = "The search index did not load (" + (err && err.message || err) + ")."; return null; }
     var load = opts.loadScript || window.MemwikiLoadScript;
     var base = opts.use || root + "assets/memwiki/use/";
@@ -129,26 +129,24 @@
       return script;
     }
 
-    /* The store's vectors, loaded after the page: over http(s) the slices data.slices names by their content
-     * (kept in the Cache API, and the HTTP cache, while their name stays: a second visit fetches none, a change
-     * fetches the slices it touched); from file:// (no fetch) one script holding every row. */
+    /* The store's vectors, loaded after the page, in the slices data.slices names by their content: over http(s)
+     * fetched (kept in the Cache API, and the HTTP cache, while their name stays: a second visit fetches none, a
+     * change fetches the slices it touched); from file:// (no fetch) each slice's script. */
     function loadVectors() {
       if (!vectors) {
-        var script = opts.vectors || root + "assets/memwiki/search/search-vectors.js";
-        var sliced = data.slices && data.slices.length && !window.MemwikiSearchVectors &&
-          typeof fetch === "function" && /^https?:$/.test(location.protocol);
-        var rows = sliced ? fetchSlices(script.replace(/[^/]*$/, "") + "vectors/") : scriptVectors(script);
+        var folder = opts.vectors || root + "assets/memwiki/search/vectors/";
+        var http = typeof fetch === "function" && /^https?:$/.test(location.protocol);
+        var rows = !data.slices ? Promise.reject(new Error("the search data lists no vectors")) :
+          http ? fetchSlices(folder) : scriptSlices(folder);
         vectors = rows.then(function (got) { engine.setVectors(got); return true; }).catch(failed);
       }
       return vectors;
     }
 
-    function scriptVectors(src) {
-      var got = window.MemwikiSearchVectors || !load ? Promise.resolve() : load(src);
-      return got.then(function () {
-        if (!window.MemwikiSearchVectors) throw new Error("the search vectors did not load");
-        return window.MemwikiSearchVectors;
-      });
+    function scriptSlices(folder) {
+      if (!load) return Promise.reject(new Error("no way to load the search vectors' scripts"));
+      return Promise.all(data.slices.map(function (s) { return load(folder + s[0].replace(/\.bin$/, ".js")); }))
+        .then(function () { return window.MemwikiSearch.slicedVectors(data, window.MemwikiSearchSlices); });
     }
 
     function fetchSlices(folder) {
