@@ -21,7 +21,7 @@ import hashlib
 import json
 import marshal
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.model.render import esc
 from memwiki.site.speed import cache_file
+from memwiki.site.speed.memo import key_of
 from memwiki.source import Memory
 from memwiki.store.layout import HOT_FILES
 from memwiki.text.embedders import USE_NAME
@@ -69,7 +70,52 @@ MEMORY_ROWS_FILE = "search-memory-rows.bin"  # in cache_dir: the L2 memories' ow
 ROW_KEY = 12  # bytes of a memory row's key (memwiki.readers.vector_cache.memory_digest)
 FORMAT_VERSION = 3  # 3: every layer, the whole RecallConfig
 
+KEPT_LISTS = {"turns": ("L4", "turns"), "files": ("files",)}  # lists kept whole by what they show (`_list_version`)
+
 MemoryUrl = Callable[[Memory], str]
+Group = tuple[list[str] | None, int, str]  # texts the search embeds (None: a kept list's), how many, the list's version
+
+
+@dataclass(frozen=True)
+class KeptList:
+    """A long list the last build cut into parts from the same version of what it shows: its parts are listed as
+    they were, its rows are not made again (a rebuild after one memory changed made, hashed and matched the fifty
+    thousand rows of turns and pages again)."""
+
+    count: int
+    parts: list[list[Any]]  # [[name, rows], ...] (see `data_parts`)
+
+    def __len__(self) -> int:
+        return self.count
+
+
+class _Parts:
+    """The part scripts kept across builds by name (`PARTS_FILE`), with the version and the parts of each list kept
+    whole (`KEPT_LISTS`); one per build (ctx.part), shared by `search_data` and `data_parts`."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        path = ctx.speed.cache_path(PARTS_FILE)
+        version = cache_file.version("search-parts", FORMAT_VERSION)
+        self.memo = cache_file.JournaledDict(path, version) if path is not None else None
+        self.versions: dict[tuple[str, ...], str] = {}  # list -> the version of what its rows show, in this build
+
+    def kept(self, where: tuple[str, ...], version: str) -> KeptList | None:
+        """The list at `where` as the last build cut it, when it showed this `version` and every part is kept."""
+        self.versions[where] = version
+        found = self.memo.data.get(("list", *where)) if self.memo is not None else None
+        if not (isinstance(found, tuple) and len(found) == 3 and found[0] == version):
+            return None
+        _, count, parts = found
+        scripts = self.memo.data if self.memo is not None else {}
+        return KeptList(count, parts) if all(isinstance(scripts.get(name), bytes) for name, _ in parts) else None
+
+
+def _list_version(s: Site, name: str) -> str:
+    """What the list `name` of `KEPT_LISTS` shows: the turns, the sessions layer and how URLs are written (the
+    sessions' pages are claimed by their ids); the files, the wiki and graph layers and how names resolve."""
+    if name == "turns":
+        return key_of("turns", s.layer_version("sessions", (s.sessions, s.messages)), s.directory_urls)
+    return key_of("files", s.names_version, s.layer_version("graph", (s.entities, s.triples)))
 
 
 def quantise(vectors: np.ndarray) -> np.ndarray:
@@ -99,7 +145,19 @@ class _Layers:
     """The four layers' records as the page ships them (rows of plain values, see each method), in the order
     recall reads them, with the texts each row's vector is made from."""
 
-    def __init__(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl) -> None:
+    def __init__(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl, dim: int | None) -> None:
+        """`dim`: the vectors' (None: the search ships none)."""
+        parts = ctx.part(_Parts)
+        self.kept_rows = _kept_group_rows(ctx, dim) if dim is not None else {}
+        self.keys: dict[str, str] = {}  # list of KEPT_LISTS -> its version (the key of its vectors in ROWS_FILE)
+        self.kept: dict[str, KeptList] = {}  # those whose parts and vectors are the last build's
+        for name, where in KEPT_LISTS.items():
+            self.keys[name] = _list_version(s, name)
+            found = parts.kept(where, self.keys[name])
+            if found is not None and (
+                dim is None or _kept_group(self.kept_rows, name, found.count, dim, version=self.keys[name])
+            ):
+                self.kept[name] = found
         self.l1 = self._hot(s)
         self.memories: list[list[Any]] = []  # [id, url, category, "wing / room"]
         self.units: list[list[Any]] = []  # see _memories
@@ -108,8 +166,8 @@ class _Layers:
         self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
         self._memories(s, memory_url)
         self.sessions = [[x.id, x.title, s.url(s.session_uri(x.id)), x.started] for x in s.sessions]
-        self.turns = self._turns(s)
-        self.files = self._files(ctx, s)
+        self.turns: list[list[Any]] | KeptList = self.kept.get("turns") or self._turns(s)
+        self.files: list[list[Any]] | KeptList = self.kept.get("files") or self._files(ctx, s)
 
     def _hot(self, s: Site) -> list[list[Any]]:
         """L1: [id, url, text, category, file] per hot entry."""
@@ -176,14 +234,13 @@ class _Layers:
         """int8 rows: L1 entries, L2 units (zero for a long memory's own row), L4 turns, files. The L2 memories'
         vectors are the store's; every other text's comes from the source's kept vectors (`source.embed`: made
         once, where the text was written, or by whichever process read it first), in one call."""
-        groups = {
-            "hot": [d[2] for d in self.l1],
-            "passages": [t for _, t in self.embedded],
-            "turns": [t[3] for t in self.turns],
-            "files": [f[3] for f in self.files],
-        }
+        hot, passages = [d[2] for d in self.l1], [t for _, t in self.embedded]
+        groups: dict[str, Group] = {"hot": (hot, len(hot), ""), "passages": (passages, len(passages), "")}
+        for name, listed in {"turns": self.turns, "files": self.files}.items():  # (their text is the row's 4th)
+            texts = None if isinstance(listed, KeptList) else [row[3] for row in listed]
+            groups[name] = (texts, len(listed), self.keys[name])
         own = _memory_rows(ctx, [i for _, i in self.short], self._short_keys, dim)
-        rows = _group_rows(ctx, groups, dim) if own is not None else None
+        rows = _group_rows(ctx, groups, dim, self.kept_rows) if own is not None else None
         if own is None or rows is None:
             return None
         l2 = np.zeros((len(self.units), dim), dtype=np.int8)
@@ -192,29 +249,59 @@ class _Layers:
         return np.concatenate([rows["hot"], l2, rows["turns"], rows["files"]])
 
 
-def _group_rows(ctx: BuildContext, groups: dict[str, list[str]], dim: int) -> dict[str, np.ndarray] | None:
-    """Each group's int8 rows: kept from the last build when its texts are the same (a memory written leaves the
-    turns' and pages' ten thousand rows as they were), else from the source's kept vectors (`source.embed`, one
-    call for the groups that changed). None: the source cannot embed."""
+def _kept_group_rows(ctx: BuildContext, dim: int) -> dict[str, Any]:
+    """The int8 rows of each group of texts as the last build kept them (`ROWS_FILE`): group -> (key, bytes)."""
     path = ctx.speed.cache_path(ROWS_FILE)
-    version = cache_file.version("search-rows", ctx.source.info().embedder, dim)
-    kept = (cache_file.load(path, version) if path is not None else None) or {}
+    kept = cache_file.load(path, _group_rows_version(ctx, dim)) if path is not None else None
+    return kept if isinstance(kept, dict) else {}
+
+
+def _group_rows_version(ctx: BuildContext, dim: int) -> str:
+    return cache_file.version("search-rows", ctx.source.info().embedder, dim)
+
+
+def _kept_group(kept: dict[str, Any], name: str, count: int, dim: int, *, key: bytes = b"", version: str = "") -> Any:  # noqa: ANN401
+    """A group's kept entry (the key of its texts, its rows, the version of the list it is of) when it holds
+    `count` rows made from texts of this `key`, or of a list of this `version`."""
+    hit = kept.get(name)
+    if not (isinstance(hit, tuple) and len(hit) == 3 and isinstance(hit[1], bytes) and len(hit[1]) == count * dim):
+        return None
+    return hit if (key and hit[0] == key) or (version and hit[2] == version) else None
+
+
+def _group_rows(
+    ctx: BuildContext, groups: dict[str, Group], dim: int, kept: dict[str, Any]
+) -> dict[str, np.ndarray] | None:
+    """Each group's int8 rows: kept from the last build when its texts are the same (a memory written leaves the
+    turns' and pages' ten thousand rows as they were), or, for a list kept whole (see _Layers, given without its
+    texts), when its version is; else from the source's kept vectors (`source.embed`, one call for the groups that
+    changed). None: the source cannot embed."""
     rows: dict[str, np.ndarray] = {}
-    keys = {name: _texts_key(texts) for name, texts in groups.items()}
-    for name, texts in groups.items():
-        hit = kept.get(name) if isinstance(kept, dict) else None
-        if isinstance(hit, tuple) and len(hit) == 2 and hit[0] == keys[name] and len(hit[1]) == len(texts) * dim:
-            rows[name] = np.frombuffer(hit[1], dtype=np.int8).reshape(len(texts), dim)
+    keys: dict[str, bytes] = {}
+    for name, (texts, count, version) in groups.items():
+        if texts is None:
+            hit = _kept_group(kept, name, count, dim, version=version)
+            if hit is None:
+                raise ValueError(f"search: the {name} group has neither kept rows nor texts")  # (see _Layers)
+        else:
+            keys[name] = _texts_key(texts)
+            hit = _kept_group(kept, name, count, dim, key=keys[name])
+        if hit is not None:
+            keys[name] = hit[0]
+            rows[name] = np.frombuffer(hit[1], dtype=np.int8).reshape(count, dim)
     todo = [name for name in groups if name not in rows]
-    texts = [t for name in todo for t in groups[name]]
+    texts = [t for name in todo for t in groups[name][0] or ()]
     got = ctx.source.embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
     if got is None:
         return None
     made = quantise(np.asarray(got)) if texts else np.zeros((0, dim), dtype=np.int8)
-    ends = np.cumsum([len(groups[name]) for name in todo])
+    ends = np.cumsum([groups[name][1] for name in todo])
     rows.update(zip(todo, np.split(made, ends[:-1]) if todo else [], strict=True))
-    if path is not None and todo:
-        cache_file.dump(path, version, {name: (keys[name], rows[name].tobytes()) for name in groups})
+    path = ctx.speed.cache_path(ROWS_FILE)
+    versions = {name: hit[2] for name, hit in kept.items() if isinstance(hit, tuple) and len(hit) == 3}
+    if path is not None and (todo or any(versions.get(name) != version for name, (*_, version) in groups.items())):
+        keep = {name: (keys[name], rows[name].tobytes(), version) for name, (_, _, version) in groups.items()}
+        cache_file.dump(path, _group_rows_version(ctx, dim), keep)
     return rows
 
 
@@ -272,7 +359,7 @@ def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple
     s = site(ctx)
     memory_url = memory_url or s.memory_url
     info = ctx.source.info()
-    layers = _Layers(ctx, s, memory_url)
+    layers = _Layers(ctx, s, memory_url, info.dim if info.embedder == USE_NAME else None)
     why = ""
     vectors = None
     if info.embedder != USE_NAME:
@@ -393,34 +480,45 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
     keeps the other parts while their names stay. Parts are cut every `PART_ROWS` rows: a new memory's rows come
     last (its layer is oldest first), so the parts before it stay as they were; a row inserted or deleted inside a
     list (a wiki page, a memory dated before others, a deleted memory) moves the rows after it, whose parts are
-    written anew."""
-    memo = None
-    if (path := ctx.speed.cache_path(PARTS_FILE)) is not None:
-        memo = cache_file.JournaledDict(path, cache_file.version("search-parts", FORMAT_VERSION))
+    written anew. A list kept whole (`KeptList`) is listed as the last build cut it."""
+    parts = ctx.part(_Parts)
+    memo = parts.memo
     kept = memo.data if memo is not None else {}
     assets, live = [], set()
     data["parts"] = {}
     for where in LONG_LISTS:
         holder, last = _holder(data, where)
-        rows, holder[last], names = holder[last], [], []
-        for start in range(0, len(rows), PART_ROWS):
-            chunk = rows[start : start + PART_ROWS]
-            name = _rows_name(chunk)
-            script = kept.get(name)
-            if not isinstance(script, bytes):
-                script = _part_script(name, chunk)
-                if memo is not None:
-                    memo.set(name, script)
+        rows, holder[last] = holder[last], []
+        names = rows.parts if isinstance(rows, KeptList) else _cut(rows, kept, memo)
+        for name, _ in names:
             live.add(name)
-            names.append([name, len(chunk)])
             key = cache_file.version("search-part", name)  # (with the code: a new script format, a new name)
-            assets.append(GeneratedAsset(f"{PART_DIR}/{name}.js", script, content_key=f"part-{key}"))
+            assets.append(GeneratedAsset(f"{PART_DIR}/{name}.js", kept[name], content_key=f"part-{key}"))
         data["parts"][".".join(where)] = names
+        if memo is not None and where in parts.versions:
+            memo.set(("list", *where), (parts.versions[where], len(rows), names))
     if memo is not None:
-        for name in [n for n in memo.data if n not in live]:
+        lists = {("list", *where) for where in parts.versions}
+        for name in [n for n in memo.data if n not in live and n not in lists]:
             memo.drop(name)
         memo.save()
     return assets
+
+
+def _cut(rows: list[Any], kept: dict[Any, Any], memo: cache_file.JournaledDict | None) -> list[list[Any]]:
+    """A list's parts, [[name, rows], ...], their scripts made when `kept` has none of that name (and kept)."""
+    names = []
+    for start in range(0, len(rows), PART_ROWS):
+        chunk = rows[start : start + PART_ROWS]
+        name = _rows_name(chunk)
+        if not isinstance(kept.get(name), bytes):
+            script = _part_script(name, chunk)
+            if memo is not None:
+                memo.set(name, script)
+            else:
+                kept[name] = script
+        names.append([name, len(chunk)])
+    return names
 
 
 def _holder(data: dict[str, Any], where: tuple[str, ...]) -> tuple[dict[str, Any], str]:
