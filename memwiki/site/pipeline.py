@@ -104,6 +104,7 @@ def build_all(ctx: BuildContext) -> BuildResult:
     ctx.speed.settle()
     # a build that kept pages without making them did not see every text: it must not drop the unseen ones
     s.index.texts.save(prune=not any(p.kept for p in pages))
+    s.scans.save()
     return pages, assets
 
 

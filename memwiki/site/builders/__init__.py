@@ -8,6 +8,7 @@ memwiki.site.pipeline runs them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -25,6 +26,7 @@ from memwiki.site.model.mentions import MentionIndex
 from memwiki.site.model.render import TextRenderer, block, esc, href, page_url
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.site.speed.memo import key_of, memory_token, values_of
+from memwiki.site.speed.scan_memo import ScanMemo, TextBlock
 from memwiki.site.speed.text_cache import TextCache
 from memwiki.source import (
     Entity,
@@ -56,6 +58,8 @@ PER_PAGE = 40
 INDEX_CACHE = "concept-index.marshal"  # in cache_dir: the concept index before the scan (see _fill_index)
 TEXT_CACHE = "texts.marshal"  # in cache_dir: what was derived from each memory text (see speed.text_cache)
 ANCHORS_CACHE = "memory-anchors.marshal"  # in cache_dir: each memory's card anchor, by the ids (_memory_anchors)
+SCAN_CACHE = "scan-blocks.marshal"  # in cache_dir: what the scans found in each block of texts (speed.scan_memo)
+TEXT_BLOCK = 50  # memories a block of texts (a changed memory scans its block again)
 
 BuildResult = tuple[list[GeneratedPage], list[GeneratedAsset]]
 
@@ -95,6 +99,7 @@ class Site:
     directory_urls: bool
     today: str
     fingerprints: dict[str, str]  # the source's fingerprint of each layer it can tell (MemorySource.layer_fingerprints)
+    scans: ScanMemo  # what the scans for links and names found, by block of texts (see text_blocks)
     memory_home: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (page, anchor) of its card
     literals: frozenset[str] = frozenset()  # entities that are values (`1.3`): no page, no node (graph_types)
     entity_names: dict[str, str] = field(default_factory=dict)
@@ -107,7 +112,7 @@ class Site:
     _memory_ids: dict[str, Memory] = field(default_factory=dict)
     _groups: dict[str, dict] = field(default_factory=dict)  # by_category and by_room, made once (the records stay)
     _mentions: MentionIndex | None = None
-    _layer_texts: list[tuple[str, TextSource]] | None = None
+    _blocks: list[TextBlock] | None = None
     _oldest_first: list[Memory] | None = None  # (made once: the records stay)
     _embedded_from: dict[str, str] | None = None
     _tokens: dict[str, str] | None = None
@@ -201,43 +206,75 @@ class Site:
             self._groups["room"] = dict(sorted(groups.items()))
         return self._groups["room"]
 
-    def layer_texts(self) -> list[tuple[str, TextSource]]:
-        """Every text of the layers (persona, hot, L2, L4) with the page and anchor it is shown at (made once: the
-        scans for links and for names both read them)."""
-        if self._layer_texts is None:
-            self._layer_texts = list(self._each_layer_text())
-        return self._layer_texts
+    def text_blocks(self) -> list[TextBlock]:
+        """Every text of the layers (persona, hot, L2, L4) with the page and anchor it is shown at, in blocks (made
+        once: the scans for links and for names both read them, and keep what they found by block, see
+        speed.scan_memo): the persona and hot memory, then the memories TEXT_BLOCK at a time in the source's order,
+        then every session turn."""
+        if self._blocks is None:
+            self._blocks = [self._hot_block(), *self._memory_blocks(), self._turns_block()]
+        return self._blocks
 
-    def _each_layer_text(self) -> Iterator[tuple[str, TextSource]]:
+    def _hot_block(self) -> TextBlock:
+        places: list[tuple[str, TextSource]] = []
         if self.persona and self.persona.text:
-            yield "persona", TextSource(PERSONA, "soul", PERSONA_FILE, self.persona.text)
+            places.append(("persona", TextSource(PERSONA, "soul", PERSONA_FILE, self.persona.text)))
         for hot in self.hot:
             name = HOT_FILES.get(hot.target, hot.target)
             for n, entry in enumerate(hot.entries, 1):  # numbered as the persona page numbers them
-                yield "hot", TextSource(PERSONA, hot_anchor(hot.target, entry.index), f"{name} · entry {n}", entry.text)
-        for memory in self.memories:
-            page, anchor = self.memory_home[memory.id]
-            yield "L2", TextSource(page, anchor, f"L2 memory {memory.id}", memory.text)
-        for session in self.sessions:
-            for n, message in enumerate(self.messages.get(session.id, ()), 1):
-                title = session.title or session.id
-                yield "L4", TextSource(self.session_uri(session.id), message_anchor(n), title, message.content)
+                where = TextSource(PERSONA, hot_anchor(hot.target, entry.index), f"{name} · entry {n}", entry.text)
+                places.append(("hot", where))
+        return TextBlock("", lambda: places, lambda n: places[n][1].text)  # (a few texts: always scanned)
 
-    def texts(self) -> Iterator[TextSource]:
-        """Every memory text with the page and anchor it is shown at (for backlinks): the layers', the wiki's."""
-        for _, source in self.layer_texts():
-            yield source
-        for concept in self.index.concepts:
-            if concept.wiki is not None:
-                yield TextSource(concept.src_uri, "", concept.title, concept.wiki.body)
+    def _memory_blocks(self) -> Iterator[TextBlock]:
+        tokens, home = self.memory_tokens(), self.memory_home
+        for start in range(0, len(self.memories), TEXT_BLOCK):
+            chunk = self.memories[start : start + TEXT_BLOCK]
+            key = key_of("L2", [(tokens[m.id], home[m.id]) for m in chunk])  # (each card's text, fields and place)
+            yield TextBlock(key, functools.partial(self._memory_places, chunk), lambda n, c=chunk: c[n].text)
+
+    def _memory_places(self, memories: list[Memory]) -> list[tuple[str, TextSource]]:
+        return [("L2", TextSource(*self.memory_home[m.id], f"L2 memory {m.id}", m.text)) for m in memories]
+
+    def _turns_block(self) -> TextBlock:
+        turns = [m for x in self.sessions for m in self.messages.get(x.id, ())]
+        key = key_of("L4", self.layer_version("sessions", (self.sessions, self.messages)))  # (pages: by the ids)
+        return TextBlock(key, self._turn_places, lambda n: turns[n].content)
+
+    def _turn_places(self) -> list[tuple[str, TextSource]]:
+        places = []
+        for session in self.sessions:
+            uri, title = self.session_uri(session.id), session.title or session.id
+            for n, message in enumerate(self.messages.get(session.id, ()), 1):
+                places.append(("L4", TextSource(uri, message_anchor(n), title, message.content)))
+        return places
+
+    def link_blocks(self) -> list[TextBlock]:
+        """The texts the scan for links reads: the layers' (`text_blocks`), then the wiki's pages (always scanned:
+        how many there are and where each is shown follow from the concept index)."""
+        wiki = [("wiki", TextSource(c.src_uri, "", c.title, c.wiki.body)) for c in self.index.concepts if c.wiki]
+        return [*self.text_blocks(), TextBlock("", lambda: wiki, lambda n: wiki[n][1].text)]
+
+    def scan_links(self) -> None:
+        """The scan for links over every text (see ConceptIndex.link), kept block by block."""
+
+        def links(places: list[tuple[str, TextSource]]) -> list:
+            return self.index.links_in_places([source for _, source in places])
+
+        self.index.link(row for block in self.link_blocks() for row in self.scans.found(block, "links", links))
 
     def mentions(self) -> MentionIndex:
         """Where each wiki page and entity is named in the layers' texts (made on first use, after the scan
-        for links: see memwiki.site.model.mentions)."""
+        for links: see memwiki.site.model.mentions), kept block by block."""
         if self._mentions is None:
-            self._mentions = MentionIndex(self.index.concepts)
-            self._mentions.scan(self.layer_texts(), self.index.texts)
-            self._layer_texts = None  # (both scans are done: 140k places at 100k memories, not held to the end)
+            found = self._mentions = MentionIndex(self.index.concepts)
+
+            def names(places: list[tuple[str, TextSource]]) -> list:
+                return found.names_in_places(places, self.index.texts)
+
+            for block in self.text_blocks():
+                found.add(self.scans.found(block, "names", names, found.names_digest), block.text)
+            self._blocks = None  # (both scans are done)
         return self._mentions
 
     def orphans(self) -> list[Concept]:
@@ -277,6 +314,7 @@ def _read(ctx: BuildContext) -> Site:
         directory_urls=directory_urls,
         today=ctx.settings.day(),
         fingerprints=dict(source.layer_fingerprints()),
+        scans=ScanMemo(ctx.speed.cache_path(SCAN_CACHE), ctx.speed.check_memos),
         _embedded_from=_kept(source, "memory_digests"),
         _tokens=_kept(source, "memory_tokens"),
     )
@@ -291,7 +329,7 @@ def _read(ctx: BuildContext) -> Site:
                 paged_uri(site.category_base(category), i // PER_PAGE + 1),
                 site.memory_anchor(memory.id),
             )
-    index.scan(site.texts())
+    site.scan_links()
     return site
 
 

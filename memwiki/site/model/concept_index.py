@@ -157,6 +157,9 @@ class TextSource:
     text: str
 
 
+FoundLinks = Iterable[tuple[str, str, str, list[list[str]]]]  # see ConceptIndex.links_in_places
+
+
 class ConceptIndex:
     """Resolves wikilink targets to concepts and collects backlinks."""
 
@@ -288,21 +291,30 @@ class ConceptIndex:
 
     def scan(self, sources: Iterable[TextSource]) -> None:
         """Find every wikilink in these texts; record a backlink on each concept they reach (once per place)."""
+        self.link(self.links_in_places(list(sources)))
+
+    def link(self, found: FoundLinks) -> None:
+        """Record a backlink on each concept the links `links_in_places` found reach (once per place), in order."""
         targets: dict[str, Concept | None] = {}  # a name resolves the same way all through the scan
         seen = {(id(c), b.src_uri, b.anchor) for c in self.concepts for b in c.backlinks}
-        sources = list(sources)
-        for source, rows in zip(sources, link_rows_each([s.text for s in sources], self.texts), strict=True):
+        for src_uri, anchor, title, rows in found:
             for target, heading, label, sentence in rows:
                 if target in targets:
                     concept = targets[target]
                 else:
                     concept = targets[target] = self.link_target(WikiLink(target, heading, label))
-                if concept is None or concept.src_uri == source.src_uri:
+                if concept is None or concept.src_uri == src_uri:
                     continue
-                place = (id(concept), source.src_uri, source.anchor)
+                place = (id(concept), src_uri, anchor)
                 if place not in seen:
                     seen.add(place)
-                    concept.backlinks.append(Backlink(source.src_uri, source.anchor, source.title, sentence))
+                    concept.backlinks.append(Backlink(src_uri, anchor, title, sentence))
+
+    def links_in_places(self, sources: list[TextSource]) -> list[tuple[str, str, str, list[list[str]]]]:
+        """The wikilinks of these texts as plain data: (src_uri, anchor, title, link rows) for each text that has
+        any (`link_rows`: [target, heading, label, sentence])."""
+        rows_each = link_rows_each([s.text for s in sources], self.texts)
+        return [(s.src_uri, s.anchor, s.title, rows) for s, rows in zip(sources, rows_each, strict=True) if rows]
 
     def digest(self, built_from: str | None = None) -> str:
         """A hash of how names resolve: every name and entity to its page, and each page's heading anchors

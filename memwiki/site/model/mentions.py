@@ -15,7 +15,7 @@ import functools
 import hashlib
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import re2
@@ -142,6 +142,9 @@ def _outside_links(text: str, lo: int, hi: int) -> tuple[int, int]:
     return lo, hi
 
 
+FoundNames = list[tuple[int, str, str, str, str, list[tuple[int, int, str]]]]  # see MentionIndex.names_in_places
+
+
 class MentionIndex:
     """Which concepts each text names, and where each concept is named: `scan` once, then ask `of(concept)`
     or `named_in(src_uri, anchor)`. Only wiki and entity concepts are looked for."""
@@ -166,27 +169,50 @@ class MentionIndex:
         """Each name as `_folded` text holds it wherever RE2 finds it (same order as `_names`)."""
         return [_folded(n) for n in self._names]
 
+    @property
+    def names_digest(self) -> str:
+        """A hash of the names looked for (what is found in a text depends on them)."""
+        return self._digest
+
     def scan(self, sources: Iterable[tuple[str, TextSource]], kept: TextCache | None = None) -> None:
         """Find every name in these (layer, text) pairs, in one pass over those `kept` has no names of (where
         the names are found in each text is kept across builds with the names looked for)."""
         places = list(sources)
+        self.add(self.names_in_places(places, kept), lambda n: places[n][1].text)
+
+    def names_in_places(self, places: list[tuple[str, TextSource]], kept: TextCache | None = None) -> FoundNames:
+        """The names in these (layer, text) pairs as plain data: (n, layer, src_uri, anchor, title, [(start, end,
+        name as `norm` makes it), ...]) for the n-th place when it names any (a name shown as code, `` `[[x]]` ``,
+        is written out, not said: not one)."""
         if not self._by_name or not places:
-            return
+            return []
         texts = [_clean(source.text) for _, source in places]
-        found = self._kept_spans(texts, kept)
-        for n, spans in enumerate(found):
-            layer, source = places[n]
+        out = []
+        for n, spans in enumerate(self._kept_spans(texts, kept)):
+            if not spans:
+                continue
+            text = texts[n]
+            code = "`" in text
+            names = [(at, to, norm(text[at:to])) for at, to in spans if not (code and _in_code(text, at))]
+            if names:
+                layer, source = places[n]
+                out.append((n, layer, source.src_uri, source.anchor, source.title, names))
+        return out
+
+    def add(self, found: FoundNames, text: Callable[[int], str]) -> None:
+        """Record the places `names_in_places` found (`text(n)`: the n-th place's text), each concept once a place."""
+        for n, layer, src_uri, anchor, title, names in found:
             seen: set[int] = set()
-            for start, end in spans:
-                concept = self._by_name.get(norm(texts[n][start:end]))
+            shown = ""
+            for start, end, name in names:
+                concept = self._by_name.get(name)
                 if concept is None or id(concept) in seen:
                     continue
-                if "`" in texts[n] and _in_code(texts[n], start):
-                    continue  # a name shown as code (`` `[[embed-01]]` ``) is written out, not said
                 seen.add(id(concept))
-                mention = Mention(source.src_uri, source.anchor, source.title, layer, texts[n], start, end)
+                shown = shown or _clean(text(n))
+                mention = Mention(src_uri, anchor, title, layer, shown, start, end)
                 self._mentions.setdefault(id(concept), []).append(mention)
-                self._named.setdefault((source.src_uri, source.anchor), []).append(concept)
+                self._named.setdefault((src_uri, anchor), []).append(concept)
 
     def _kept_spans(self, texts: list[str], kept: TextCache | None) -> list[list[tuple[int, int]]]:
         """Where a name is in each text: kept from an earlier build that looked for the same names, else found."""

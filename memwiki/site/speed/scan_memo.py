@@ -1,0 +1,74 @@
+"""What the two scans of the layers' texts found, kept across builds block by block.
+
+The scan for links (memwiki.site.model.concept_index) and the scan for names (memwiki.site.model.mentions) read every
+text of the layers: 140k at 100k memories, a second and a half of a rebuild after one memory changed, though all but
+one text were as before. The texts come in blocks (`TextBlock`: runs of consecutive places, e.g. fifty memories in
+the source's order), each with a key that changes when any of its places would scan differently: their texts, and
+where and under which title they are shown. A block whose key is kept gives back what was found in it (links as
+rows, names as spans): only what was found is gone through again, in the same order, and nothing is made of the
+texts that hold none. A block without a key (the persona and hot memory: a few texts) is always scanned.
+
+What a scan did with what it found (which concept a link or name reaches, the wanted concepts it made) is done
+again in every build: it depends on every other block, and it is the same work whether a block was kept or not.
+With `check` (tests: $MEMWIKI_CHECK_MEMOS) every block is scanned anyway and one that differs from what its key
+kept fails the build."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memwiki.site.model.concept_index import TextSource
+from memwiki.site.speed import cache_file
+from memwiki.site.speed.memo import StaleMemo
+
+Places = list[tuple[str, TextSource]]  # (layer, where a text is shown and the text)
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    """Consecutive places of the layers' texts: `places()` makes them; `text(n)` is the text of the n-th alone;
+    `key` changes when any of them would scan differently ("" : always scanned)."""
+
+    key: str
+    places: Callable[[], Places]
+    text: Callable[[int], str]
+
+
+class ScanMemo:
+    """Each block's findings by its key, in `path` (None: this build only), kept for the blocks this build used."""
+
+    def __init__(self, path: Path | None, check: bool = False) -> None:
+        self.check = check
+        self._store = cache_file.JournaledDict(path, cache_file.version("scan-blocks")) if path is not None else None
+        self._old: dict[Any, Any] = self._store.data if self._store is not None else {}
+        self._used: set[str] = set()
+        self.scanned = 0  # blocks scanned in this build (the others were kept)
+
+    def found(self, block: TextBlock, kind: str, scan: Callable[[Places], Any], names: str = "") -> Any:  # noqa: ANN401
+        """What `scan(block.places())` finds (plain data), kept under the block's key, `kind` and `names` (the
+        names looked for, when the findings depend on them)."""
+        if not block.key:
+            return scan(block.places())
+        key = (block.key, kind)
+        self._used.add(block.key)
+        kept = self._old.get(key)
+        if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == names:
+            if self.check and scan(block.places()) != kept[1]:
+                raise StaleMemo(f"text block {block.key} ({kind}): its key matched, but its texts scan differently")
+            return kept[1]
+        self.scanned += 1
+        value = scan(block.places())
+        if self._store is not None:
+            self._store.set(key, (names, value))
+        return value
+
+    def save(self) -> None:
+        """Keep what this build found anew; forget the blocks it did not use."""
+        if self._store is None:
+            return
+        for key in [k for k in self._store.data if not (isinstance(k, tuple) and k[0] in self._used)]:
+            self._store.drop(key)
+        self._store.save()
