@@ -31,7 +31,7 @@ DUPLICATE_COSINE = 0.95
 DUPLICATE_JACCARD = 0.9
 BLOCK = 1024  # rows of the similarity matrix computed at once ...
 PAIR_CELLS = 1 << 22  # ... and at most this many similarities (16 MB of float32), whatever the store's size
-CLUSTERS_VERSION = 4  # of the pairs kept in DUPLICATES (4: pairs and digests, not clusters)
+CLUSTERS_VERSION = 5  # of what DUPLICATES keeps (5: clusters, and each memory's digest and norm)
 DUPLICATES = "duplicates.marshal"  # in cache_dir: the last build's pairs, with what each memory was embedded from
 # What one audit page lists: at most LISTED findings of a kind; the next ones go on that kind's follow-on pages
 # (audit/<kind>-2.md, ...), at most PAGES pages in all; the rest are counted, not listed. A cluster shows its
@@ -153,33 +153,37 @@ def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Clu
 
 def _vector_clusters(ctx: BuildContext, memories: list[Memory]) -> list[tuple[list[int], float]] | None:
     """The clusters by cosine, as `_clusters` gives them. The last build's clusters are kept with a digest of what
-    each memory was embedded from; when a few memories changed, only they are compared with all, and only the
-    clusters they were in are made again from their other members (a 100k store's rebuild compared every pair
-    again: a minute). None: the source has no vectors."""
+    each memory was embedded from and its vector's norm; when a few memories changed, only they are compared with
+    all (no other vector is normalised again), and only the clusters they were in are made again from their other
+    members (a 100k store's rebuild compared every pair again: a minute). None: the source has no vectors."""
     ids = [m.id for m in memories]
     embedded_from = site(ctx).embedded_from()
     digests = [embedded_from[i][:12] for i in ids]
     key = f"{CLUSTERS_VERSION}:{ctx.source.info().embedder}"
     kept = ctx.speed.load(DUPLICATES, key)
-    old: dict[str, str] = {}
+    old: dict[str, tuple[str, float]] = {}  # memory id -> (digest, norm of its vector)
     clusters: list[tuple[list[str], float]] = []
     if isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], dict) and isinstance(kept[1], list):
         old, clusters = kept
     row = {i: n for n, i in enumerate(ids)}
-    changed = [i for i, d in zip(ids, digests, strict=True) if old.get(i) != d]
+    changed = [n for n, (i, d) in enumerate(zip(ids, digests, strict=True)) if (old.get(i) or ("",))[0] != d]
     if old and not changed and len(old) == len(ids):
         return _clusters(len(ids), [_chains(clusters, row)])
     vectors = ctx.source.memory_vectors(ids)
     if vectors is None or len(vectors) != len(ids):
         return None
     v = np.asarray(vectors, dtype=np.float32)
-    v /= np.maximum(np.sqrt(np.einsum("ij,ij->i", v, v)), 1e-12)[:, None]  # (in place: no 200 MB square at 100k)
     if not old or len(changed) * 4 > len(ids):  # (most of them: every pair again, a block at a time)
+        norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+        v /= np.maximum(norms, 1e-12)[:, None]  # (in place: no 200 MB square at 100k)
         found = _clusters(len(ids), _cosine_pairs(v))
     else:
-        found = _clusters(len(ids), _pairs_after_change(v, clusters, row, {row[i] for i in changed}))
+        norms = np.array([(old.get(i) or ("", 0.0))[1] for i in ids], dtype=np.float32)
+        norms[changed] = np.sqrt(np.einsum("ij,ij->i", v[changed], v[changed]))
+        found = _clusters(len(ids), _pairs_after_change(v, norms, clusters, row, set(changed)))
     keep = [([ids[n] for n in members], score) for members, score in found]
-    ctx.speed.keep(DUPLICATES, key, (dict(zip(ids, digests, strict=True)), keep))
+    kept_by_id = dict(zip(ids, zip(digests, norms.tolist(), strict=True), strict=True))
+    ctx.speed.keep(DUPLICATES, key, (kept_by_id, keep))
     return found
 
 
@@ -198,20 +202,22 @@ def _chains(clusters: list[tuple[list[str], float]], row: dict[str, int]) -> Pai
 
 
 def _pairs_after_change(
-    v: np.ndarray, clusters: list[tuple[list[str], float]], row: dict[str, int], changed: set[int]
+    v: np.ndarray, norms: np.ndarray, clusters: list[tuple[list[str], float]], row: dict[str, int], changed: set[int]
 ) -> Iterator[Pairs]:
     """The pairs that make the clusters after `changed` rows changed: the kept clusters none of them was in (as
-    chains), each other kept cluster's remaining members compared among themselves, and the changed rows with all."""
+    chains), each other kept cluster's remaining members compared among themselves, and the changed rows with all.
+    `v`: the vectors as they are, `norms`: their lengths."""
+    safe = np.maximum(norms, 1e-12)
     untouched = [c for c in clusters if all(i in row and row[i] not in changed for i in c[0])]
     yield _chains(untouched, row)
     for members, _ in clusters:
         rest = [row[i] for i in members if i in row and row[i] not in changed]
         if 1 < len(rest) < len(members):  # (a member changed or gone: the rest may no longer hold together)
-            sub = v[rest]
+            sub = v[rest] / safe[rest, None]
             for a, b, c in _cosine_pairs(sub):
                 yield np.array(rest)[a], np.array(rest)[b], c
     new = np.array(sorted(changed), dtype=np.int64)
-    sims = v[new] @ v.T
+    sims = (v @ (v[new] / safe[new, None]).T).T / safe[None, :]
     sims[np.arange(len(new)), new] = -1.0  # (no memory with itself)
     rows, cols = np.nonzero(sims >= DUPLICATE_COSINE)
     yield new[rows], cols, sims[rows, cols].astype(np.float64)

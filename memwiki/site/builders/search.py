@@ -98,6 +98,8 @@ class _Parts:
         version = cache_file.version("search-parts", FORMAT_VERSION)
         self.memo = cache_file.JournaledDict(path, version) if path is not None else None
         self.versions: dict[tuple[str, ...], str] = {}  # list -> the version of what its rows show, in this build
+        # list -> each row's identity (what the row is made from, in a few bytes): its parts are named by them
+        self.identities: dict[tuple[str, ...], list[Any]] = {}
 
     def kept(self, where: tuple[str, ...], version: str) -> KeptList | None:
         """The list at `where` as the last build cut it, when it showed this `version` and every part is kept."""
@@ -165,6 +167,7 @@ class _Layers:
         self._short_keys: list[bytes] = []  # of what each of those vectors was embedded from (`memory_digest`)
         self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
         self._memories(s, memory_url)
+        parts.identities.update(self.identities)
         self.sessions = [[x.id, x.title, s.url(s.session_uri(x.id)), x.started] for x in s.sessions]
         self.turns: list[list[Any]] | KeptList = self.kept.get("turns") or self._turns(s)
         self.files: list[list[Any]] | KeptList = self.kept.get("files") or self._files(ctx, s)
@@ -185,22 +188,28 @@ class _Layers:
         [index, count, start, end, chars])]; a long memory is a blank row (its lexical row holds no text, and it
         has no vector of its own in the search) followed by its passages. Oldest first: a new memory's rows come
         last, so the vector slices before them stay the same (`vector_slices`)."""
-        embedded_from = s.embedded_from()
+        embedded_from, tokens = s.embedded_from(), s.memory_tokens()
+        units: list[tuple[str, int, int]] = []  # each unit row's identity: its memory's token, row, passage (or -1)
         for n, m in enumerate(s.oldest_first()):
+            token = tokens[m.id]
             self.memories.append([m.id, memory_url(m), m.category, " / ".join(x for x in (m.wing, m.room) if x)])
             if not is_long(m.text):
                 lex = index_text(m)
                 self.short.append((len(self.units), m.id))
                 self._short_keys.append(bytes.fromhex(embedded_from[m.id]))
                 self.units.append([m.id, n, m.text, 0 if lex == m.text else lex, 0])
+                units.append((token, n, -1))
                 continue
             self.units.append([m.id, n, "", 0, 0])
+            units.append((token, n, -1))
             spans = split(m.text)
             for span in spans:
                 text = m.text[span.start : span.end]
                 self.embedded.append((len(self.units), text))
                 where = [span.index, len(spans), span.start, span.end, len(m.text)]
                 self.units.append([passage_id(m.id, span.index), n, text, 0, where])
+                units.append((token, n, span.index))
+        self.identities = {("L2", "units"): units}  # (the memory rows are short: named by what they hold)
 
     @staticmethod
     def _turns(s: Site) -> list[list[Any]]:
@@ -489,7 +498,7 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
     for where in LONG_LISTS:
         holder, last = _holder(data, where)
         rows, holder[last] = holder[last], []
-        names = rows.parts if isinstance(rows, KeptList) else _cut(rows, kept, memo)
+        names = rows.parts if isinstance(rows, KeptList) else _cut(rows, kept, memo, parts.identities.get(where))
         for name, _ in names:
             live.add(name)
             key = cache_file.version("search-part", name)  # (with the code: a new script format, a new name)
@@ -505,12 +514,15 @@ def data_parts(ctx: BuildContext, data: dict[str, Any]) -> list[GeneratedAsset]:
     return assets
 
 
-def _cut(rows: list[Any], kept: dict[Any, Any], memo: cache_file.JournaledDict | None) -> list[list[Any]]:
-    """A list's parts, [[name, rows], ...], their scripts made when `kept` has none of that name (and kept)."""
+def _cut(
+    rows: list[Any], kept: dict[Any, Any], memo: cache_file.JournaledDict | None, identities: list[Any] | None
+) -> list[list[Any]]:
+    """A list's parts, [[name, rows], ...], their scripts made when `kept` has none of that name (and kept); named
+    by the rows' `identities` when given (hashing what a hundred thousand memory rows are made from, not them)."""
     names = []
     for start in range(0, len(rows), PART_ROWS):
         chunk = rows[start : start + PART_ROWS]
-        name = _rows_name(chunk)
+        name = _rows_name(chunk) if identities is None else _identity_name(identities[start : start + PART_ROWS])
         if not isinstance(kept.get(name), bytes):
             script = _part_script(name, chunk)
             if memo is not None:
@@ -534,6 +546,13 @@ def _rows_name(rows: list[Any]) -> str:
     2 writes equal values alike (later formats mark objects met twice, which depends on the process's references),
     four times faster than JSON."""
     return hashlib.blake2b(marshal.dumps(rows, 2), digest_size=10).hexdigest()
+
+
+def _identity_name(identities: list[Any]) -> str:
+    """A part's name from its rows' identities, with the code that makes rows from them: the same identities, the
+    same rows, in any build and process (as `_rows_name`: a name the browser keeps a part by)."""
+    made_by = cache_file.version("search-part-rows", FORMAT_VERSION).encode()
+    return hashlib.blake2b(made_by + marshal.dumps(identities, 2), digest_size=10).hexdigest()
 
 
 def _part_script(name: str, rows: list[Any]) -> bytes:

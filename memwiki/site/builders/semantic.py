@@ -105,7 +105,7 @@ def _listing(
 ) -> list[GeneratedPage]:
     """The pages of one category or room (the memo's keys hold what every listing depends on besides its memories)."""
     pages = max(1, -(-len(memories) // PER_PAGE))
-    tokens = s.memory_tokens()  # (each memory's fields: what its card shows of it)
+    tokens, anchors, rooms, found_in = s.memory_tokens(), s.memory_anchors, s.room_bases, flags.memories
     out = []
 
     def flagged(memory: Memory) -> list[Flag]:
@@ -127,11 +127,11 @@ def _listing(
             md += pager(s, base, n, pages, uri)
             return GeneratedPage(uri, head, md, section="memory")
 
-        # a card's anchor and room link are claimed among all memories (see memwiki.site.builders._paths)
-        claimed = [(s.memory_anchor(m.id), s.room_base(m.wing, m.room) if m.wing or m.room else "") for m in chunk]
-        found = [[astuple(f) for f in flagged(m)] for m in chunk]  # the audit's findings about them
-        shown = [tokens[m.id] for m in chunk]
-        out.append(memo.page(uri, (head, len(memories), pages, n, with_room, shown, claimed, found), make))
+        # each card: its memory's fields, its anchor and room link (claimed among all memories, see
+        # memwiki.site.builders._paths) and the audit's findings about it
+        shown = [(tokens[m.id], anchors[m.id], rooms.get((m.wing, m.room), "")) for m in chunk]
+        found = [[astuple(f) for f in found_in[m.id]] if m.id in found_in else () for m in chunk]
+        out.append(memo.page(uri, (head, len(memories), pages, n, with_room, shown, found), make))
     return out
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 from markdown_it.token import Token
 
@@ -114,9 +115,9 @@ def _anchors(tokens: list[Token]) -> dict[str, str]:
     return anchors
 
 
-@dataclass
-class Backlink:
-    """Where a concept is linked from: the page (and anchor), its title and the linking sentence."""
+class Backlink(NamedTuple):
+    """Where a concept is linked from: the page (and anchor), its title and the linking sentence. (A tuple: made
+    for every link of every text in each build.)"""
 
     src_uri: str
     anchor: str
