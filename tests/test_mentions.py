@@ -88,7 +88,7 @@ def test_names_found_in_a_text_are_kept_for_the_next_build_with_the_names_looked
     places = [("L2", TextSource("memory/x.md", f"mem-{n}", f"m{n}", t)) for n, t in enumerate(texts)]
 
     def build(*names: str) -> tuple[list[list[tuple[str, int, int]]], int]:
-        kept = TextCache(tmp_path / "texts.marshal")
+        kept = TextCache(tmp_path / "texts.sqlite3")
         mentions = MentionIndex(_index(*names).concepts)
         mentions.scan(places, kept)
         kept.save()

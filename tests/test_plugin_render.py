@@ -14,9 +14,8 @@ import pytest
 
 from memwiki.site.model.concept_index import ConceptIndex, TextSource
 from memwiki.site.model.render import TextRenderer, block, href, page_url
-from memwiki.site.speed import cache_file
 from memwiki.site.speed.raw_blocks import join, split
-from memwiki.site.speed.text_cache import RENDERED, TextCache
+from memwiki.site.speed.text_cache import TextCache, TextStore
 from memwiki.source import WikiPage
 from memwiki.text.vectors import text_key
 
@@ -71,7 +70,7 @@ def _index(texts: TextCache) -> ConceptIndex:
 
 def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
     text = "# Alpha\n\nSee [[阿尔法#use|the use]] and [[Nowhere]]; `[[code]]` stays.\n\n## Notes\n"
-    path = tmp_path / "texts.marshal"
+    path = tmp_path / "texts.sqlite3"
     first = TextCache(path)
     renderer = TextRenderer(_index(first))
     out1 = [renderer.html(text, p) for p in ("concepts/x.md", "memory/wing/a/b.md")]
@@ -93,27 +92,30 @@ def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
 
 
 def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
-    path = tmp_path / "texts.marshal"
+    path = tmp_path / "texts.sqlite3"
     key = text_key("x")
-    cache_file.dump(path, "old", {key: {"kind": 0}})  # saved by other code
+    other = TextStore(path, "old")  # saved by other code
+    other.save({key: {"kind": 0}})
+    other.close()
     cache = TextCache(path)
     assert cache.derived("x", "kind", lambda: 1) == 1 and cache.misses == 1
-    same = cache_file.JournaledDict(path, cache.version)  # saved by the same code: reused
-    same.replace_all({key: {"kind": 0}})
-    same.save()
+    same = TextStore(path, cache.version)  # saved by the same code: reused
+    same.save({key: {"kind": 0}})
+    same.close()
     assert TextCache(path).derived("x", "kind", lambda: 1) == 0
-    path.write_text("not marshal", encoding="utf-8")
-    assert TextCache(path).derived("x", "kind", lambda: 2) == 2
+    (tmp_path / "texts.marshal").write_bytes(b"the dict of an earlier format")
+    TextCache(path)
+    assert not (tmp_path / "texts.marshal").exists()  # (left behind by older code: removed)
 
 
-def test_rendered_texts_are_kept_apart_and_a_damaged_store_is_made_again(
+def test_texts_are_read_one_at_a_time_and_a_damaged_store_is_made_again(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """HTML is kept in SQLite beside the dict of links and names (a rebuild reads the HTML of the few texts it
-    renders, not of all): the dict holds no HTML, a second build renders nothing again, a damaged SQLite file
-    is set aside with a warning and the same HTML made again, and a build that saw every text drops the HTML
-    of texts gone."""
-    path = tmp_path / "texts.marshal"
+    """What is derived from each text (links, names, HTML) is kept in SQLite and read a text at a time (a rebuild
+    asks about the few texts it scans or renders again): a second build derives nothing again, a damaged file is
+    set aside with a warning and the same HTML made again, and a build that saw every text drops what was derived
+    from texts gone."""
+    path = tmp_path / "texts.sqlite3"
     texts = [f"Note {n}: see [[Alpha]] and **bold** text." for n in range(6)]
 
     def build(shown: list[str]) -> tuple[TextCache, list[str]]:
@@ -124,19 +126,17 @@ def test_rendered_texts_are_kept_apart_and_a_damaged_store_is_made_again(
         return cache, out
 
     first, html = build(texts)
-    assert first.misses > 0 and path.with_suffix(".sqlite3").is_file()
-    kept = cache_file.JournaledDict(path, first.version).data
-    assert kept and all(not k.startswith(RENDERED) for e in kept.values() for k in e)  # (links, anchors only)
+    assert first.misses > 0 and path.is_file()
     again, same = build(texts)
     assert again.misses == 0 and same == html
-    path.with_suffix(".sqlite3").write_bytes(b"not a database" * 100)
+    path.write_bytes(b"not a database" * 100)
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.memwiki"):
         damaged, made = build(texts)
-    assert made == html and damaged.misses == len(texts) and "made again" in caplog.text
+    assert made == html and damaged.misses == first.misses and "made again" in caplog.text  # (all, as at first)
     assert build(texts)[0].misses == 0  # (the new file holds them)
-    build(texts[:1])  # a build that saw one text of six: the others' HTML is dropped
-    with sqlite3.connect(path.with_suffix(".sqlite3")) as db:
-        assert db.execute("SELECT count(*) FROM texts").fetchone()[0] == 1
+    build(texts[:1])  # a build that saw one text of six: what was derived from the others is dropped
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM texts").fetchone()[0] == 2  # (its text, and the wiki page's)
     assert build(texts[1:2])[0].misses == 1
 
 

@@ -56,7 +56,7 @@ SEARCH = "search/index.md"
 SESSION_PAGES = re.compile(r"sessions/(index|page-\d+)\.md")  # the timeline's own pages (builders.sessions)
 PER_PAGE = 40
 INDEX_CACHE = "concept-index.marshal"  # in cache_dir: the concept index before the scan (see _fill_index)
-TEXT_CACHE = "texts.marshal"  # in cache_dir: what was derived from each memory text (see speed.text_cache)
+TEXT_CACHE = "texts.sqlite3"  # in cache_dir: what was derived from each memory text (see speed.text_cache)
 ANCHORS_CACHE = "memory-anchors.marshal"  # in cache_dir: each memory's card anchor, by the ids (_memory_anchors)
 SCAN_CACHE = "scan-blocks.marshal"  # in cache_dir: what the scans found in each block of texts (speed.scan_memo)
 TEXT_BLOCK = 50  # memories a block of texts (a changed memory scans its block again)
@@ -250,10 +250,13 @@ class Site:
         return places
 
     def link_blocks(self) -> list[TextBlock]:
-        """The texts the scan for links reads: the layers' (`text_blocks`), then the wiki's pages (always scanned:
-        how many there are and where each is shown follow from the concept index)."""
+        """The texts the scan for links reads: the layers' (`text_blocks`), then the wiki's pages (what they are,
+        and where each is shown, follow from how names resolve)."""
         wiki = [("wiki", TextSource(c.src_uri, "", c.title, c.wiki.body)) for c in self.index.concepts if c.wiki]
-        return [*self.text_blocks(), TextBlock("", lambda: wiki, lambda n: wiki[n][1].text)]
+        return [
+            *self.text_blocks(),
+            TextBlock(key_of("wiki", self.names_version), lambda: wiki, lambda n: wiki[n][1].text),
+        ]
 
     def scan_links(self) -> None:
         """The scan for links over every text (see ConceptIndex.link), kept block by block."""

@@ -1,14 +1,14 @@
-"""What a build derives from each memory text (its links, heading anchors, rendered HTML), kept across builds.
+"""What a build derives from each memory text (its links, the names it holds, heading anchors, rendered HTML), kept
+across builds.
 
 Most memory texts do not change between two builds, and parsing them with markdown-it is the plugin's costliest
 step of its own. Results are keyed by the text's hash and by what was derived (`kind`), and saved in
 the plugin's cache folder; a change to the code drops them all. Within a build each text is parsed at most once,
 whatever is derived.
 
-Two stores, by how a build reads them: what every build asks of every text (its links, the names it mentions) is
-one marshal dict loaded whole (memwiki.site.speed.cache_file); what is asked only of the texts a build renders
-(their HTML: kinds starting with one of RENDERED) is a SQLite table beside it, read one text at a time. A rebuild
-renders a few texts; loading every text's HTML with the rest was two thirds of the cache's load at 100k memories.
+They are kept in a SQLite table, read one text at a time: a rebuild asks about the few texts it scans or renders
+again (what the scans found in the others is kept by block, speed.scan_memo), and loading every text's values
+whole was most of the cache's cost at 100k memories.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from memwiki.text.vectors import text_key
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
 
-RENDERED = ("html", "inline")  # kinds (by their start) kept in the SQLite store: see the module's text
-FORMAT = 2  # 2: rendered kinds apart, keys of 16 bytes
+FORMAT = 3  # 3: every kind in SQLite
+_FORMER = ("texts.marshal", "texts.marshal.journal")  # where format 2 kept what every build asked of every text
 
 
-class RenderedStore:
-    """The rendered kinds of each text: a SQLite table (text key -> marshal of {kind: value}) at `path`, under a
+class TextStore:
+    """What was derived from each text: a SQLite table (text key -> marshal of {kind: value}) at `path`, under a
     version (another version's rows are dropped on first use). Opened in the process that uses it (a connection
     inherited through fork is left alone, never used or closed there). A damaged file is a cache lost, made again;
     a file locked past the timeout is a miss, not a failed build."""
@@ -83,18 +83,18 @@ class RenderedStore:
     def _remake(self, exc: sqlite3.Error) -> None:
         """A file SQLite cannot read as a database: removed with its journals (a journal left beside a new file
         would be rolled back into it)."""
-        log.warning("memwiki: %s: %s; the rendered texts are made again", self.path, exc)
+        log.warning("memwiki: %s: %s; what was derived from the texts is made again", self.path, exc)
         self.close()
         for suffix in ("", "-journal", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def get(self, key: bytes) -> dict[str, Any]:
-        """The rendered kinds kept for the text of `key` ({} when none, or unreadable)."""
+        """The kinds kept for the text of `key` ({} when none, or unreadable)."""
         try:
             db = self._connect()
             row = None if self._empty else db.execute("SELECT value FROM texts WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as exc:
-            log.warning("memwiki: %s: %s; texts rendered again", self.path, exc)
+            log.warning("memwiki: %s: %s; texts parsed and rendered again", self.path, exc)
             self._empty = True  # (no more lookups this build)
             return {}
         try:
@@ -135,18 +135,17 @@ class RenderedStore:
 
 
 class TextCache:
-    """Memoises `compute()` per (text, kind); `path`: the file it persists to (None: this build only)."""
+    """Memoises `compute()` per (text, kind); `path`: the SQLite file it persists to (None: this build only)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self.version = cache_file.version("texts", FORMAT)
-        self._store = cache_file.JournaledDict(path, self.version) if path is not None else None
-        self._rendered = RenderedStore(path.with_suffix(".sqlite3"), self.version) if path is not None else None
-        self._old: dict[bytes, dict[str, Any]] = self._store.data if self._store is not None else {}
-        self._new: dict[bytes, dict[str, Any]] = {}  # what this build used
+        self._store = TextStore(path, self.version) if path is not None else None
+        for old in _FORMER if path is not None else ():  # the dict texts were kept in before, beside this file
+            if old != path.name:
+                (path.parent / old).unlink(missing_ok=True)
+        self._entries: dict[bytes, dict[str, Any]] = {}  # the kinds of each text this build asked about
         self._changed: set[bytes] = set()  # texts that got a new derived value in this build
-        self._shown: dict[bytes, dict[str, Any]] = {}  # the RENDERED kinds of the texts this build asked for
-        self._shown_changed: set[bytes] = set()
         self._tokens: dict[str, list[Token]] = {}
         self._keys: dict[str, bytes] = {}  # text -> its key (each text is asked for several times in a build)
         self.misses = 0
@@ -164,7 +163,7 @@ class TextCache:
 
         `last`: this is usually the text's last use in a build, so its tokens are let go."""
         key = self._key(text)
-        entry = self._entry(key, kind)
+        entry = self._entry(key)
         if kind in entry:
             return entry[kind]
         value = compute()
@@ -175,16 +174,16 @@ class TextCache:
 
     def get(self, text: str, kind: str) -> Any:  # noqa: ANN401 - plain data
         """What was derived from `text` as `kind` (in this build or one before), or None."""
-        return self._entry(self._key(text), kind).get(kind)
+        return self._entry(self._key(text)).get(kind)
 
     def put(self, text: str, kind: str, value: Any) -> None:  # noqa: ANN401 - plain data
         """Keep `value`, derived from `text` as `kind` (a value derived for many texts at once)."""
         self._set(self._key(text), kind, value)
 
     def _set(self, key: bytes, kind: str, value: Any) -> None:  # noqa: ANN401 - plain data
-        self._entry(key, kind)[kind] = value
+        self._entry(key)[kind] = value
         self.misses += 1
-        (self._shown_changed if kind.startswith(RENDERED) else self._changed).add(key)
+        self._changed.add(key)
 
     def _key(self, text: str) -> bytes:
         key = self._keys.get(text)
@@ -192,35 +191,20 @@ class TextCache:
             key = self._keys[text] = text_key(text)
         return key
 
-    def _entry(self, key: bytes, kind: str) -> dict[str, Any]:
-        """The derived values of the text of `key` this build uses (those kept from earlier builds at first), in
-        the store that keeps `kind`."""
-        if kind.startswith(RENDERED):
-            shown = self._shown.get(key)
-            if shown is None:
-                shown = self._shown[key] = self._rendered.get(key) if self._rendered is not None else {}
-                self._new.setdefault(key, self._old.get(key, {}))  # (a text used: kept by `save`'s pruning)
-            return shown
-        entry = self._new.get(key)
+    def _entry(self, key: bytes) -> dict[str, Any]:
+        """The derived values of the text of `key` (those kept from earlier builds at first)."""
+        entry = self._entries.get(key)
         if entry is None:
-            entry = self._new[key] = self._old.get(key, {})
+            entry = self._entries[key] = self._store.get(key) if self._store is not None else {}
         return entry
 
     def save(self, prune: bool = True) -> None:
-        """Keep what this build derived anew (cache_file.JournaledDict: a few entries, not the whole file).
-        `prune`: this build saw every text, so the texts it did not use are dropped when the file holds more
-        than twice what it used."""
+        """Keep what this build derived anew. `prune`: this build saw every text, so the texts it did not use are
+        dropped when the store holds more than twice what it used."""
         self._tokens.clear()  # (the build is done with them: parsed for links, some texts were never rendered)
-        if self._store is None or self._rendered is None:
+        if self._store is None:
             return
-        if prune and len(self._old) > 2 * len(self._new):
-            self._store.replace_all({k: v for k, v in self._new.items() if v})
-        else:
-            for key in self._changed:
-                self._store.set(key, self._new[key])
+        used = (lambda: set(self._entries)) if prune else None
+        self._store.save({k: self._entries[k] for k in self._changed}, used, len(self._entries))
         self._changed.clear()
-        self._store.save()
-        used = (lambda: set(self._new)) if prune else None
-        self._rendered.save({k: self._shown[k] for k in self._shown_changed}, used, len(self._new))
-        self._shown_changed.clear()
-        self._rendered.close()
+        self._store.close()
