@@ -270,13 +270,19 @@ class Site:
         """Where each wiki page and entity is named in the layers' texts (made on first use, after the scan
         for links: see memwiki.site.model.mentions), kept block by block."""
         if self._mentions is None:
-            found = self._mentions = MentionIndex(self.index.concepts)
-
-            def names(places: list[tuple[str, TextSource]]) -> list:
-                return found.names_in_places(places, self.index.texts)
-
-            for block in self.text_blocks():
-                found.add(self.scans.found(block, "names", names, found.names_digest), block.text)
+            mentions = self._mentions = MentionIndex(self.index.concepts)
+            blocks, names = self.text_blocks(), mentions.names_digest
+            found = [self.scans.kept(block, "names", names) for block in blocks]
+            todo = [n for n, value in enumerate(found) if value is None]
+            # the blocks not kept, in one search: RE2's pattern of every name over many texts at once, one text at
+            # a time over a few (see MentionIndex)
+            for n, value in zip(
+                todo, mentions.names_in_blocks([blocks[n] for n in todo], self.index.texts), strict=True
+            ):
+                self.scans.put(blocks[n], "names", value, names)
+                found[n] = value
+            for block, value in zip(blocks, found, strict=True):
+                mentions.add(value, block.text)
             self._blocks = None  # (both scans are done)
         return self._mentions
 

@@ -50,20 +50,34 @@ class ScanMemo:
     def found(self, block: TextBlock, kind: str, scan: Callable[[Places], Any], names: str = "") -> Any:  # noqa: ANN401
         """What `scan(block.places())` finds (plain data), kept under the block's key, `kind` and `names` (the
         names looked for, when the findings depend on them)."""
+        value = self.kept(block, kind, names)
+        if value is None:
+            value = scan(block.places())
+            self.put(block, kind, value, names)
+        return value
+
+    def kept(self, block: TextBlock, kind: str, names: str = "") -> Any:  # noqa: ANN401
+        """What a scan found in `block`, as a build kept it under the same key, `kind` and `names`; None: scan the
+        block, then `put` what was found (always None with `check`: every block is scanned, `put` compares)."""
         if not block.key:
-            return scan(block.places())
-        key = (block.key, kind)
+            return None
         self._used.add(block.key)
-        kept = self._old.get(key)
-        if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == names:
-            if self.check and scan(block.places()) != kept[1]:
-                raise StaleMemo(f"text block {block.key} ({kind}): its key matched, but its texts scan differently")
-            return kept[1]
+        kept = self._old.get((block.key, kind))
+        if self.check or not (isinstance(kept, tuple) and len(kept) == 2 and kept[0] == names):
+            return None
+        return kept[1]
+
+    def put(self, block: TextBlock, kind: str, value: Any, names: str = "") -> None:  # noqa: ANN401
+        """Keep what a scan found in `block` (with `check`: fail when it differs from what its key kept)."""
         self.scanned += 1
-        value = scan(block.places())
+        if not block.key:
+            return
+        key = (block.key, kind)
+        kept = self._old.get(key)
+        if self.check and isinstance(kept, tuple) and len(kept) == 2 and kept[0] == names and kept[1] != value:
+            raise StaleMemo(f"text block {block.key} ({kind}): its key matched, but its texts scan differently")
         if self._store is not None:
             self._store.set(key, (names, value))
-        return value
 
     def save(self) -> None:
         """Keep what this build found anew; forget the blocks it did not use."""
