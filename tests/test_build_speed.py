@@ -310,3 +310,47 @@ def test_memory_anchors_kept_across_builds_are_the_ones_claimed_anew(tmp_path: P
     assert _memory_anchors(speed, ids) == first and (tmp_path / "cache" / "memory-anchors.marshal").is_file()
     more = ["foo bar", *ids]
     assert _memory_anchors(speed, more) == _memory_anchors(BuildSpeed(), more) != first
+
+
+def test_a_rebuild_scans_again_only_the_block_of_texts_that_changed(tmp_path: Path) -> None:
+    """What the scans for links and names found is kept by block of texts (speed.scan_memo): after one memory was
+    edited, a rebuild scans its block again (and the hot memory's, never kept) and finds every backlink and
+    mention a build without caches finds; a block kept under a key that misses an input is caught by `check`."""
+    from memwiki.site.builders import TEXT_BLOCK, site
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.model.build_context import BuildContext
+    from memwiki.site.speed.scan_memo import ScanMemo, TextBlock
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    count = 3 * TEXT_BLOCK
+    with Store.init(tmp_path / "store") as store:
+        store.graph.add_triple("NAS", "backs up", "laptop")
+        store.semantic.add([Memory(id=f"m-{n}", text=f"Note {n}: [[NAS]] copies the laptop.") for n in range(count)])
+
+    def build(cache: Path | None) -> tuple[dict, dict, int]:
+        with Store.open(tmp_path / "store") as store:
+            speed = BuildSpeed(cache_dir=cache, check_memos=False)
+            gate = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32)  # (a key of its own: another's)
+            s = site(BuildContext(gate, speed=speed))
+            mentions = s.mentions()
+            s.scans.save()
+            concepts = {c.title: c for c in s.index.concepts}
+            links = {t: sorted(c.backlinks) for t, c in concepts.items() if c.backlinks}
+            names = {t: sorted(mentions.of(c)) for t, c in concepts.items() if mentions.of(c)}
+            return links, names, s.scans.scanned
+
+    first = build(tmp_path / "cache")
+    assert first[2] >= 2 * (count // TEXT_BLOCK)  # every block, for links and for names
+    assert build(tmp_path / "cache") == (*first[:2], 2)  # the hot memory's block (never kept), links and names
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([Memory(id="m-70", text="Note 70: the laptop is copied by [[NAS]] and the laptop.")])
+    links, names, scanned = build(tmp_path / "cache")
+    assert (links, names) == build(None)[:2] and len(links["NAS"]) == count
+    assert scanned <= 2 * 2  # one block of memories, and the hot memory's (empty here), for links and for names
+    memo = ScanMemo(tmp_path / "memo.marshal", check=True)
+    block = TextBlock("k", list, str)
+    memo.put(block, "links", [("a", "", "a", [])])
+    memo.save()
+    with pytest.raises(StaleMemo):
+        ScanMemo(tmp_path / "memo.marshal", check=True).put(block, "links", [])

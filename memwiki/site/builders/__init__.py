@@ -113,6 +113,7 @@ class Site:
     _groups: dict[str, dict] = field(default_factory=dict)  # by_category and by_room, made once (the records stay)
     _mentions: MentionIndex | None = None
     _blocks: list[TextBlock] | None = None
+    _urls: dict[str, str] = field(default_factory=dict)  # src_uri -> its URL (see url)
     _oldest_first: list[Memory] | None = None  # (made once: the records stay)
     _embedded_from: dict[str, str] | None = None
     _tokens: dict[str, str] | None = None
@@ -131,8 +132,12 @@ class Site:
         return key_of(self.index.digest(built_from), self.directory_urls)
 
     def url(self, src_uri: str) -> str:
-        """The URL (from the site root) of the page made from `src_uri`, as this build's settings write URLs."""
-        return page_url(src_uri, self.directory_urls)
+        """The URL (from the site root) of the page made from `src_uri`, as this build's settings write URLs (made
+        once a page: a 100k store's cards are on a few thousand pages)."""
+        found = self._urls.get(src_uri)
+        if found is None:
+            found = self._urls[src_uri] = page_url(src_uri, self.directory_urls)
+        return found
 
     def href(self, from_src: str, to_src: str, anchor: str = "") -> str:
         """A link from the page `from_src` to `to_src` (a page or a file), relative, as this build writes URLs."""
@@ -209,8 +214,8 @@ class Site:
     def text_blocks(self) -> list[TextBlock]:
         """Every text of the layers (persona, hot, L2, L4) with the page and anchor it is shown at, in blocks (made
         once: the scans for links and for names both read them, and keep what they found by block, see
-        speed.scan_memo): the persona and hot memory, then the memories TEXT_BLOCK at a time in the source's order,
-        then every session turn."""
+        speed.scan_memo): the persona and hot memory, then the memories TEXT_BLOCK at a time oldest first, then
+        every session turn."""
         if self._blocks is None:
             self._blocks = [self._hot_block(), *self._memory_blocks(), self._turns_block()]
         return self._blocks
@@ -227,9 +232,11 @@ class Site:
         return TextBlock("", lambda: places, lambda n: places[n][1].text)  # (a few texts: always scanned)
 
     def _memory_blocks(self) -> Iterator[TextBlock]:
-        tokens, home = self.memory_tokens(), self.memory_home
-        for start in range(0, len(self.memories), TEXT_BLOCK):
-            chunk = self.memories[start : start + TEXT_BLOCK]
+        """The memories TEXT_BLOCK at a time, oldest first (not in the source's order, which an edit may change:
+        every block after it would be scanned again)."""
+        tokens, home, memories = self.memory_tokens(), self.memory_home, self.oldest_first()
+        for start in range(0, len(memories), TEXT_BLOCK):
+            chunk = memories[start : start + TEXT_BLOCK]
             key = key_of("L2", [(tokens[m.id], home[m.id]) for m in chunk])  # (each card's text, fields and place)
             yield TextBlock(key, functools.partial(self._memory_places, chunk), lambda n, c=chunk: c[n].text)
 

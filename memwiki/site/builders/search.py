@@ -192,7 +192,8 @@ class _Layers:
         units: list[tuple[str, int, int]] = []  # each unit row's identity: its memory's token, row, passage (or -1)
         for n, m in enumerate(s.oldest_first()):
             token = tokens[m.id]
-            self.memories.append([m.id, memory_url(m), m.category, " / ".join(x for x in (m.wing, m.room) if x)])
+            room = f"{m.wing} / {m.room}" if m.wing and m.room else m.wing or m.room
+            self.memories.append([m.id, memory_url(m), m.category, room])
             if not is_long(m.text):
                 lex = index_text(m)
                 self.short.append((len(self.units), m.id))

@@ -72,6 +72,7 @@ class ScanMemo:
         self.scanned += 1
         if not block.key:
             return
+        self._used.add(block.key)
         key = (block.key, kind)
         kept = self._old.get(key)
         if self.check and isinstance(kept, tuple) and len(kept) == 2 and kept[0] == names and kept[1] != value:
