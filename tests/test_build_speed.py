@@ -354,3 +354,49 @@ def test_a_rebuild_scans_again_only_the_block_of_texts_that_changed(tmp_path: Pa
     memo.save()
     with pytest.raises(StaleMemo):
         ScanMemo(tmp_path / "memo.marshal", check=True).put(block, "links", [])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forking a build is done on Linux only")
+def test_a_search_made_in_a_forked_process_is_the_one_made_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a rebuild the search is made in a forked process cut off from the source (search.start): it ships the
+    page and the assets the page cache does not hold, the same as a search made here; when it needs what is not
+    kept (the vector of a memory nobody read yet), it gives up and the search is made here, the same again."""
+    from memwiki.site.builders import search, site
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.model.build_context import BuildContext
+    from memwiki.site.speed.layer_cache import CachedSource
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    with Store.init(tmp_path / "store") as store:
+        store.semantic.add([Memory(id=f"m-{n}", text=f"Backup step {n}: copy the disk to the NAS.") for n in range(30)])
+    held: set[str] = set()  # the assets the page cache holds (as PageCache.holds_asset says)
+
+    def build(cache: Path | None, fork: bool) -> tuple[str, dict[str, str], int]:
+        made = []
+        with Store.open(tmp_path / "store") as store:
+            source = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32)
+            if cache is not None:
+                source = CachedSource(source, cache / "layers")
+            speed = BuildSpeed(cache_dir=cache, exports=tmp_path / "use", may_fork=fork, holds_asset=held.__contains__)
+            ctx = BuildContext(source, speed=speed)
+            site(ctx)
+            search.start(ctx)
+            here = search._made
+            monkeypatch.setattr(search, "_made", lambda *a: made.append(1) or here(*a))  # (after the fork)
+            (page,), assets = search.build(ctx)
+            monkeypatch.setattr(search, "_made", here)
+            speed.settle()
+            if isinstance(source, CachedSource):
+                source.save()
+            held.update(a.digest for a in assets)
+            return page.markdown, {a.dest_uri: a.digest for a in assets}, len(made)
+
+    cache = tmp_path / "cache"
+    assert build(cache, fork=True)[2] == 1  # a first build: made here
+    page, assets, made = build(cache, fork=True)
+    assert made == 0 and (page, assets) == build(None, fork=False)[:2]  # made in the fork, as here
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([Memory(id="m-3", text="Backup step 3: copy the photos to the cloud.")])
+    page, assets, made = build(cache, fork=True)  # (m-3's vector is not kept: the fork gives up)
+    assert made == 1 and (page, assets) == build(None, fork=False)[:2]

@@ -39,7 +39,7 @@ from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.speed import gc_policy
 from memwiki.site.speed.builder_speed import EXPORTS, BuildSpeed
 from memwiki.site.speed.layer_cache import CachedSource
-from memwiki.site.speed.memo import key_of
+from memwiki.site.speed.memo import Reusable, key_of
 from memwiki.source import MemorySource
 
 log = logging.getLogger("mkdocs.plugins.memwiki")
@@ -80,7 +80,7 @@ def build_all(ctx: BuildContext) -> BuildResult:
     graph.prepare(ctx)  # the graph files may be drawn in a forked process meanwhile
     search.prepare(ctx)  # and the browser's model exported in another
     sessions.prepare(ctx)  # then (no thread may run while the build forks) session digests embed in a thread
-    builders: list[Callable[[BuildContext], BuildResult]] = [
+    builders = [
         home.build,
         persona.build,
         semantic.build,
@@ -91,21 +91,29 @@ def build_all(ctx: BuildContext) -> BuildResult:
         audit.build,
         privacy_report.build,
     ]
-    pages: list[GeneratedPage] = []
-    assets: list[GeneratedAsset] = []
-    for build in builders:  # (a line each: a large build shows where it is)
-        t0 = time.perf_counter()
-        p, a = build(ctx)
-        pages += p
-        assets += a
-        made = f"{len(p):,} page{'s' * (len(p) != 1)}" + (f", {len(a):,} file{'s' * (len(a) != 1)}" if a else "")
-        log.info("memwiki: %s: %s in %.1f s", build.__module__.rsplit(".", 1)[-1], made, time.perf_counter() - t0)
+    made: dict[Callable[[BuildContext], BuildResult], BuildResult] = {}
+    for build in builders[:3]:
+        made[build] = _run(ctx, build)
+    search.start(ctx)  # (after the audit, which read the vectors of the memories that changed: see search.start)
+    for build in [*builders[3:5], *builders[6:], search.build]:  # (the search last: it may be made meanwhile)
+        made[build] = _run(ctx, build)
+    pages = [page for build in builders for page in made[build][0]]
+    assets = [asset for build in builders for asset in made[build][1]]
     ctx.speed.save_memos()
     ctx.speed.settle()
     # a build that kept pages without making them did not see every text: it must not drop the unseen ones
     s.index.texts.save(prune=not any(p.kept for p in pages))
     s.scans.save()
     return pages, assets
+
+
+def _run(ctx: BuildContext, build: Callable[[BuildContext], BuildResult]) -> BuildResult:
+    """One builder's pages and files (and a line in the log: a large build shows where it is)."""
+    t0 = time.perf_counter()
+    p, a = build(ctx)
+    made = f"{len(p):,} page{'s' * (len(p) != 1)}" + (f", {len(a):,} file{'s' * (len(a) != 1)}" if a else "")
+    log.info("memwiki: %s: %s in %.1f s", build.__module__.rsplit(".", 1)[-1], made, time.perf_counter() - t0)
+    return p, a
 
 
 @dataclass(frozen=True)
@@ -165,12 +173,14 @@ class SiteBuild:
         self.redacted: set[str] = set()  # (what it redacted, once the gate is let go)
         self.times: dict[str, float] = {}
 
-    def run(self, reusable: Callable[[str, str], bool] | None) -> Built:
-        """Read the source through the gate and run every builder; `reusable`: the page cache's word on which
-        pages' final HTML is at hand (builders may then give those back without making them)."""
+    def run(self, reusable: Reusable | None, holds_asset: Callable[[str], bool] | None = None) -> Built:
+        """Read the source through the gate and run every builder; `reusable`, `holds_asset`: the page cache's word
+        on which pages' final HTML, and which assets, are at hand (builders may then give those back without
+        making them)."""
         t0 = time.perf_counter()
         with gc_policy.paused():  # the source's records, caches and pages stay to the end (see speed.gc_policy)
             ctx = self._context(reusable)
+            ctx.speed.holds_asset = holds_asset
             t1 = time.perf_counter()
             gated = "memwiki: memory read through the privacy gate (%s profile) in %.1f s"
             log.info(gated, self.rules.profile, t1 - t0)
@@ -186,7 +196,7 @@ class SiteBuild:
             log.info("memwiki: layers read from the source: %s", ", ".join(ctx.source.reads) or "none")
         return Built(ctx, pages, assets)
 
-    def _context(self, reusable: Callable[[str, str], bool] | None) -> BuildContext:
+    def _context(self, reusable: Reusable | None) -> BuildContext:
         try:
             self.rules = rules = PrivacyRules.from_options(self.options["privacy"], self.options["profile"])
             if not rules.public:  # a warning, so that `mkdocs build --strict` (a publishing build) stops here

@@ -198,7 +198,7 @@ class MemwikiPlugin(BasePlugin[MemwikiConfig]):
         """Run the builders, letting them give back pages whose HTML is cached; when the navigation made from the
         pages is not the one those pages were cached with, run them again without."""
         self._pages.open_cache(config)
-        built = self._site.run(self._pages.reusable)
+        built = self._site.run(self._pages.reusable, self._pages.holds_asset)
         nav_given = bool(config.nav)
         if not nav_given:
             config.nav = nav(built.pages, files)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from memwiki.errors import MemwikiError
 from memwiki.layers.semantic.memory import index_text
 from memwiki.layers.semantic.passages import MAX_EMBED_BYTES, is_long, passage_id, split
 from memwiki.layers.sessions import SNIPPETS_PER_SESSION
@@ -35,12 +36,14 @@ from memwiki.recall.entity_pages import ENTITY_PREFIX, recall_pages
 from memwiki.site.browser.pyvis_html import script_json
 from memwiki.site.browser.use_assets import USE_DIR, use_assets
 from memwiki.site.browser.use_assets import prepare as prepare_model
-from memwiki.site.builders import PERSONA, Site, hot_anchor, message_anchor, site
+from memwiki.site.builders import PERSONA, BuildResult, Site, hot_anchor, message_anchor, site
 from memwiki.site.gate.detect import WITHHELD_NAME
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.model.render import esc
 from memwiki.site.speed import cache_file
+from memwiki.site.speed.builder_speed import Pending
+from memwiki.site.speed.layer_cache import CachedSource, SourceCutOff
 from memwiki.site.speed.memo import key_of
 from memwiki.source import Memory
 from memwiki.store.layout import HOT_FILES
@@ -582,8 +585,72 @@ def prepare(ctx: BuildContext) -> None:
         prepare_model(ctx)
 
 
-def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[list[GeneratedPage], list[GeneratedAsset]]:
-    """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder."""
+def start(ctx: BuildContext) -> None:
+    """Make the search in a forked process while the other builders run (`build` then takes what it made): in a
+    rebuild (the last build's data parts are kept) whose page cache says which assets it holds, from a source
+    whose layers are kept (speed.layer_cache). The process is cut off from the source: one that needs more than
+    is kept (a vector of a memory the audit did not read, a text not embedded yet) gives up, and the search is
+    made here. (At 100k memories, the search was a third of a rebuild's builders, with a core idle.)"""
+    source, parts = ctx.source, ctx.part(_Parts)
+    if not (isinstance(source, CachedSource) and ctx.speed.holds_asset and parts.memo is not None and parts.memo.data):
+        return
+
+    def work() -> Plain:
+        notes = len(ctx.notes)
+        try:
+            return _plain(ctx, _made(ctx, None), ctx.notes[notes:])
+        except SourceCutOff:
+            return ()  # (made where the source is)
+
+    ctx.part(_Started).pending = ctx.speed.apart("search", "", work, keep=False, in_child=source.cut_off)
+
+
+class _Started:
+    """The search `start` handed to a forked process in this build, if any (ctx.part)."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.pending: Pending[Plain] | None = None
+
+
+Plain = tuple[Any, ...]  # a search as plain data, or () for none (see _plain)
+
+
+def _plain(ctx: BuildContext, built: BuildResult, notes: list[str]) -> Plain:
+    """A search's page and assets as plain data: an asset the page cache holds goes by its name alone."""
+    (page,), assets = built
+    holds = ctx.speed.holds_asset or (lambda _: False)
+    shipped = [(a.dest_uri, None if holds(a.digest) else a.content, a.numbers, a.digest) for a in assets]
+    return (page.src_uri, page.title, page.markdown, page.section, page.in_nav, page.meta), shipped, notes
+
+
+def _from_plain(ctx: BuildContext, plain: Plain) -> BuildResult:
+    (src_uri, title, markdown, section, in_nav, meta), shipped, notes = plain
+    ctx.notes.extend(notes)
+    page = GeneratedPage(src_uri, title, markdown, section, in_nav, meta)
+    assets = [
+        GeneratedAsset(dest, content if content is not None else functools.partial(_held, dest), numbers, name)
+        for dest, content, numbers, name in shipped
+    ]
+    return [page], assets
+
+
+def _held(dest_uri: str) -> bytes:
+    raise MemwikiError(f"search: {dest_uri} was made by a forked process as held by the page cache, which lost it")
+
+
+def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> BuildResult:
+    """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder: as a
+    forked process made them (`start`), or made now."""
+    started = ctx.part(_Started)
+    if started.pending is not None and memory_url is None:
+        plain, started.pending = started.pending.result(), None
+        if plain:
+            return _from_plain(ctx, plain)
+    return _made(ctx, memory_url)
+
+
+def _made(ctx: BuildContext, memory_url: MemoryUrl | None) -> BuildResult:
+    """The search, made here (see `build`)."""
     data, vectors = search_data(ctx, memory_url)
     use = use_assets(ctx) if vectors is not None else []
     if vectors is not None and not use:

@@ -82,12 +82,21 @@ class _Process(Pending[T]):
     """Work done in a forked process whose result (plain data) comes back as a cache file at `path` under `key`."""
 
     def __init__(
-        self, fallback: Callable[[], T], work: Callable[[], T], name: str, path: Path, key: str, temporary: bool
+        self,
+        fallback: Callable[[], T],
+        work: Callable[[], T],
+        name: str,
+        path: Path,
+        key: str,
+        temporary: bool,
+        in_child: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(fallback)  # done here when the process fails
         self._path, self._key, self._temporary = path, key, temporary
 
         def child() -> None:
+            if in_child is not None:
+                in_child()
             cache_file.dump(path, key, work())
 
         self._process = multiprocessing.get_context("fork").Process(target=child, name=f"memwiki-{name}", daemon=True)
@@ -123,6 +132,7 @@ class BuildSpeed:
     exports: Path | None = None
     may_fork: bool = False  # the host says forking is safe here (a plain `mkdocs build` on Linux)
     reusable: Reusable | None = None  # (src_uri, fingerprint) -> that page's final HTML is at hand (page cache)
+    holds_asset: Callable[[str], bool] | None = None  # (GeneratedAsset.digest) -> that asset is at hand (page cache)
     # make every memoised page anyway and fail when it differs from the one its key promised (tests: a key that
     # misses an input is a stale page, found here instead of on a reader's screen)
     check_memos: bool = field(default_factory=lambda: os.environ.get("MEMWIKI_CHECK_MEMOS") == "1")
@@ -168,25 +178,35 @@ class BuildSpeed:
         if path is not None:
             cache_file.dump(path, cache_file.version(name, key), value)
 
-    def apart(self, name: str, key: str, work: Callable[[], T]) -> Pending[T]:
-        """`work()`, kept as cache file `name` under `key` (see `load`). In a forked process when the host allows
-        it and no thread of this runs, the result coming back through that file (a temporary one when caches
-        are off); otherwise done when its result is first asked for."""
+    def apart(
+        self,
+        name: str,
+        key: str,
+        work: Callable[[], T],
+        *,
+        keep: bool = True,
+        in_child: Callable[[], None] | None = None,
+    ) -> Pending[T]:
+        """`work()`, kept as cache file `name` under `key` (see `load`; `keep=False`: not kept). In a forked process
+        when the host allows it and no thread of this runs, the result coming back through that file (a temporary
+        one when caches are off or it is not kept), `in_child()` run there first; otherwise done when its result
+        is first asked for."""
 
         def kept() -> T:
             value = work()
-            self.keep(name, key, value)
+            if keep:
+                self.keep(name, key, value)
             return value
 
         if not (self.may_fork and sys.platform.startswith("linux")) or any(t.running for t in self._threads):
             return Pending(kept)
-        path = self.cache_path(name)
+        path = self.cache_path(name) if keep else None
         temporary = path is None
         if path is None:
             handle, temp = tempfile.mkstemp(prefix="memwiki-", suffix=".marshal")
             os.close(handle)
             path = Path(temp)
-        done = _Process(kept, work, name.split(".")[0], path, cache_file.version(name, key), temporary)
+        done = _Process(kept, work, name.split(".")[0], path, cache_file.version(name, key), temporary, in_child)
         self._processes.append(done)
         return done
 

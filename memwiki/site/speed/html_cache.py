@@ -204,11 +204,15 @@ class PageCache:
         self.hits.append(page.src_uri)
         return True
 
+    def holds_asset(self, name: str) -> bool:
+        """An asset of this name (GeneratedAsset.digest) is in the cache: putting it writes nothing, makes nothing."""
+        return name in self._assets_used or name in self._asset_files
+
     def put_asset(self, asset: GeneratedAsset) -> None:
         """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
         dest_uri, name = asset.dest_uri, asset.digest
         path = f"{self.folder}/{ASSETS}/{name}"  # a string: 5k Path objects were a tenth of a second
-        if name not in self._assets_used and name not in self._asset_files:  # (only then are its bytes made)
+        if not self.holds_asset(name):  # (only then are its bytes made)
             self._pending.append(self._writer.submit(_write, path, asset.content))
         self.assets[dest_uri] = path
         self._assets_used.add(name)

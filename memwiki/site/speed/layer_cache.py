@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from memwiki.errors import MemwikiError
 from memwiki.readers.vector_cache import memory_digest
 from memwiki.site.model.build_context import GatedSource
 from memwiki.site.speed import cache_file
@@ -81,6 +82,23 @@ _HEAD = ("next",)  # (seq, count) of the source's last Changes
 _register()
 
 
+class SourceCutOff(MemwikiError):
+    """A forked process asked the source for something the cache does not hold (see CachedSource.cut_off)."""
+
+
+class _CutOff:
+    """A source that answers only `info()` (as it was before the cut) and raises SourceCutOff for the rest."""
+
+    def __init__(self, info: SourceInfo) -> None:
+        self._info = info
+
+    def info(self) -> SourceInfo:
+        return self._info
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401
+        raise SourceCutOff(f"the source was asked for {name} in a process cut off from it")
+
+
 class CachedSource:
     """`source` with its layers' records kept in `folder` (see the module's docstring); everything else passes on."""
 
@@ -94,6 +112,11 @@ class CachedSource:
         self._digests: dict[str, str] | None = None  # memory id -> memory_digest (see `memory_digests`)
         self._tokens: dict[str, str] | None = None  # memory id -> memory_token (see `memory_tokens`)
         self._withheld: dict[str, dict[str, int]] = {}  # layer -> what the privacy gate withheld from it, by kind
+
+    def cut_off(self) -> None:
+        """Answer from what is kept alone from now on (in a forked process: the source's connections, its database
+        handles and threads belong to the process that opened them); asking for more raises SourceCutOff."""
+        self.source = _CutOff(self.source.info())  # type: ignore[assignment]
 
     # ── what passes on to the source ──
 

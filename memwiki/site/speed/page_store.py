@@ -108,6 +108,10 @@ class PageStore:
         """The page cache's word: this page's final HTML, with this fingerprint, is at hand."""
         return self.cache is not None and self.cache.reusable(src_uri, fingerprint)
 
+    def holds_asset(self, name: str) -> bool:
+        """The page cache's word: an asset of this name (GeneratedAsset.digest) is at hand, its bytes not needed."""
+        return self.cache is not None and self.cache.holds_asset(name)
+
     def layout_holds(self) -> bool:
         """The navigation now in the config is the one pages were looked up with until now (see PageCache)."""
         return self.cache is None or self.cache.settle_layout()
