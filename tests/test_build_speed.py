@@ -357,22 +357,28 @@ def test_a_rebuild_scans_again_only_the_block_of_texts_that_changed(tmp_path: Pa
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forking a build is done on Linux only")
-def test_a_search_made_in_a_forked_process_is_the_one_made_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In a rebuild the search is made in a forked process cut off from the source (search.start): it ships the
-    page and the assets the page cache does not hold, the same as a search made here; when it needs what is not
-    kept (the vector of a memory nobody read yet), it gives up and the search is made here, the same again."""
-    from memwiki.site.builders import search, site
+def test_a_search_made_in_a_forked_process_is_the_one_made_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a rebuild the search and the near-duplicates are made in forked processes cut off from the source
+    (search.start, audit.start), after the vectors of memories new since the last build were asked for: they give
+    what is made here (the search ships its page and the assets the page cache does not hold); a search that needs
+    what is not kept (the vectors of texts nobody embedded yet) gives up and is made here, the same again."""
+    from memwiki.site.builders import audit, search, site
     from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
     from memwiki.site.model.build_context import BuildContext
     from memwiki.site.speed.layer_cache import CachedSource
     from memwiki.source import Memory
     from memwiki.store.store import Store
 
+    texts = [f"Backup step {n}: copy the disk to the NAS." for n in range(30)] + [
+        "Backup step 1: copy the disk to the NAS!"
+    ]
     with Store.init(tmp_path / "store") as store:
-        store.semantic.add([Memory(id=f"m-{n}", text=f"Backup step {n}: copy the disk to the NAS.") for n in range(30)])
+        store.semantic.add([Memory(id=f"m-{n}", text=t) for n, t in enumerate(texts)])
     held: set[str] = set()  # the assets the page cache holds (as PageCache.holds_asset says)
 
-    def build(cache: Path | None, fork: bool) -> tuple[str, dict[str, str], int]:
+    def build(cache: Path | None, fork: bool) -> tuple[str, dict[str, str], list, int]:
         made = []
         with Store.open(tmp_path / "store") as store:
             source = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32)
@@ -380,23 +386,60 @@ def test_a_search_made_in_a_forked_process_is_the_one_made_here(tmp_path: Path, 
                 source = CachedSource(source, cache / "layers")
             speed = BuildSpeed(cache_dir=cache, exports=tmp_path / "use", may_fork=fork, holds_asset=held.__contains__)
             ctx = BuildContext(source, speed=speed)
-            site(ctx)
+            s = site(ctx)
+            audit.start(ctx)
             search.start(ctx)
-            here = search._made
-            monkeypatch.setattr(search, "_made", lambda *a: made.append(1) or here(*a))  # (after the fork)
+            for module, name in ((search, "_made"), (audit, "_vector_clusters")):  # (after the forks: here only)
+                here = getattr(module, name)
+                monkeypatch.setattr(module, name, lambda *a, here=here: made.append(1) or here(*a))
             (page,), assets = search.build(ctx)
-            monkeypatch.setattr(search, "_made", here)
+            clusters = audit.near_duplicates(ctx, s.memories)[0]
+            monkeypatch.undo()
             speed.settle()
             if isinstance(source, CachedSource):
                 source.save()
             held.update(a.digest for a in assets)
-            return page.markdown, {a.dest_uri: a.digest for a in assets}, len(made)
+            return page.markdown, {a.dest_uri: a.digest for a in assets}, clusters, len(made)
 
     cache = tmp_path / "cache"
-    assert build(cache, fork=True)[2] == 1  # a first build: made here
-    page, assets, made = build(cache, fork=True)
-    assert made == 0 and (page, assets) == build(None, fork=False)[:2]  # made in the fork, as here
-    with Store.open(tmp_path / "store") as store:
+    assert build(cache, fork=True)[3] == 2  # a first build: both made here
+    page, assets, clusters, made = build(cache, fork=True)
+    assert made == 0 and (page, assets, clusters) == build(None, fork=False)[:3]  # made in the forks, as here
+    assert clusters  # (the notes are alike)
+    with Store.open(tmp_path / "store") as store:  # (a new memory, and a long one: its passages are not embedded)
         store.semantic.upsert([Memory(id="m-3", text="Backup step 3: copy the photos to the cloud.")])
-    page, assets, made = build(cache, fork=True)  # (m-3's vector is not kept: the fork gives up)
-    assert made == 1 and (page, assets) == build(None, fork=False)[:2]
+        store.semantic.upsert([Memory(id="m-long", text="A very long note about the NAS. " * 400)])
+    page, assets, clusters, made = build(cache, fork=True)
+    assert made == 1 and (page, assets, clusters) == build(None, fork=False)[:3]  # the search made here
+
+
+def test_a_digest_page_is_made_again_when_a_memory_written_in_its_session_changes(tmp_path: Path) -> None:
+    """A session's digest shows the memories written in it: its memo key holds them (a page kept while one of
+    them changed would be a stale page, which the memos' check fails on)."""
+    from memwiki.site.builders import sessions
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.model.build_context import BuildContext
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    with Store.init(tmp_path / "store") as store:
+        store.sessions.add_session("s-1", title="backups", started="2026-11-01T10:00:00Z")
+        store.sessions.add_message("s-1", "user", "Where do the backups go?", time="2026-11-01T10:00:00Z")
+        store.sessions.add_message("s-1", "assistant", "To the NAS, every Sunday.", time="2026-11-01T10:01:00Z")
+        store.semantic.add([Memory(id="m-1", text="Backups go to the NAS.", session_id="s-1")])
+
+    def build() -> dict[str, tuple[bool, str]]:
+        with Store.open(tmp_path / "store") as store:
+            speed = BuildSpeed(cache_dir=tmp_path / "cache", reusable=lambda *_: True, check_memos=True)
+            ctx = BuildContext(PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32), speed=speed)
+            pages, _ = sessions.build(ctx)
+            speed.save_memos()
+            return {p.src_uri: (p.kept, p.markdown) for p in pages}
+
+    first = build()
+    digest = next(uri for uri in first if uri.startswith("sessions/") and "s-1" in uri)
+    assert build()[digest][0]  # kept: nothing it shows changed
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([Memory(id="m-1", text="Backups go to the cloud now.", session_id="s-1")])
+    kept, markdown = build()[digest]
+    assert not kept and "cloud" in markdown

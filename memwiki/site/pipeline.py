@@ -79,6 +79,8 @@ def build_all(ctx: BuildContext) -> BuildResult:
     ctx.speed.shared = key_of(s.names_version, ctx.settings.memo_key())  # in every memo key
     graph.prepare(ctx)  # the graph files may be drawn in a forked process meanwhile
     search.prepare(ctx)  # and the browser's model exported in another
+    audit.start(ctx)  # in a rebuild, the near-duplicates found in another
+    search.start(ctx)  # and the search made in another
     sessions.prepare(ctx)  # then (no thread may run while the build forks) session digests embed in a thread
     builders = [
         home.build,
@@ -91,12 +93,10 @@ def build_all(ctx: BuildContext) -> BuildResult:
         audit.build,
         privacy_report.build,
     ]
-    made: dict[Callable[[BuildContext], BuildResult], BuildResult] = {}
-    for build in builders[:3]:
-        made[build] = _run(ctx, build)
-    search.start(ctx)  # (after the audit, which read the vectors of the memories that changed: see search.start)
-    for build in [*builders[3:5], *builders[6:], search.build]:  # (the search last: it may be made meanwhile)
-        made[build] = _run(ctx, build)
+    # sessions first (the near-duplicates, which the memories' cards show, may be found meanwhile), the search
+    # last (it may be made meanwhile); the pages and files in the order above
+    order = [home.build, persona.build, sessions.build, graph.build, semantic.build, *builders[6:], search.build]
+    made = {build: _run(ctx, build) for build in order}
     pages = [page for build in builders for page in made[build][0]]
     assets = [asset for build in builders for asset in made[build][1]]
     ctx.speed.save_memos()

@@ -23,6 +23,8 @@ from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.model.render import block, esc, md_esc
 from memwiki.site.model.wikilinks import as_words
+from memwiki.site.speed.builder_speed import Pending
+from memwiki.site.speed.layer_cache import CachedSource, SourceCutOff
 from memwiki.source import Memory, Triple
 from memwiki.text.tokens import tokens
 
@@ -138,7 +140,10 @@ def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Clu
     if len(memories) < 2:
         return [], "nothing to compare"
     ids = [m.id for m in memories]
-    found = _vector_clusters(ctx, memories)
+    started = ctx.part(_Started).pending if memories is site(ctx).memories else None
+    made, found = started.result() if started is not None else (False, None)
+    if not made:
+        found = _vector_clusters(ctx, memories)
     if found is not None:
         method = f"cosine ≥ {DUPLICATE_COSINE} on the store's vectors"
     elif len(memories) <= 2000:
@@ -149,6 +154,33 @@ def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Clu
         found = []
     method += "; memories joined by a chain of such pairs form one cluster"
     return [Cluster(tuple(ids[n] for n in members), score) for members, score in found], method
+
+
+def start(ctx: BuildContext) -> None:
+    """Find the near-duplicates in a forked process while other builders run (`near_duplicates` then takes what
+    it found): in a rebuild (the last build's clusters are kept) from a source whose layers are kept
+    (speed.layer_cache). The vectors the process needs are asked of the source first; it is cut off from the
+    source, and one that needs more gives up (the clusters are then found here)."""
+    source, kept = ctx.source, ctx.speed.cache_path(DUPLICATES)
+    memories = site(ctx).memories
+    if not (isinstance(source, CachedSource) and kept is not None and kept.is_file() and len(memories) > 1):
+        return
+    source.fetch_new_vectors()
+
+    def work() -> tuple[bool, list[tuple[list[int], float]] | None]:
+        try:
+            return True, _vector_clusters(ctx, memories)
+        except SourceCutOff:
+            return False, None
+
+    ctx.part(_Started).pending = ctx.speed.apart("duplicates", "", work, keep=False, in_child=source.cut_off)
+
+
+class _Started:
+    """The near-duplicates `start` handed to a forked process in this build, if any (ctx.part)."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.pending: Pending[tuple[bool, list[tuple[list[int], float]] | None]] | None = None
 
 
 def _vector_clusters(ctx: BuildContext, memories: list[Memory]) -> list[tuple[list[int], float]] | None:

@@ -588,12 +588,13 @@ def prepare(ctx: BuildContext) -> None:
 def start(ctx: BuildContext) -> None:
     """Make the search in a forked process while the other builders run (`build` then takes what it made): in a
     rebuild (the last build's data parts are kept) whose page cache says which assets it holds, from a source
-    whose layers are kept (speed.layer_cache). The process is cut off from the source: one that needs more than
-    is kept (a vector of a memory the audit did not read, a text not embedded yet) gives up, and the search is
-    made here. (At 100k memories, the search was a third of a rebuild's builders, with a core idle.)"""
-    source, parts = ctx.source, ctx.part(_Parts)
-    if not (isinstance(source, CachedSource) and ctx.speed.holds_asset and parts.memo is not None and parts.memo.data):
+    whose layers are kept (speed.layer_cache). The vectors the process needs are asked of the source first; it is
+    cut off from the source, and one that needs more than is kept (a text not embedded yet) gives up: the search
+    is then made here. (At 100k memories, the search was a third of a rebuild's builders, with a core idle.)"""
+    source, parts = ctx.source, ctx.speed.cache_path(PARTS_FILE)
+    if not (isinstance(source, CachedSource) and ctx.speed.holds_asset and parts is not None and parts.is_file()):
         return
+    source.fetch_new_vectors()
 
     def work() -> Plain:
         notes = len(ctx.notes)

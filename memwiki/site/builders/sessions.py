@@ -27,6 +27,7 @@ from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.model.render import block, esc, md_esc
 from memwiki.site.model.wikilinks import as_words, find_links
 from memwiki.site.speed.builder_speed import Pending
+from memwiki.site.speed.memo import values_of
 from memwiki.source import Memory, Message, Session, Triple
 from memwiki.text.tokens import tokens
 
@@ -70,6 +71,8 @@ def tfidf_vectors(texts: list[str]) -> np.ndarray:
 
 
 DIGESTS = "digests.marshal"  # in cache_dir: each conversation's key turns, by a hash of its texts
+WRITTEN_SHOWN = 5  # memories written in a session that its digest links to
+EVERY_SESSION = "every session"  # in DIGESTS: (method, sessions layer version) of a build that found all kept
 
 
 class Digester:
@@ -94,10 +97,11 @@ class Digester:
         k = min(len(texts), max(2, min(4, round(len(texts) / 3))))
         return hashlib.sha1(json.dumps([self.method, k, texts], ensure_ascii=False).encode()).hexdigest(), k
 
-    def prefetch(self, conversations: list[list[Message]]) -> None:
-        """Start embedding, beside the build, the messages of these sessions whose key turns are not cached."""
+    def prefetch(self, conversations: list[list[Message]]) -> bool:
+        """Start embedding, beside the build, the messages of these sessions whose key turns are not cached. False:
+        every one is cached."""
         if self._prefetched is not None:
-            return
+            return True
         todo = {}
         for messages in conversations:
             texts = [m.content for m in messages]
@@ -116,6 +120,7 @@ class Digester:
 
         if todo:
             self._prefetched = self.speed.beside("digests", embed_all)
+        return bool(todo)
 
     def _vectors(self, key: str) -> np.ndarray | None:
         """The prefetched vectors of one conversation (None: not prefetched, or prefetching failed)."""
@@ -160,9 +165,16 @@ class Digester:
 
 
 def prepare(ctx: BuildContext) -> None:
-    """Start embedding the sessions whose key turns are not kept from the last build (see Digester)."""
+    """Start embedding the sessions whose key turns are not kept from the last build (see Digester). A build that
+    found every session's key turns kept marks them so, with the sessions layer's version: the next builds of the
+    same sessions look for none (a hash of every session's texts was a twentieth of a 100k rebuild)."""
     s = site(ctx)
-    ctx.part(Digester).prefetch([_spoken(s.messages.get(x.id, [])) for x in s.sessions])
+    digester = ctx.part(Digester)
+    done = (digester.method, s.layer_version("sessions", (s.sessions, s.messages)))
+    if digester.cache.get(EVERY_SESSION) == done:
+        return
+    if not digester.prefetch([_spoken(s.messages.get(x.id, [])) for x in s.sessions]):
+        digester.cache[EVERY_SESSION], digester.dirty = done, True
 
 
 def _spoken(messages: list[Message]) -> list[Message]:
@@ -294,7 +306,7 @@ def _about_html(s: Site, summary: About, citations: _Citations, session: Session
     written = citations.memories.get(session.id, []) if session.id else []
     facts = citations.facts.get(session.id, []) if session.id else []
     if written or facts:
-        homes = [(m, s.memory_home.get(m.id)) for m in written[:5]]
+        homes = [(m, s.memory_home.get(m.id)) for m in written[:WRITTEN_SHOWN]]
         links = [
             f'<a href="{esc(s.href(uri, home[0], home[1]))}">{esc(_short(m.text))}</a>' for m, home in homes if home
         ]
@@ -354,20 +366,23 @@ def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
 def build(ctx: BuildContext) -> BuildResult:
     s = site(ctx)
     digester = ctx.part(Digester)
-    citations: list[_Citations] = []  # made on the first page the memo does not have
+    citations = _Citations(s)
+    written_tokens = s.memory_tokens()
 
-    def make(session: Session) -> GeneratedPage:
-        if not citations:
-            citations.append(_Citations(s))
-        return _digest_page(s, digester, citations[0], session)
+    def shown(session: Session) -> tuple:
+        """What a digest page shows: the session, its turns, the memories written in it (the first few, where
+        their cards are) and the facts that cite it (the graph layer's version, in the memo's shared part)."""
+        turns = [values_of(m) for m in s.messages.get(session.id, [])]
+        written = citations.memories.get(session.id, []) if session.id else []
+        cards = [(written_tokens[m.id], s.memory_home.get(m.id)) for m in written[:WRITTEN_SHOWN]]
+        return values_of(session), turns, len(written), cards
 
-    # a digest page also depends on the facts that cite its session
     memo = ctx.speed.memo("sessions", s.layer_version("graph", s.triples), digester.method)
     pages = [
         memo.page(
             s.session_uri(session.id),
-            (session, s.messages.get(session.id, [])),
-            lambda session=session: make(session),
+            shown(session),
+            lambda session=session: _digest_page(s, digester, citations, session),
         )
         for session in s.sessions
     ]

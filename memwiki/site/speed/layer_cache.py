@@ -111,6 +111,7 @@ class CachedSource:
         self._vectors: VectorRows | None = None  # by vector key
         self._digests: dict[str, str] | None = None  # memory id -> memory_digest (see `memory_digests`)
         self._tokens: dict[str, str] | None = None  # memory id -> memory_token (see `memory_tokens`)
+        self._fetched = False  # the vectors of every memory are kept (see `fetch_new_vectors`)
         self._withheld: dict[str, dict[str, int]] = {}  # layer -> what the privacy gate withheld from it, by kind
 
     def cut_off(self) -> None:
@@ -333,22 +334,38 @@ class CachedSource:
             return self.source.memory_vectors(ids)
         keys = self._vector_keys(ids)
         for _ in range(2):  # (once more from the file as it is, when another build changed it under this one)
-            if self._vectors is None:
-                self._vectors = VectorRows(self.folder, VECTORS, cache_file.version("layer", VECTORS))
-            kept = self._vectors
-            missing = list({k: i for i, k in zip(ids, keys, strict=True) if k not in kept}.items())
-            if missing:
-                got = self.source.memory_vectors([i for _, i in missing])
-                if got is None:
-                    return None
-                kept.add([k for k, _ in missing], np.asarray(got, dtype=np.float32))
-                if len(missing) >= SAVE_AFTER:  # (a first build: written now, while it holds less than at its end)
-                    kept.save()
+            kept = self._kept_vectors(ids, keys)
+            if kept is None:
+                return None
             try:
                 return kept.read(keys)  # (a new array: callers normalise in place)
             except (KeyError, OSError):
                 self._vectors = None
         return self.source.memory_vectors(ids)
+
+    def fetch_new_vectors(self) -> None:
+        """Ask the source now for the vectors of the memories it was not asked about yet (new or changed since the
+        vectors were kept), so that a process cut off from it later (`cut_off`) finds every memory's kept."""
+        digests = self.memory_digests() if "memories" in self.fingerprints else {}
+        if digests and not self._fetched:
+            ids = list(digests)
+            self._kept_vectors(ids, self._vector_keys(ids))
+            self._fetched = True
+
+    def _kept_vectors(self, ids: Sequence[str], keys: list[str]) -> VectorRows | None:
+        """The kept vectors, with those of `ids` (`keys`) not kept yet asked of the source (None: it has none)."""
+        if self._vectors is None:
+            self._vectors = VectorRows(self.folder, VECTORS, cache_file.version("layer", VECTORS))
+        kept = self._vectors
+        missing = list({k: i for i, k in zip(ids, keys, strict=True) if k not in kept}.items())
+        if missing:
+            got = self.source.memory_vectors([i for _, i in missing])
+            if got is None:
+                return None
+            kept.add([k for k, _ in missing], np.asarray(got, dtype=np.float32))
+            if len(missing) >= SAVE_AFTER:  # (a first build: written now, while it holds less than at its end)
+                kept.save()
+        return kept
 
     def save(self) -> None:
         """Keep the vectors asked for in this build (those of memories that are gone are dropped)."""
