@@ -591,9 +591,9 @@ def start(ctx: BuildContext) -> None:
     whose layers are kept (speed.layer_cache). The vectors the process needs are asked of the source first; it is
     cut off from the source, and one that needs more than is kept (a text not embedded yet) gives up: the search
     is then made here. (At 100k memories, the search was a third of a rebuild's builders, with a core idle.)"""
-    source, parts = ctx.source, ctx.speed.cache_path(PARTS_FILE)
-    if not (isinstance(source, CachedSource) and ctx.speed.holds_asset and parts is not None and parts.is_file()):
+    if not (isinstance(ctx.source, CachedSource) and ctx.speed.holds_asset and _made_by_this_code(ctx)):
         return
+    source = ctx.source
     source.fetch_new_vectors()
 
     def work() -> Plain:
@@ -604,6 +604,20 @@ def start(ctx: BuildContext) -> None:
             return ()  # (made where the source is)
 
     ctx.part(_Started).pending = ctx.speed.apart("search", "", work, keep=False, in_child=source.cut_off)
+
+
+def _made_by_this_code(ctx: BuildContext) -> bool:
+    """Whether the last build's search was made by this code from this embedder (the kept L2 rows say so in their
+    first line): what it kept is then this build's to reuse."""
+    info, path = ctx.source.info(), ctx.speed.cache_path(MEMORY_ROWS_FILE)
+    if path is None or info.embedder != USE_NAME:
+        return False
+    try:
+        with open(path, "rb") as f:
+            first = f.readline().rstrip(b"\n")
+    except OSError:
+        return False
+    return first == cache_file.version("search-memory-rows", info.embedder, info.dim).encode()
 
 
 class _Started:

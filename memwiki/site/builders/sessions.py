@@ -27,7 +27,7 @@ from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.model.render import block, esc, md_esc
 from memwiki.site.model.wikilinks import as_words, find_links
 from memwiki.site.speed.builder_speed import Pending
-from memwiki.site.speed.memo import values_of
+from memwiki.site.speed.memo import StaleMemo, key_of, values_of
 from memwiki.source import Memory, Message, Session, Triple
 from memwiki.text.tokens import tokens
 
@@ -72,6 +72,7 @@ def tfidf_vectors(texts: list[str]) -> np.ndarray:
 
 DIGESTS = "digests.marshal"  # in cache_dir: each conversation's key turns, by a hash of its texts
 WRITTEN_SHOWN = 5  # memories written in a session that its digest links to
+TIMELINE = "timeline.marshal"  # in cache_dir: the sessions' index pages (see _timeline)
 EVERY_SESSION = "every session"  # in DIGESTS: (method, sessions layer version) of a build that found all kept
 
 
@@ -328,7 +329,24 @@ def _index_uri(n: int) -> str:
     return SESSIONS if n == 1 else f"sessions/page-{n}.md"
 
 
-def _timeline(s: Site, digester: Digester) -> list[GeneratedPage]:
+def _timeline(ctx: BuildContext, s: Site, digester: Digester) -> list[GeneratedPage]:
+    """The sessions' index, newest first, PER_INDEX_PAGE a page: kept across builds by the sessions layer's version
+    (a line of each session is taken from its turns: two thousand sessions' turns were read again in every
+    rebuild, though no session changed)."""
+    key = key_of(ctx.speed.shared, s.layer_version("sessions", (s.sessions, s.messages)), digester.method)
+    kept = ctx.speed.load(TIMELINE, key)
+    pages = _timeline_pages(s, digester) if kept is None or ctx.speed.check_memos else []
+    if isinstance(kept, list) and all(isinstance(page, tuple) and len(page) == 4 for page in kept):
+        found = [GeneratedPage(uri, head, md, "sessions", in_nav, {"order": 4}) for uri, head, md, in_nav in kept]
+        if pages and [p.fingerprint for p in pages] != [p.fingerprint for p in found]:  # (check_memos)
+            raise StaleMemo("the sessions' index: its key matched, but its pages changed: the key misses an input")
+        return found
+    pages = pages or _timeline_pages(s, digester)
+    ctx.speed.keep(TIMELINE, key, [(p.src_uri, p.title, p.markdown, p.in_nav) for p in pages])
+    return pages
+
+
+def _timeline_pages(s: Site, digester: Digester) -> list[GeneratedPage]:
     sessions = s.sessions  # newest first
     pages = max(1, -(-len(sessions) // PER_INDEX_PAGE))
     out = []
@@ -386,7 +404,7 @@ def build(ctx: BuildContext) -> BuildResult:
         )
         for session in s.sessions
     ]
-    pages = _timeline(s, digester) + pages
+    pages = _timeline(ctx, s, digester) + pages
     digester.save()
     ctx.notes.append(f"Session digests chosen with {digester.method}.")
     return pages, []

@@ -146,7 +146,7 @@ def _outside_links(text: str, lo: int, hi: int) -> tuple[int, int]:
     return lo, hi
 
 
-FoundNames = list[tuple[int, str, str, str, str, list[tuple[int, int, str]]]]  # see MentionIndex.names_in_places
+FoundNames = list[tuple[int, str, str, str, str, list[tuple[int, int, str]], bool]]  # see names_in_places
 
 
 class MentionIndex:
@@ -186,8 +186,8 @@ class MentionIndex:
 
     def names_in_places(self, places: list[tuple[str, TextSource]], kept: TextCache | None = None) -> FoundNames:
         """The names in these (layer, text) pairs as plain data: (n, layer, src_uri, anchor, title, [(start, end,
-        name as `norm` makes it), ...]) for the n-th place when it names any (a name shown as code, `` `[[x]]` ``,
-        is written out, not said: not one)."""
+        name as `norm` makes it), ...], whether its text holds what `_clean` replaces) for the n-th place when it
+        names any (a name shown as code, `` `[[x]]` ``, is written out, not said: not one)."""
         if not self._by_name or not places:
             return []
         texts = [_clean(source.text) for _, source in places]
@@ -200,7 +200,7 @@ class MentionIndex:
             names = [(at, to, norm(text[at:to])) for at, to in spans if not (code and _in_code(text, at))]
             if names:
                 layer, source = places[n]
-                out.append((n, layer, source.src_uri, source.anchor, source.title, names))
+                out.append((n, layer, source.src_uri, source.anchor, source.title, names, text is not source.text))
         return out
 
     def names_in_blocks(self, blocks: list[TextBlock], kept: TextCache | None = None) -> list[FoundNames]:
@@ -214,19 +214,19 @@ class MentionIndex:
         return out
 
     def add(self, found: FoundNames, text: Callable[[int], str]) -> None:
-        """Record the places `names_in_places` found (`text(n)`: the n-th place's text), each concept once a place."""
-        for n, layer, src_uri, anchor, title, names in found:
+        """Record the places `names_in_places` found (`text(n)`: the n-th place's text), each concept once a place
+        (a few hundred thousand in a 100k store: the loop is kept lean)."""
+        by_name, mentions, named = self._by_name, self._mentions, self._named
+        for n, layer, src_uri, anchor, title, names, unclean in found:
+            shown = _clean(text(n)) if unclean else text(n)
             seen: set[int] = set()
-            shown = ""
             for start, end, name in names:
-                concept = self._by_name.get(name)
+                concept = by_name.get(name)
                 if concept is None or id(concept) in seen:
                     continue
                 seen.add(id(concept))
-                shown = shown or _clean(text(n))
-                mention = Mention(src_uri, anchor, title, layer, shown, start, end)
-                self._mentions.setdefault(id(concept), []).append(mention)
-                self._named.setdefault((src_uri, anchor), []).append(concept)
+                mentions.setdefault(id(concept), []).append(Mention(src_uri, anchor, title, layer, shown, start, end))
+                named.setdefault((src_uri, anchor), []).append(concept)
 
     def _kept_spans(self, texts: list[str], kept: TextCache | None) -> list[list[tuple[int, int]]]:
         """Where a name is in each text: kept from an earlier build that looked for the same names, else found."""
