@@ -339,12 +339,11 @@ def _read(ctx: BuildContext) -> Site:
     site.entity_names = {e.id: e.name or e.id for e in site.entities}
     _paths(site)
     site.memory_anchors = _memory_anchors(ctx.speed, [m.id for m in site.memories])
+    anchors = site.memory_anchors
     for category, memories in site.by_category().items():
-        for i, memory in enumerate(memories):
-            site.memory_home[memory.id] = (
-                paged_uri(site.category_base(category), i // PER_PAGE + 1),
-                site.memory_anchor(memory.id),
-            )
+        for start in range(0, len(memories), PER_PAGE):
+            page = paged_uri(site.category_base(category), start // PER_PAGE + 1)
+            site.memory_home.update((m.id, (page, anchors[m.id])) for m in memories[start : start + PER_PAGE])
     site.scan_links()
     return site
 

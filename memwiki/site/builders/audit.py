@@ -272,6 +272,7 @@ class Audit:
     def __init__(self, ctx: BuildContext) -> None:
         self.site = s = site(ctx)
         self.conflicts = conflicts(s.triples)  # groups of conflicting current facts
+        s.mentions()  # (the orphans need them: found first, while the near-duplicates may be found apart, `start`)
         self.clusters, self.duplicate_method = near_duplicates(ctx, s.memories)
         self.findings = self._find()
 

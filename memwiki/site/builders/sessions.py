@@ -73,6 +73,7 @@ def tfidf_vectors(texts: list[str]) -> np.ndarray:
 DIGESTS = "digests.marshal"  # in cache_dir: each conversation's key turns, by a hash of its texts
 WRITTEN_SHOWN = 5  # memories written in a session that its digest links to
 TIMELINE = "timeline.marshal"  # in cache_dir: the sessions' index pages (see _timeline)
+SESSION_KEYS = "session-keys.marshal"  # in cache_dir: a digest of each session (see _session_keys)
 EVERY_SESSION = "every session"  # in DIGESTS: (method, sessions layer version) of a build that found all kept
 
 
@@ -329,6 +330,20 @@ def _index_uri(n: int) -> str:
     return SESSIONS if n == 1 else f"sessions/page-{n}.md"
 
 
+def _session_keys(ctx: BuildContext, s: Site) -> dict[str, str]:
+    """Session id -> a digest of the session and its turns: kept across builds by the sessions layer's version
+    (forty thousand turns were hashed again in each rebuild after a memory changed)."""
+    version = s.layer_version("sessions", (s.sessions, s.messages))
+    kept = ctx.speed.load(SESSION_KEYS, version)
+    if isinstance(kept, dict) and kept.keys() == s.session_by_id.keys() and not ctx.speed.check_memos:
+        return kept
+    made = {x.id: key_of(values_of(x), [values_of(m) for m in s.messages.get(x.id, [])]) for x in s.sessions}
+    if kept is not None and kept != made and ctx.speed.check_memos:
+        raise StaleMemo("the sessions' keys: their version matched, but the sessions changed")
+    ctx.speed.keep(SESSION_KEYS, version, made)
+    return made
+
+
 def _timeline(ctx: BuildContext, s: Site, digester: Digester) -> list[GeneratedPage]:
     """The sessions' index, newest first, PER_INDEX_PAGE a page: kept across builds by the sessions layer's version
     (a line of each session is taken from its turns: two thousand sessions' turns were read again in every
@@ -386,14 +401,14 @@ def build(ctx: BuildContext) -> BuildResult:
     digester = ctx.part(Digester)
     citations = _Citations(s)
     written_tokens = s.memory_tokens()
+    said = _session_keys(ctx, s)
 
     def shown(session: Session) -> tuple:
-        """What a digest page shows: the session, its turns, the memories written in it (the first few, where
+        """What a digest page shows: the session and its turns, the memories written in it (the first few, where
         their cards are) and the facts that cite it (the graph layer's version, in the memo's shared part)."""
-        turns = [values_of(m) for m in s.messages.get(session.id, [])]
         written = citations.memories.get(session.id, []) if session.id else []
         cards = [(written_tokens[m.id], s.memory_home.get(m.id)) for m in written[:WRITTEN_SHOWN]]
-        return values_of(session), turns, len(written), cards
+        return said[session.id], len(written), cards
 
     memo = ctx.speed.memo("sessions", s.layer_version("graph", s.triples), digester.method)
     pages = [
