@@ -443,3 +443,49 @@ def test_a_digest_page_is_made_again_when_a_memory_written_in_its_session_change
         store.semantic.upsert([Memory(id="m-1", text="Backups go to the cloud now.", session_id="s-1")])
     kept, markdown = build()[digest]
     assert not kept and "cloud" in markdown
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forking a build is done on Linux only")
+def test_concept_pages_made_in_a_fork_are_those_made_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a rebuild the concept pages are made in a forked process (speed.forked): the pages it sends back, kept
+    or made again, are those a build without caches makes, and the page memo it saved serves the next build."""
+    from memwiki.site.builders import audit, concepts, site
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.model.build_context import BuildContext
+    from memwiki.site.speed import forked
+    from memwiki.site.speed.layer_cache import CachedSource
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    with Store.init(tmp_path / "store") as store:
+        store.graph.add_triple("NAS", "backs up", "laptop")
+        store.semantic.add([Memory(id=f"m-{n}", text=f"Note {n}: the [[NAS]] copies the laptop.") for n in range(12)])
+
+    def build(cache: Path | None) -> tuple[dict[str, str], int]:
+        made = []
+        with Store.open(tmp_path / "store") as store:
+            source = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32)
+            if cache is not None:
+                source = CachedSource(source, cache / "layers")
+            speed = BuildSpeed(cache_dir=cache, may_fork=True, reusable=lambda *_: True, check_memos=False)
+            ctx = BuildContext(source, speed=speed)
+            s = site(ctx)
+            audit.flags(ctx)
+            started = forked.start(ctx, "concepts", lambda c: concepts.build(c), save=s.index.texts.save)
+            here = concepts.build
+            monkeypatch.setattr(concepts, "build", lambda c: made.append(1) or here(c))  # (after the fork)
+            pages, _ = forked.result(ctx, started, lambda c: concepts.build(c))
+            monkeypatch.undo()
+            speed.save_memos()
+            speed.settle()
+            s.index.texts.save(prune=False)
+            if isinstance(source, CachedSource):
+                source.save()
+            return {p.src_uri: p.fingerprint for p in pages}, len(made)
+
+    cache = tmp_path / "cache"
+    build(cache)
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([Memory(id="m-3", text="Note 3: the [[NAS]] also copies the phone.")])
+    pages, made = build(cache)
+    assert made == 0 and pages == build(None)[0] and len(pages) > 2

@@ -36,7 +36,7 @@ from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules, load_key
 from memwiki.site.gate.scan import Apart, SiteScan
 from memwiki.site.model.build_context import BuildContext, BuildSettings
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
-from memwiki.site.speed import gc_policy
+from memwiki.site.speed import forked, gc_policy
 from memwiki.site.speed.builder_speed import EXPORTS, BuildSpeed
 from memwiki.site.speed.layer_cache import CachedSource
 from memwiki.site.speed.memo import Reusable, key_of
@@ -93,10 +93,17 @@ def build_all(ctx: BuildContext) -> BuildResult:
         audit.build,
         privacy_report.build,
     ]
-    # sessions first (the near-duplicates, which the memories' cards show, may be found meanwhile), the search
-    # last (it may be made meanwhile); the pages and files in the order above
-    order = [home.build, persona.build, sessions.build, graph.build, semantic.build, *builders[6:], search.build]
-    made = {build: _run(ctx, build) for build in order}
+    # sessions first (the near-duplicates, which the memories' cards show, may be found meanwhile); in a rebuild
+    # the concept pages are made in a forked process once the audit's findings are known, while the memories'
+    # pages are made here; the search last (it may be made meanwhile); the pages and files in the order above
+    made = {build: _run(ctx, build) for build in (home.build, persona.build, sessions.build, graph.build)}
+    audit.flags(ctx)  # (the cards and the concept pages show them)
+    apart = None
+    if ctx.speed.memo_kept("concepts"):  # (a first build makes every page: too many to send back)
+        apart = forked.start(ctx, "concepts", concepts.build, save=lambda: s.index.texts.save(prune=False))
+    made |= {build: _run(ctx, build) for build in (semantic.build, audit.build, privacy_report.build)}
+    made[concepts.build] = _run(ctx, lambda ctx: forked.result(ctx, apart, concepts.build), "concepts")
+    made[search.build] = _run(ctx, search.build)
     pages = [page for build in builders for page in made[build][0]]
     assets = [asset for build in builders for asset in made[build][1]]
     ctx.speed.save_memos()
@@ -107,12 +114,13 @@ def build_all(ctx: BuildContext) -> BuildResult:
     return pages, assets
 
 
-def _run(ctx: BuildContext, build: Callable[[BuildContext], BuildResult]) -> BuildResult:
+def _run(ctx: BuildContext, build: Callable[[BuildContext], BuildResult], name: str = "") -> BuildResult:
     """One builder's pages and files (and a line in the log: a large build shows where it is)."""
     t0 = time.perf_counter()
     p, a = build(ctx)
     made = f"{len(p):,} page{'s' * (len(p) != 1)}" + (f", {len(a):,} file{'s' * (len(a) != 1)}" if a else "")
-    log.info("memwiki: %s: %s in %.1f s", build.__module__.rsplit(".", 1)[-1], made, time.perf_counter() - t0)
+    name = name or build.__module__.rsplit(".", 1)[-1]
+    log.info("memwiki: %s: %s in %.1f s", name, made, time.perf_counter() - t0)
     return p, a
 
 

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from memwiki.errors import MemwikiError
 from memwiki.layers.semantic.memory import index_text
 from memwiki.layers.semantic.passages import MAX_EMBED_BYTES, is_long, passage_id, split
 from memwiki.layers.sessions import SNIPPETS_PER_SESSION
@@ -41,9 +40,9 @@ from memwiki.site.gate.detect import WITHHELD_NAME
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.model.render import esc
-from memwiki.site.speed import cache_file
+from memwiki.site.speed import cache_file, forked
 from memwiki.site.speed.builder_speed import Pending
-from memwiki.site.speed.layer_cache import CachedSource, SourceCutOff
+from memwiki.site.speed.layer_cache import CachedSource
 from memwiki.site.speed.memo import key_of
 from memwiki.source import Memory
 from memwiki.store.layout import HOT_FILES
@@ -586,24 +585,15 @@ def prepare(ctx: BuildContext) -> None:
 
 
 def start(ctx: BuildContext) -> None:
-    """Make the search in a forked process while the other builders run (`build` then takes what it made): in a
-    rebuild (the last build's data parts are kept) whose page cache says which assets it holds, from a source
-    whose layers are kept (speed.layer_cache). The vectors the process needs are asked of the source first; it is
-    cut off from the source, and one that needs more than is kept (a text not embedded yet) gives up: the search
-    is then made here. (At 100k memories, the search was a third of a rebuild's builders, with a core idle.)"""
+    """Make the search in a forked process while the other builders run (speed.forked; `build` then takes what
+    it made): in a rebuild (the last build's search was made by this code) whose page cache says which assets it
+    holds, from a source whose layers are kept (speed.layer_cache). The vectors the process needs are asked of the
+    source first; one that needs more than is kept (a text not embedded yet) gives up: the search is then made
+    here. (At 100k memories, the search was a third of a rebuild's builders, with a core idle.)"""
     if not (isinstance(ctx.source, CachedSource) and ctx.speed.holds_asset and _made_by_this_code(ctx)):
         return
-    source = ctx.source
-    source.fetch_new_vectors()
-
-    def work() -> Plain:
-        notes = len(ctx.notes)
-        try:
-            return _plain(ctx, _made(ctx, None), ctx.notes[notes:])
-        except SourceCutOff:
-            return ()  # (made where the source is)
-
-    ctx.part(_Started).pending = ctx.speed.apart("search", "", work, keep=False, in_child=source.cut_off)
+    ctx.source.fetch_new_vectors()
+    ctx.part(_Started).pending = forked.start(ctx, "search", lambda ctx: _made(ctx, None))
 
 
 def _made_by_this_code(ctx: BuildContext) -> bool:
@@ -624,44 +614,17 @@ class _Started:
     """The search `start` handed to a forked process in this build, if any (ctx.part)."""
 
     def __init__(self, ctx: BuildContext) -> None:
-        self.pending: Pending[Plain] | None = None
-
-
-Plain = tuple[Any, ...]  # a search as plain data, or () for none (see _plain)
-
-
-def _plain(ctx: BuildContext, built: BuildResult, notes: list[str]) -> Plain:
-    """A search's page and assets as plain data: an asset the page cache holds goes by its name alone."""
-    (page,), assets = built
-    holds = ctx.speed.holds_asset or (lambda _: False)
-    shipped = [(a.dest_uri, None if holds(a.digest) else a.content, a.numbers, a.digest) for a in assets]
-    return (page.src_uri, page.title, page.markdown, page.section, page.in_nav, page.meta), shipped, notes
-
-
-def _from_plain(ctx: BuildContext, plain: Plain) -> BuildResult:
-    (src_uri, title, markdown, section, in_nav, meta), shipped, notes = plain
-    ctx.notes.extend(notes)
-    page = GeneratedPage(src_uri, title, markdown, section, in_nav, meta)
-    assets = [
-        GeneratedAsset(dest, content if content is not None else functools.partial(_held, dest), numbers, name)
-        for dest, content, numbers, name in shipped
-    ]
-    return [page], assets
-
-
-def _held(dest_uri: str) -> bytes:
-    raise MemwikiError(f"search: {dest_uri} was made by a forked process as held by the page cache, which lost it")
+        self.pending: Pending[forked.Plain] | None = None
 
 
 def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> BuildResult:
     """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder: as a
     forked process made them (`start`), or made now."""
+    if memory_url is not None:
+        return _made(ctx, memory_url)
     started = ctx.part(_Started)
-    if started.pending is not None and memory_url is None:
-        plain, started.pending = started.pending.result(), None
-        if plain:
-            return _from_plain(ctx, plain)
-    return _made(ctx, memory_url)
+    pending, started.pending = started.pending, None
+    return forked.result(ctx, pending, lambda ctx: _made(ctx, None))
 
 
 def _made(ctx: BuildContext, memory_url: MemoryUrl | None) -> BuildResult:

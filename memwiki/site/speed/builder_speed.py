@@ -157,10 +157,20 @@ class BuildSpeed:
         self._memos.append(memo)
         return memo
 
-    def save_memos(self) -> None:
-        for memo in self._memos:
+    def memo_kept(self, name: str) -> bool:
+        """Whether an earlier build of this code kept a memo of this name (a rebuild, for that builder)."""
+        path = self.cache_path(f"memo/{name}.marshal")
+        return path is not None and PageMemo.saved_at(path)
+
+    def memo_count(self) -> int:
+        """How many memos were made in this build so far (a forked builder saves those it made: `save_memos`)."""
+        return len(self._memos)
+
+    def save_memos(self, since: int = 0) -> None:
+        """Save the memos made in this build (`since`: those made after the first `since` of them)."""
+        for memo in self._memos[since:]:
             memo.save()
-        self._memos = []
+        self._memos = self._memos[:since]
 
     @property
     def forked(self) -> list[_Process[Any]]:

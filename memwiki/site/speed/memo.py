@@ -80,6 +80,11 @@ class PageMemo:
         self.made = 0  # pages made in this build
         self.kept = 0  # pages that came back from the memo without being made
 
+    @staticmethod
+    def saved_at(path: Path) -> bool:
+        """Whether this code saved a memo at `path`."""
+        return isinstance(cache_file.load(path, cache_file.version("pagememo")), dict)
+
     def page(self, src_uri: str, inputs: object, make: Callable[[], GeneratedPage]) -> GeneratedPage:
         """The page at `src_uri`, shown from `inputs` (everything it shows besides the shared part of the key):
         made by `make()`, or kept from the last build when its key is the saved one and its HTML is at hand."""
