@@ -56,11 +56,11 @@ def _held(dest_uri: str) -> bytes:
 def start(
     ctx: BuildContext, name: str, build: Callable[[BuildContext], Result], save: Callable[[], None] | None = None
 ) -> Pending[Plain] | None:
-    """`build(ctx)` in a forked process cut off from the source (None: this source cannot be cut off, its layers
-    not being kept). Its result is () when it needed the source. The process saves the page memos it made, and
-    calls `save()` for what else it keeps (what it derived from texts: speed.text_cache)."""
+    """`build(ctx)` in a forked process cut off from the source (None: the build may not fork, or this source
+    cannot be cut off, its layers not being kept). Its result is () when it needed the source. The process saves
+    the page memos it made, and calls `save()` for what else it keeps (what it derived from texts)."""
     source = ctx.source
-    if not isinstance(source, CachedSource):
+    if not (isinstance(source, CachedSource) and ctx.speed.may_fork):
         return None
     memos, forked = ctx.speed.memo_count(), []
 
