@@ -2,8 +2,8 @@
 
 The scan for links (memwiki.site.model.concept_index) and the scan for names (memwiki.site.model.mentions) read every
 text of the layers: 140k at 100k memories, a second and a half of a rebuild after one memory changed, though all but
-one text were as before. The texts come in blocks (`TextBlock`: runs of consecutive places, e.g. fifty memories in
-the source's order), each with a key that changes when any of its places would scan differently: their texts, and
+one text were as before. The texts come in blocks (`TextBlock`: runs of consecutive places, e.g. fifty memories,
+oldest first), each with a key that changes when any of its places would scan differently: their texts, and
 where and under which title they are shown. A block whose key is kept gives back what was found in it (links as
 rows, names as spans): only what was found is gone through again, in the same order, and nothing is made of the
 texts that hold none. A block without a key (the persona and hot memory: a few texts) is always scanned.
