@@ -80,6 +80,12 @@ def _write(path: Path | str, data: str | bytes) -> None:
     cache_file.replace_file(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
+def _write_asset(path: str, asset: GeneratedAsset) -> None:
+    """An asset's bytes, made here when made on demand (a first 100k build's vector scripts, 100 MB, all made
+    before the writer wrote any were held at the build's high-water mark)."""
+    _write(path, asset.content)
+
+
 @lru_cache(maxsize=1 << 16)  # asked twice per page (the builders' memos, then lookup)
 def _html_name(src_uri: str) -> str:
     return hashlib.sha1(src_uri.encode()).hexdigest() + ".html"
@@ -212,8 +218,8 @@ class PageCache:
         """Keep a builder's asset in the cache by content (written once), to be put into the site with the pages."""
         dest_uri, name = asset.dest_uri, asset.digest
         path = f"{self.folder}/{ASSETS}/{name}"  # a string: 5k Path objects were a tenth of a second
-        if not self.holds_asset(name):  # (only then are its bytes made)
-            self._pending.append(self._writer.submit(_write, path, asset.content))
+        if not self.holds_asset(name):  # (only then are its bytes made: by the writer, one file at a time)
+            self._pending.append(self._writer.submit(_write_asset, path, asset))
         self.assets[dest_uri] = path
         self._assets_used.add(name)
 
