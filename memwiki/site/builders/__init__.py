@@ -290,7 +290,8 @@ class Site:
                 found[n] = value
             for block, value in zip(blocks, found, strict=True):
                 mentions.add(value, block.text)
-            self._blocks = None  # (both scans are done)
+            self._blocks = None  # (both scans are done: what they found is kept, and let go)
+            self.scans.save()
         return self._mentions
 
     def orphans(self) -> list[Concept]:
