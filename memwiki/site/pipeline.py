@@ -95,15 +95,17 @@ def build_all(ctx: BuildContext) -> BuildResult:
     ]
     # sessions first (the near-duplicates, which the memories' cards show, may be found meanwhile); in a rebuild
     # the concept pages are made in a forked process once the audit's findings are known, while the memories'
-    # pages are made here; the search last (it may be made meanwhile); the pages and files in the order above
+    # pages are made here; then the search (it may be made meanwhile); the audit's pages last, as they list every
+    # builder's notes; the pages and files in the order above
     made = {build: _run(ctx, build) for build in (home.build, persona.build, sessions.build, graph.build)}
     audit.flags(ctx)  # (the cards and the concept pages show them)
     apart = None
     if ctx.speed.memo_kept("concepts"):  # (a first build makes every page: too many to send back)
         apart = forked.start(ctx, "concepts", concepts.build, save=lambda: s.index.texts.save(prune=False))
-    made |= {build: _run(ctx, build) for build in (semantic.build, audit.build, privacy_report.build)}
+    made[semantic.build] = _run(ctx, semantic.build)
     made[concepts.build] = _run(ctx, lambda ctx: forked.result(ctx, apart, concepts.build), "concepts")
     made[search.build] = _run(ctx, search.build)
+    made |= {build: _run(ctx, build) for build in (audit.build, privacy_report.build)}  # (they list every note)
     pages = [page for build in builders for page in made[build][0]]
     assets = [asset for build in builders for asset in made[build][1]]
     ctx.speed.save_memos()

@@ -60,6 +60,11 @@ def prepare(ctx: BuildContext) -> None:
         ctx.part(ModelExport).start(ctx)
 
 
+def exporting(ctx: BuildContext) -> bool:
+    """Whether this build exports the model in a forked process (its result can be taken in this process only)."""
+    return USE_JS.is_file() and ctx.speed.exports is not None and ctx.part(ModelExport).pending is not None
+
+
 class ModelExport:
     """This build's export of the model: its folder (named by the exporter's code and the installed model's
     version), found complete there or made."""

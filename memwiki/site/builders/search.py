@@ -33,7 +33,7 @@ from memwiki.layers.sessions import SNIPPETS_PER_SESSION
 from memwiki.recall.cascade import LAYERS, SESSION_LIMIT, RecallConfig, page_text, turn_text
 from memwiki.recall.entity_pages import ENTITY_PREFIX, recall_pages
 from memwiki.site.browser.pyvis_html import script_json
-from memwiki.site.browser.use_assets import USE_DIR, use_assets
+from memwiki.site.browser.use_assets import USE_DIR, exporting, use_assets
 from memwiki.site.browser.use_assets import prepare as prepare_model
 from memwiki.site.builders import PERSONA, BuildResult, Site, hot_anchor, message_anchor, site
 from memwiki.site.gate.detect import WITHHELD_NAME
@@ -591,6 +591,8 @@ def start(ctx: BuildContext) -> None:
     source first; one that needs more than is kept (a text not embedded yet) gives up: the search is then made
     here. (At 100k memories, the search was a third of a rebuild's builders, with a core idle.)"""
     if not (isinstance(ctx.source, CachedSource) and ctx.speed.holds_asset and _made_by_this_code(ctx)):
+        return
+    if exporting(ctx):  # (the model's export, another forked process, is this process's to wait for)
         return
     ctx.source.fetch_new_vectors()
     ctx.part(_Started).pending = forked.start(ctx, "search", lambda ctx: _made(ctx, None))

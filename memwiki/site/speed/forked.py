@@ -74,10 +74,11 @@ def start(
             made = build(ctx)
         except SourceCutOff:
             return ()
-        if forked:  # (not when the build could not fork: the builder ran here, where the build saves)
-            ctx.speed.save_memos(since=memos)
-            if save is not None:
-                save()
+        if not forked:  # (the build could not fork: the builder ran here, where the build saves, its notes added)
+            return as_data(made, ctx.speed.holds_asset, [])
+        ctx.speed.save_memos(since=memos)
+        if save is not None:
+            save()
         return as_data(made, ctx.speed.holds_asset, ctx.notes[notes:])
 
     return ctx.speed.apart(name, "", work, keep=False, in_child=cut_off)
