@@ -125,6 +125,11 @@ class Site:
         return key_of(records)
 
     @cached_property
+    def sessions_version(self) -> str:
+        """The sessions layer's state (`layer_version`), made once: six parts of a build are kept by it."""
+        return self.layer_version("sessions", (self.sessions, self.messages))
+
+    @cached_property
     def names_version(self) -> str:
         """How every name resolves in this build (see ConceptIndex.digest), and so where every entity and memory
         link points: what each page's links depend on besides the page's own text."""
@@ -245,7 +250,7 @@ class Site:
 
     def _turns_block(self) -> TextBlock:
         turns = [m for x in self.sessions for m in self.messages.get(x.id, ())]
-        key = key_of("L4", self.layer_version("sessions", (self.sessions, self.messages)))  # (pages: by the ids)
+        key = key_of("L4", self.sessions_version)  # (pages: by the ids)
         return TextBlock(key, self._turn_places, lambda n: turns[n].content)
 
     def _turn_places(self) -> list[tuple[str, TextSource]]:

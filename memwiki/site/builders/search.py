@@ -110,7 +110,7 @@ class _Parts:
         if not (isinstance(found, tuple) and len(found) == 3 and found[0] == version):
             return None
         _, count, parts = found
-        scripts = self.memo.data if self.memo is not None else {}
+        scripts = self.memo.data  # (`found` came from it)
         return KeptList(count, parts) if all(isinstance(scripts.get(name), bytes) for name, _ in parts) else None
 
 
@@ -118,7 +118,7 @@ def _list_version(s: Site, name: str) -> str:
     """What the list `name` of `KEPT_LISTS` shows: the turns, the sessions layer and how URLs are written (the
     sessions' pages are claimed by their ids); the files, the wiki and graph layers and how names resolve."""
     if name == "turns":
-        return key_of("turns", s.layer_version("sessions", (s.sessions, s.messages)), s.directory_urls)
+        return key_of("turns", s.sessions_version, s.directory_urls)
     return key_of("files", s.names_version, s.layer_version("graph", (s.entities, s.triples)))
 
 
@@ -323,7 +323,7 @@ def _memory_rows(ctx: BuildContext, ids: list[str], keys: list[bytes], dim: int)
     quantised (reading and quantising all hundred thousand was a twentieth of a rebuild). None: the source has no
     vectors for them."""
     path = ctx.speed.cache_path(MEMORY_ROWS_FILE)
-    version = cache_file.version("search-memory-rows", ctx.source.info().embedder, dim)
+    version = _memory_rows_version(ctx.source.info().embedder, dim)
     old, blob = _kept_rows(path, version, dim) if path is not None else (np.zeros((0, dim), dtype=np.int8), b"")
     at = {blob[i : i + ROW_KEY]: n for n, i in enumerate(range(0, len(blob), ROW_KEY))}
     where = np.array([at.get(k, -1) for k in keys], dtype=np.int64)
@@ -609,7 +609,12 @@ def _made_by_this_code(ctx: BuildContext) -> bool:
             first = f.readline().rstrip(b"\n")
     except OSError:
         return False
-    return first == cache_file.version("search-memory-rows", info.embedder, info.dim).encode()
+    return first == _memory_rows_version(info.embedder, info.dim).encode()
+
+
+def _memory_rows_version(embedder: str, dim: int) -> str:
+    """The version `_memory_rows` writes its file under (the first line of MEMORY_ROWS_FILE)."""
+    return cache_file.version("search-memory-rows", embedder, dim)
 
 
 class _Started:

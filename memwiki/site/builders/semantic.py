@@ -105,7 +105,7 @@ def _listing(
 ) -> list[GeneratedPage]:
     """The pages of one category or room (the memo's keys hold what every listing depends on besides its memories)."""
     pages = max(1, -(-len(memories) // PER_PAGE))
-    tokens, anchors, rooms, found_in = s.memory_tokens(), s.memory_anchors, s.room_bases, flags.memories
+    tokens, anchors, rooms = s.memory_tokens(), s.memory_anchors, s.room_bases
     out = []
 
     def flagged(memory: Memory) -> list[Flag]:
@@ -130,7 +130,7 @@ def _listing(
         # each card: its memory's fields, its anchor and room link (claimed among all memories, see
         # memwiki.site.builders._paths) and the audit's findings about it
         shown = [(tokens[m.id], anchors[m.id], rooms.get((m.wing, m.room), "")) for m in chunk]
-        found = [[astuple(f) for f in found_in[m.id]] if m.id in found_in else () for m in chunk]
+        found = [[astuple(f) for f in flagged(m)] for m in chunk]
         out.append(memo.page(uri, (head, len(memories), pages, n, with_room, shown, found), make))
     return out
 
@@ -140,7 +140,7 @@ def build(ctx: BuildContext) -> BuildResult:
     pages: list[GeneratedPage] = []
     cats = s.by_category()
     rooms = s.by_room()
-    memo = ctx.speed.memo("memory-listings", s.layer_version("sessions", (s.sessions, s.messages)))  # cards link turns
+    memo = ctx.speed.memo("memory-listings", s.sessions_version)  # cards link turns
     flags = audit_flags(ctx)
     for category, memories in cats.items():
         pages += _listing(s, memo, s.category_base(category), f"Category: {category}", memories, True, flags)

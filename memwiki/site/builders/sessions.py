@@ -172,7 +172,7 @@ def prepare(ctx: BuildContext) -> None:
     same sessions look for none (a hash of every session's texts was a twentieth of a 100k rebuild)."""
     s = site(ctx)
     digester = ctx.part(Digester)
-    done = (digester.method, s.layer_version("sessions", (s.sessions, s.messages)))
+    done = (digester.method, s.sessions_version)
     if digester.cache.get(EVERY_SESSION) == done:
         return
     if not digester.prefetch([_spoken(s.messages.get(x.id, [])) for x in s.sessions]):
@@ -333,7 +333,7 @@ def _index_uri(n: int) -> str:
 def _session_keys(ctx: BuildContext, s: Site) -> dict[str, str]:
     """Session id -> a digest of the session and its turns: kept across builds by the sessions layer's version
     (forty thousand turns were hashed again in each rebuild after a memory changed)."""
-    version = s.layer_version("sessions", (s.sessions, s.messages))
+    version = s.sessions_version
     kept = ctx.speed.load(SESSION_KEYS, version)
     if isinstance(kept, dict) and kept.keys() == s.session_by_id.keys() and not ctx.speed.check_memos:
         return kept
@@ -348,7 +348,7 @@ def _timeline(ctx: BuildContext, s: Site, digester: Digester) -> list[GeneratedP
     """The sessions' index, newest first, PER_INDEX_PAGE a page: kept across builds by the sessions layer's version
     (a line of each session is taken from its turns: two thousand sessions' turns were read again in every
     rebuild, though no session changed)."""
-    key = key_of(ctx.speed.shared, s.layer_version("sessions", (s.sessions, s.messages)), digester.method)
+    key = key_of(ctx.speed.shared, s.sessions_version, digester.method)
     kept = ctx.speed.load(TIMELINE, key)
     pages = _timeline_pages(s, digester) if kept is None or ctx.speed.check_memos else []
     if isinstance(kept, list) and all(isinstance(page, tuple) and len(page) == 4 for page in kept):
