@@ -298,6 +298,57 @@ def test_the_search_reads_the_vectors_of_changed_memories_only(tmp_path: Path, m
     assert len(asked) == 11 and np.array_equal(again, fresh)
 
 
+def test_the_search_makes_again_only_the_rows_of_the_block_of_memories_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """L2's search rows are kept by block of memories (the scans' blocks, oldest first): after one memory changed
+    a build makes its block's rows alone and gives the data a build without caches gives; rows kept under a key
+    that no longer says what they hold are caught by the memo check."""
+    from memwiki.site.builders import TEXT_BLOCK, search
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.model.build_context import BuildContext
+    from memwiki.source import Memory
+    from memwiki.store.store import Store
+
+    def note(n: int, text: str) -> Memory:
+        return Memory(id=f"m-{n}", text=text, created=f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}")
+
+    with Store.init(tmp_path / "store") as store:
+        store.semantic.add([note(n, f"Backup step {n}: copy the disk to the NAS.") for n in range(2 * TEXT_BLOCK + 5)])
+    made: list[int] = []
+    block = search._Layers._memory_block  # noqa: SLF001 - what makes a block's rows: counted
+    monkeypatch.setattr(search._Layers, "_memory_block", staticmethod(lambda *a: made.append(a[3]) or block(*a)))  # noqa: SLF001
+
+    def build(cache: Path | None, check: bool = False) -> dict:
+        made.clear()
+        with Store.open(tmp_path / "store") as store:
+            speed = BuildSpeed.at(cache) if cache else BuildSpeed()
+            speed.check_memos = check
+            ctx = BuildContext(PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32), speed=speed)
+            return search.search_data(ctx)[0]
+
+    first = build(tmp_path / "cache")
+    assert made == [0, TEXT_BLOCK, 2 * TEXT_BLOCK]
+    assert build(tmp_path / "cache") == first and made == []
+    with Store.open(tmp_path / "store") as store:
+        store.semantic.upsert([note(TEXT_BLOCK + 3, "Backup step: copy the photos to the cloud.")])
+    changed = build(tmp_path / "cache")
+    assert made == [TEXT_BLOCK] and changed == build(None) and changed != first
+    with Store.open(tmp_path / "store") as store:  # (long: cut into passages, the unit rows after it move)
+        store.semantic.upsert([note(TEXT_BLOCK + 3, "Backup step: copy the photos to the cloud. " * 200)])
+    changed = build(tmp_path / "cache")
+    assert made == [TEXT_BLOCK, 2 * TEXT_BLOCK] and changed == build(None)
+    path = tmp_path / "cache" / search.BLOCKS_FILE
+    kept = cache_file.JournaledDict(path, cache_file.version("search-memory-blocks", search.FORMAT_VERSION, False))
+    key, (at, rows) = next((k, v) for k, v in kept.data.items() if v[0][0] == 0)
+    rows[1][0][2] = "a text the memory no longer holds"
+    kept.set(key, (at, rows))
+    kept.save()
+    assert build(tmp_path / "cache")["L2"]["units"][0][2] == "a text the memory no longer holds"  # (trusted)
+    with pytest.raises(StaleMemo):
+        build(tmp_path / "cache", check=True)
+
+
 def test_memory_anchors_kept_across_builds_are_the_ones_claimed_anew(tmp_path: Path) -> None:
     """Card anchors are kept by the list of ids; ids whose slugs collide get the same `-2` wherever they come
     from, and a new id claims them all anew in claim order."""

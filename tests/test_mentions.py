@@ -68,6 +68,32 @@ def test_aliases_of_a_wiki_page_and_one_mention_per_place() -> None:
     assert before == "The " and after.startswith(" (embed-01) and the 嵌入服务器 again.")
 
 
+def test_mentions_are_made_when_asked_for_and_those_at_linked_places_left_out() -> None:
+    """The index keeps what the scan found and makes a `Mention` when asked (a concept page lists fifty of
+    thousands): the same places, in scan order, with or without the places that link the concept; a later scan
+    is seen by `named_in` too."""
+    index = _index("rust", "go", "zig")
+    (rust, go, zig) = (next(c for c in index.concepts if c.title == n) for n in ("rust", "go", "zig"))
+    mentions = MentionIndex(index.concepts)
+    mentions.scan(
+        [
+            ("L2", TextSource("a.md", "m-1", "one", "Go and rust, rust again")),
+            ("hot", TextSource("b.md", "h", "two", "more `x` rust")),
+        ]
+    )
+    found = mentions.of(rust)
+    assert [(m.src_uri, m.layer, m.name, m.title) for m in found] == [
+        ("a.md", "L2", "rust", "one"),
+        ("b.md", "hot", "rust", "two"),
+    ]
+    assert found[1:] == [found[1]] and found[-1].context() == ("more `x` ", "")
+    assert [m.src_uri for m in mentions.of(rust, besides={("a.md", "m-1")})] == ["b.md"]
+    assert mentions.names(go) and not mentions.names(zig) and not mentions.of(zig)
+    assert [c.title for c in mentions.named_in("a.md", "m-1")] == ["go", "rust"]
+    mentions.scan([("L4", TextSource("s.md", "msg-1", "three", "zig"))])
+    assert [c.title for c in mentions.named_in("s.md", "msg-1")] == ["zig"] and mentions.names(zig)
+
+
 def test_ten_thousand_memories_and_five_thousand_names_in_one_pass() -> None:
     rng = random.Random(3)
     names = sorted({"".join(rng.choices(string.ascii_lowercase, k=rng.randint(5, 10))) for _ in range(5000)})

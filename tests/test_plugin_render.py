@@ -14,8 +14,9 @@ import pytest
 
 from memwiki.site.model.concept_index import ConceptIndex, TextSource
 from memwiki.site.model.render import TextRenderer, block, href, page_url
+from memwiki.site.speed.kept_table import KeptTable
 from memwiki.site.speed.raw_blocks import join, split
-from memwiki.site.speed.text_cache import TextCache, TextStore
+from memwiki.site.speed.text_cache import TextCache
 from memwiki.source import WikiPage
 from memwiki.text.vectors import text_key
 
@@ -94,12 +95,12 @@ def test_text_cache_reuses_rendered_text_across_builds(tmp_path: Path) -> None:
 def test_text_cache_from_other_code_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "texts.sqlite3"
     key = text_key("x")
-    other = TextStore(path, "old")  # saved by other code
+    other = KeptTable(path, "old")  # saved by other code
     other.save({key: {"kind": 0}})
     other.close()
     cache = TextCache(path)
     assert cache.derived("x", "kind", lambda: 1) == 1 and cache.misses == 1
-    same = TextStore(path, cache.version)  # saved by the same code: reused
+    same = KeptTable(path, cache.version)  # saved by the same code: reused
     same.save({key: {"kind": 0}})
     same.close()
     assert TextCache(path).derived("x", "kind", lambda: 1) == 0

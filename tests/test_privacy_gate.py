@@ -4,6 +4,7 @@ redacted text."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, make_dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from memwiki.recall.sources import recaller_for
 from memwiki.site.gate.detect import Detectors
-from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules, scrub, strings
+from memwiki.site.gate.filter import MEMO_FILE, PrivacyFilter, PrivacyRules, scrub, strings
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.pipeline import build_all
 from memwiki.site.speed.builder_speed import BuildSpeed
@@ -337,6 +338,33 @@ def test_a_text_judged_by_one_build_is_shown_by_the_next_without_being_judged_ag
     assert kept and KEY.encode() not in kept and MAIL.encode() not in kept
     assert build(PrivacyRules(contact=False))[2] > 0
     assert build(PrivacyRules(), key=b"j" * 32)[2] > 0
+
+
+def test_a_verdicts_file_sqlite_cannot_read_is_made_again_and_the_former_dict_removed(
+    store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The verdicts are a SQLite table (memwiki.site.speed.kept_table): a damaged one is a cache lost (a warning,
+    everything judged again, then kept), not a failed build; the dict they were kept in before is removed."""
+    read: list[str] = []
+    find = Detectors.find
+    monkeypatch.setattr(Detectors, "find", lambda self, text: read.append(text) or find(self, text))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "gate-memo.marshal").write_bytes(b"the dict of an earlier format")
+    (cache / MEMO_FILE).write_bytes(b"not a database " * 500)
+
+    def build() -> list[object]:
+        read.clear()
+        with Store.open(store_dir) as store:
+            gate = PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32, cache_dir=cache)
+            shown = [gate.persona(), list(gate.memories())]
+            gate.save()
+            return shown
+
+    with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.memwiki"):
+        first = build()
+    assert read and "made again" in caplog.text and not (cache / "gate-memo.marshal").exists()
+    assert build() == first and read == []
 
 
 def test_a_rebuild_judges_only_the_memories_that_changed_and_what_they_depend_on(

@@ -31,7 +31,7 @@ from memwiki.site.builders import (
     sessions,
     site,
 )
-from memwiki.site.gate.detect import Detectors
+from memwiki.site.gate.detect import Detectors, providers
 from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules, load_key
 from memwiki.site.gate.scan import Apart, SiteScan
 from memwiki.site.model.build_context import BuildContext, BuildSettings
@@ -209,6 +209,7 @@ class SiteBuild:
     def _context(self, reusable: Reusable | None) -> BuildContext:
         try:
             self.rules = rules = PrivacyRules.from_options(self.options["privacy"], self.options["profile"])
+            warming = providers.warm_up() if rules.public else None
             if not rules.public:  # a warning, so that `mkdocs build --strict` (a publishing build) stops here
                 log.warning(
                     "memwiki: the private profile built this site: nothing is redacted or withheld; do not publish it"
@@ -223,6 +224,8 @@ class SiteBuild:
             speed.reusable = reusable
             ctx = BuildContext(source, self.settings, speed)
             site(ctx)  # reads the layers: a store that cannot be read (a Chroma server down) is one line
+            if warming is not None:
+                warming.join()  # (before the builders fork)
         except MemwikiError as exc:
             raise PluginError(f"memwiki: {exc}") from None
         finally:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import logging
+import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -112,6 +114,7 @@ class Site:
     _memory_ids: dict[str, Memory] = field(default_factory=dict)
     _groups: dict[str, dict] = field(default_factory=dict)  # by_category and by_room, made once (the records stay)
     _mentions: MentionIndex | None = None
+    _block_keys: list[str] | None = None
     _blocks: list[TextBlock] | None = None
     _urls: dict[str, str] = field(default_factory=dict)  # src_uri -> its URL (see url)
     _oldest_first: list[Memory] | None = None  # (made once: the records stay)
@@ -239,11 +242,21 @@ class Site:
     def _memory_blocks(self) -> Iterator[TextBlock]:
         """The memories TEXT_BLOCK at a time, oldest first (not in the source's order, which an edit may change:
         every block after it would be scanned again)."""
-        tokens, home, memories = self.memory_tokens(), self.memory_home, self.oldest_first()
-        for start in range(0, len(memories), TEXT_BLOCK):
+        memories = self.oldest_first()
+        for key, start in zip(self.memory_block_keys(), range(0, len(memories), TEXT_BLOCK), strict=True):
             chunk = memories[start : start + TEXT_BLOCK]
-            key = key_of("L2", [(tokens[m.id], home[m.id]) for m in chunk])  # (each card's text, fields and place)
             yield TextBlock(key, functools.partial(self._memory_places, chunk), lambda n, c=chunk: c[n].text)
+
+    def memory_block_keys(self) -> list[str]:
+        """A key of each block of TEXT_BLOCK memories oldest first: their tokens (each card's text and fields) and
+        homes (where the card is). The scans and the search keep what they make of a block by it (made once)."""
+        if self._block_keys is None:
+            token, home, memories = self.memory_tokens().__getitem__, self.memory_home.__getitem__, self.oldest_first()
+            self._block_keys = []
+            for start in range(0, len(memories), TEXT_BLOCK):
+                ids = ids_of(memories[start : start + TEXT_BLOCK])
+                self._block_keys.append(key_of("L2", list(map(token, ids)), list(map(home, ids))))
+        return self._block_keys
 
     def _memory_places(self, memories: list[Memory]) -> list[tuple[str, TextSource]]:
         return [("L2", TextSource(*self.memory_home[m.id], f"L2 memory {m.id}", m.text)) for m in memories]
@@ -303,7 +316,7 @@ class Site:
         """Wiki pages and entities that nothing links to and no text of the layers names (graph edges aside)."""
         mentions = self.mentions()
         kinds = ("wiki", "entity")
-        return [c for c in self.index.concepts if c.kind in kinds and not c.backlinks and not mentions.of(c)]
+        return [c for c in self.index.concepts if c.kind in kinds and not c.backlinks and not mentions.names(c)]
 
 
 def _read(ctx: BuildContext) -> Site:
@@ -344,14 +357,24 @@ def _read(ctx: BuildContext) -> Site:
     _fill_index(ctx.speed, site)
     site.entity_names = {e.id: e.name or e.id for e in site.entities}
     _paths(site)
-    site.memory_anchors = _memory_anchors(ctx.speed, [m.id for m in site.memories])
-    anchors = site.memory_anchors
+    site.memory_anchors = _memory_anchors(ctx.speed, ids_of(site.memories))
+    anchor = site.memory_anchors.__getitem__
     for category, memories in site.by_category().items():
         for start in range(0, len(memories), PER_PAGE):
             page = paged_uri(site.category_base(category), start // PER_PAGE + 1)
-            site.memory_home.update((m.id, (page, anchors[m.id])) for m in memories[start : start + PER_PAGE])
+            ids = ids_of(memories[start : start + PER_PAGE])
+            homes = zip(itertools.repeat(page, len(ids)), map(anchor, ids), strict=True)
+            site.memory_home.update(zip(ids, homes, strict=True))
     site.scan_links()
     return site
+
+
+def ids_of(memories: Sequence[Memory]) -> list[str]:
+    """The memories' ids (in a map: the scans and the listings ask for each of a 100k store's memories)."""
+    return list(map(_ID, memories))
+
+
+_ID = operator.attrgetter("id")
 
 
 def _kept(source: MemorySource, name: str) -> dict[str, str] | None:

@@ -21,7 +21,7 @@ from memwiki.site.gate.detect import WITHHELD_NAME
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.concept_index import Concept, norm
 from memwiki.site.model.generated import GeneratedPage
-from memwiki.site.model.mentions import Mention
+from memwiki.site.model.mentions import Mentions
 from memwiki.site.model.render import block, esc, md_esc
 from memwiki.site.speed.memo import PageMemo, key_of
 from memwiki.source import Triple
@@ -50,10 +50,9 @@ MENTIONS_SHOWN = 50  # places listed under "Mentioned in" (the rest are counted)
 LAYERS = {"persona": "persona", "hot": "hot memory", "L2": "L2 memory", "L4": "session"}
 
 
-def _unlinked_mentions(s: Site, concept: Concept) -> list[Mention]:
+def _unlinked_mentions(s: Site, concept: Concept) -> Mentions:
     """The places that name a concept without linking it (those that link are its backlinks)."""
-    linked = {(b.src_uri, b.anchor) for b in concept.backlinks}
-    return [m for m in s.mentions().of(concept) if (m.src_uri, m.anchor) not in linked]
+    return s.mentions().of(concept, besides={(b.src_uri, b.anchor) for b in concept.backlinks})
 
 
 def mentioned_in(s: Site, concept: Concept) -> str:
@@ -209,7 +208,7 @@ def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]], audit: Flags) -
     where its facts' sources are shown (memory cards, session turns) is spelled out."""
     wiki = c.wiki.path if c.wiki is not None else None
     entity = c.entity.id if c.entity is not None else None
-    backlinks = sorted((b.src_uri, b.anchor, b.title, b.sentence) for b in c.backlinks)
+    backlinks = sorted(map(tuple, c.backlinks))  # (src_uri, anchor, title, sentence) each
     origins = [origin_key(s, t) for t in facts.get(entity, ())] if entity is not None else []
     found = _unlinked_mentions(s, c) if not c.wanted else []
     mentions = (

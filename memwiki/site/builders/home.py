@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 from memwiki.site.builders import (
@@ -26,8 +27,11 @@ from memwiki.store.layout import PERSONA_FILE
 
 
 def _latest(*values: str) -> str:
-    found = [v for v in values if v]
-    return max(found)[:16].replace("T", " ") if found else "—"
+    latest = max(filter(None, values), default="")  # (in a map: L2's row passes every memory's dates)
+    return latest[:16].replace("T", " ") if latest else "—"
+
+
+_CREATED, _SUNK_AT = operator.attrgetter("created"), operator.attrgetter("sunk_at")
 
 
 def build(ctx: BuildContext) -> BuildResult:
@@ -120,7 +124,7 @@ def _layer_rows(s: Site, link: Callable[[str, str], str]) -> list[tuple[str, str
             "semantic memory",
             link(MEMORY, "memories by category, wing and room"),
             f"{n.memories:,} memories · {n.sunk:,} sunk from hot memory",
-            _latest(*(m.created for m in s.memories), *(m.sunk_at for m in s.memories)),
+            _latest(*map(_CREATED, s.memories), *map(_SUNK_AT, s.memories)),
         ),
         (
             "L3",

@@ -35,7 +35,7 @@ from memwiki.recall.entity_pages import ENTITY_PREFIX, recall_pages
 from memwiki.site.browser.pyvis_html import script_json
 from memwiki.site.browser.use_assets import USE_DIR, exporting, use_assets
 from memwiki.site.browser.use_assets import prepare as prepare_model
-from memwiki.site.builders import PERSONA, BuildResult, Site, hot_anchor, message_anchor, site
+from memwiki.site.builders import PERSONA, TEXT_BLOCK, BuildResult, Site, hot_anchor, message_anchor, site
 from memwiki.site.gate.detect import WITHHELD_NAME
 from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
@@ -43,7 +43,7 @@ from memwiki.site.model.render import esc
 from memwiki.site.speed import cache_file, forked
 from memwiki.site.speed.builder_speed import Pending
 from memwiki.site.speed.layer_cache import CachedSource
-from memwiki.site.speed.memo import key_of
+from memwiki.site.speed.memo import StaleMemo, key_of
 from memwiki.source import Memory
 from memwiki.store.layout import HOT_FILES
 from memwiki.text.embedders import USE_NAME
@@ -114,6 +114,45 @@ class _Parts:
         return KeptList(count, parts) if all(isinstance(scripts.get(name), bytes) for name, _ in parts) else None
 
 
+_Block = tuple[list, list, list, list, list, list]  # see _Layers._memory_block
+BLOCKS_FILE = "search-memory-blocks.marshal"  # in cache_dir: L2's rows by block of memories (`_MemoryBlocks`)
+
+
+class _MemoryBlocks:
+    """L2's rows made from each block of memories (`_Layers._memory_block`), kept across builds by the block's key
+    with where its rows start: a rebuild after one memory changed makes the rows of its block, not of a hundred
+    thousand memories. With `check` (tests: $MEMWIKI_CHECK_MEMOS) every block is made, and one that differs from
+    what its key kept fails the build."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        path = ctx.speed.cache_path(BLOCKS_FILE)
+        version = cache_file.version("search-memory-blocks", FORMAT_VERSION, site(ctx).directory_urls)
+        self.memo = cache_file.JournaledDict(path, version) if path is not None else None
+        self.check = ctx.speed.check_memos
+        self._used: set[str] = set()
+
+    def kept(self, key: str, at: tuple[int, int]) -> _Block | None:
+        """The rows kept for the block of this key, when they start `at` (memory row, unit row) as now."""
+        self._used.add(key)
+        found = self.memo.data.get(key) if self.memo is not None and not self.check else None
+        return found[1] if isinstance(found, tuple) and len(found) == 2 and found[0] == at else None
+
+    def put(self, key: str, at: tuple[int, int], made: _Block) -> None:
+        if self.memo is None:
+            return
+        found = self.memo.data.get(key)
+        if self.check and isinstance(found, tuple) and len(found) == 2 and found[0] == at and found[1] != made:
+            raise StaleMemo(f"search rows of memory block {key}: its key matched, but its rows differ")
+        self.memo.set(key, (at, made))
+
+    def save(self) -> None:
+        """Keep the blocks of this build (those it did not use are dropped)."""
+        if self.memo is not None:
+            for key in [k for k in self.memo.data if k not in self._used]:
+                self.memo.drop(key)
+            self.memo.save()
+
+
 def _list_version(s: Site, name: str) -> str:
     """What the list `name` of `KEPT_LISTS` shows: the turns, the sessions layer and how URLs are written (the
     sessions' pages are claimed by their ids); the files, the wiki and graph layers and how names resolve."""
@@ -149,8 +188,9 @@ class _Layers:
     """The four layers' records as the page ships them (rows of plain values, see each method), in the order
     recall reads them, with the texts each row's vector is made from."""
 
-    def __init__(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl, dim: int | None) -> None:
-        """`dim`: the vectors' (None: the search ships none)."""
+    def __init__(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl | None, dim: int | None) -> None:
+        """`memory_url`: where a memory's card is (None: the site's own); `dim`: the vectors' (None: the search
+        ships none)."""
         parts = ctx.part(_Parts)
         self.kept_rows = _kept_group_rows(ctx, dim) if dim is not None else {}
         self.keys: dict[str, str] = {}  # list of KEPT_LISTS -> its version (the key of its vectors in ROWS_FILE)
@@ -168,7 +208,7 @@ class _Layers:
         self.short: list[tuple[int, str]] = []  # (unit row, memory id): vectors from memory_vectors
         self._short_keys: list[bytes] = []  # of what each of those vectors was embedded from (`memory_digest`)
         self.embedded: list[tuple[int, str]] = []  # (unit row, passage text): vectors from embed
-        self._memories(s, memory_url)
+        self._memories(ctx, s, memory_url)
         parts.identities.update(self.identities)
         self.sessions = [[x.id, x.title, s.url(s.session_uri(x.id)), x.started] for x in s.sessions]
         self.turns: list[list[Any]] | KeptList = self.kept.get("turns") or self._turns(s)
@@ -185,34 +225,61 @@ class _Layers:
                 rows.append([f"{f.target}:{e.index}", url, e.text, e.category, name])
         return rows
 
-    def _memories(self, s: Site, memory_url: MemoryUrl) -> None:
+    def _memories(self, ctx: BuildContext, s: Site, memory_url: MemoryUrl | None) -> None:
         """L2 as the store indexes it: units [id, memory row, text, indexed text (0: the text), passage (0, or
         [index, count, start, end, chars])]; a long memory is a blank row (its lexical row holds no text, and it
         has no vector of its own in the search) followed by its passages. Oldest first: a new memory's rows come
-        last, so the vector slices before them stay the same (`vector_slices`)."""
+        last, so the vector slices before them stay the same (`vector_slices`). Made a block of memories at a time
+        (the scans' blocks, `Site.memory_block_keys`), kept by its key when the URLs are the site's own."""
+        memories, units = s.oldest_first(), []
+        blocks = ctx.part(_MemoryBlocks) if memory_url is None else None
+        keys = s.memory_block_keys() if blocks is not None else None
+        for b, start in enumerate(range(0, len(memories), TEXT_BLOCK)):
+            at = (start, len(self.units))
+            made = blocks.kept(keys[b], at) if blocks is not None and keys is not None else None
+            if made is None:
+                chunk = memories[start : start + TEXT_BLOCK]
+                made = self._memory_block(s, memory_url or s.memory_url, chunk, *at)
+                if blocks is not None and keys is not None:
+                    blocks.put(keys[b], at, made)
+            rows, unit_rows, short, short_keys, embedded, identities = made
+            self.memories += rows
+            self.units += unit_rows
+            self.short += short
+            self._short_keys += short_keys
+            self.embedded += embedded
+            units += identities
+        if blocks is not None:
+            blocks.save()
+        self.identities = {("L2", "units"): units}  # (the memory rows are short: named by what they hold)
+
+    @staticmethod
+    def _memory_block(s: Site, memory_url: MemoryUrl, memories: list[Memory], start: int, unit: int) -> _Block:
+        """The rows of these memories, the first of them the `start`-th memory and its first unit the `unit`-th
+        (see `_memories`), with each unit row's identity: its memory's token, row, passage (or -1)."""
         embedded_from, tokens = s.embedded_from(), s.memory_tokens()
-        units: list[tuple[str, int, int]] = []  # each unit row's identity: its memory's token, row, passage (or -1)
-        for n, m in enumerate(s.oldest_first()):
+        rows, units, short, short_keys, embedded, identities = [], [], [], [], [], []
+        for n, m in enumerate(memories, start):
             token = tokens[m.id]
             room = f"{m.wing} / {m.room}" if m.wing and m.room else m.wing or m.room
-            self.memories.append([m.id, memory_url(m), m.category, room])
+            rows.append([m.id, memory_url(m), m.category, room])
             if not is_long(m.text):
                 lex = index_text(m)
-                self.short.append((len(self.units), m.id))
-                self._short_keys.append(bytes.fromhex(embedded_from[m.id]))
-                self.units.append([m.id, n, m.text, 0 if lex == m.text else lex, 0])
-                units.append((token, n, -1))
+                short.append((unit + len(units), m.id))
+                short_keys.append(bytes.fromhex(embedded_from[m.id]))
+                units.append([m.id, n, m.text, 0 if lex == m.text else lex, 0])
+                identities.append((token, n, -1))
                 continue
-            self.units.append([m.id, n, "", 0, 0])
-            units.append((token, n, -1))
+            units.append([m.id, n, "", 0, 0])
+            identities.append((token, n, -1))
             spans = split(m.text)
             for span in spans:
                 text = m.text[span.start : span.end]
-                self.embedded.append((len(self.units), text))
+                embedded.append((unit + len(units), text))
                 where = [span.index, len(spans), span.start, span.end, len(m.text)]
-                self.units.append([passage_id(m.id, span.index), n, text, 0, where])
-                units.append((token, n, span.index))
-        self.identities = {("L2", "units"): units}  # (the memory rows are short: named by what they hold)
+                units.append([passage_id(m.id, span.index), n, text, 0, where])
+                identities.append((token, n, span.index))
+        return rows, units, short, short_keys, embedded, identities
 
     @staticmethod
     def _turns(s: Site) -> list[list[Any]]:
@@ -369,7 +436,6 @@ def _texts_key(texts: list[str]) -> bytes:
 def search_data(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
     """What the page's JS needs (JSON-able) and the int8 vectors (None: lexical only, `why_lexical` says)."""
     s = site(ctx)
-    memory_url = memory_url or s.memory_url
     info = ctx.source.info()
     layers = _Layers(ctx, s, memory_url, info.dim if info.embedder == USE_NAME else None)
     why = ""

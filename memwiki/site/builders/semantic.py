@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import astuple
 from pathlib import PurePosixPath
 
@@ -12,6 +13,7 @@ from memwiki.site.builders import (
     BuildResult,
     Site,
     frontmatter,
+    ids_of,
     message_anchor,
     paged_uri,
     pager,
@@ -94,6 +96,9 @@ def _body(s: Site, memory: Memory, page: str) -> str:
     return f'<blockquote class="mw-quote">{inner}{caption}</blockquote>'
 
 
+_ROOM = operator.attrgetter("wing", "room")
+
+
 def _listing(
     s: Site,
     memo: PageMemo,
@@ -105,7 +110,8 @@ def _listing(
 ) -> list[GeneratedPage]:
     """The pages of one category or room (the memo's keys hold what every listing depends on besides its memories)."""
     pages = max(1, -(-len(memories) // PER_PAGE))
-    tokens, anchors, rooms = s.memory_tokens(), s.memory_anchors, s.room_bases
+    token, anchor, room = s.memory_tokens().__getitem__, s.memory_anchors.__getitem__, s.room_bases.get
+    flags_of = flags.memories.get
     out = []
 
     def flagged(memory: Memory) -> list[Flag]:
@@ -128,9 +134,11 @@ def _listing(
             return GeneratedPage(uri, head, md, section="memory")
 
         # each card: its memory's fields, its anchor and room link (claimed among all memories, see
-        # memwiki.site.builders._paths) and the audit's findings about it
-        shown = [(tokens[m.id], anchors[m.id], rooms.get((m.wing, m.room), "")) for m in chunk]
-        found = [[astuple(f) for f in flagged(m)] for m in chunk]
+        # memwiki.site.builders._paths) and the audit's findings about it (in maps: a 100k store's listings
+        # show every memory twice)
+        ids = ids_of(chunk)
+        shown = (list(map(token, ids)), list(map(anchor, ids)), list(map(room, map(_ROOM, chunk))))
+        found = [[astuple(f) for f in made] if made else () for made in map(flags_of, ids)]
         out.append(memo.page(uri, (head, len(memories), pages, n, with_room, shown, found), make))
     return out
 

@@ -74,7 +74,7 @@ DEFAULT_MARKERS = ("[private]", "#private", "<private>", "[私密]", "#私密")
 PRIVATE_WORDS = markers.PRIVATE_WORDS  # a tag, category, wing or room with exactly one of these names
 KEY_FILE = "privacy.key"  # in memwiki's cache folder: the redaction tags' key (stable labels and URLs)
 NAMES_FILE = "withheld-names.marshal"  # in cache_dir: see PrivacyFilter.layer_fingerprints
-MEMO_FILE = "gate-memo.marshal"  # in the cache folder: the verdicts of earlier builds (speed.gate_memo)
+MEMO_FILE = "gate-memo.sqlite3"  # in the cache folder: the verdicts of earlier builds (speed.gate_memo)
 NAME_LAYERS = ("wiki", "graph", "sessions")  # the layers whose withheld records others may name
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]+))?\]\]")
 

@@ -16,8 +16,8 @@ import hashlib
 import itertools
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 import re2
 
@@ -159,8 +159,9 @@ class MentionIndex:
             if concept.kind in ("wiki", "entity"):
                 for name in concept_names(concept):
                     self._by_name.setdefault(norm(name), concept)
-        self._mentions: dict[int, list[Mention]] = {}
-        self._named: dict[tuple[str, str], list[Concept]] = {}
+        self._places: dict[int, list[_Named]] = {}  # id(concept) -> where it is named, in scan order
+        self._found: list[tuple[FoundNames, Callable[[int], str]]] = []  # what `add` was given
+        self._named: dict[tuple[str, str], list[Concept]] | None = None  # made when first asked (`named_in`)
         self._names = sorted(self._by_name, key=lambda n: (-len(n), n))
         self._digest = hashlib.sha1("\0".join(self._names).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -214,19 +215,20 @@ class MentionIndex:
         return out
 
     def add(self, found: FoundNames, text: Callable[[int], str]) -> None:
-        """Record the places `names_in_places` found (`text(n)`: the n-th place's text), each concept once a place
-        (a few hundred thousand in a 100k store: the loop is kept lean)."""
-        by_name, mentions, named = self._by_name, self._mentions, self._named
-        for n, layer, src_uri, anchor, title, names, unclean in found:
-            shown = _clean(text(n)) if unclean else text(n)
+        """Record the places `names_in_places` found (`text(n)`: the n-th place's text), each concept once a place.
+        Kept as found, a `Mention` made when asked for (`of`): a 100k store's texts name concepts a few hundred
+        thousand times, and a rebuild asks for the mentions of few concepts (the loop is kept lean)."""
+        by_name, places = self._by_name, self._places
+        self._found.append((found, text))
+        self._named = None
+        for place in found:
             seen: set[int] = set()
-            for start, end, name in names:
+            for start, end, name in place[5]:
                 concept = by_name.get(name)
                 if concept is None or id(concept) in seen:
                     continue
                 seen.add(id(concept))
-                mentions.setdefault(id(concept), []).append(Mention(src_uri, anchor, title, layer, shown, start, end))
-                named.setdefault((src_uri, anchor), []).append(concept)
+                places.setdefault(id(concept), []).append((place, text, start, end))
 
     def _kept_spans(self, texts: list[str], kept: TextCache | None) -> list[list[tuple[int, int]]]:
         """Where a name is in each text: kept from an earlier build that looked for the same names, else found."""
@@ -266,10 +268,51 @@ class MentionIndex:
         names = [n for n, f in zip(self._names, self._folded, strict=True) if f in folded]
         return [m.span() for m in _compile(names).finditer(text)] if names else []
 
-    def of(self, concept: Concept) -> list[Mention]:
-        """The places that name `concept`, in the order they were scanned."""
-        return self._mentions.get(id(concept), [])
+    def of(self, concept: Concept, besides: Collection[tuple[str, str]] = ()) -> Mentions:
+        """The places that name `concept`, in the order they were scanned; not those at `besides` ((src_uri,
+        anchor) pairs)."""
+        named = self._places.get(id(concept), [])
+        return Mentions([x for x in named if (x[0][2], x[0][3]) not in besides] if besides else named)
+
+    def names(self, concept: Concept) -> bool:
+        """Whether any place names `concept`."""
+        return id(concept) in self._places
 
     def named_in(self, src_uri: str, anchor: str) -> list[Concept]:
         """The concepts the text shown at (src_uri, anchor) names, in the order they first appear."""
+        if self._named is None:
+            self._named = {}
+            for found, _ in self._found:
+                for _, _, at_uri, at_anchor, _, names, _ in found:
+                    concepts = {id(c): c for c in (self._by_name.get(name) for _, _, name in names) if c is not None}
+                    if concepts:
+                        self._named.setdefault((at_uri, at_anchor), []).extend(concepts.values())
         return self._named.get((src_uri, anchor), [])
+
+
+_Named = tuple[tuple, Callable[[int], str], int, int]  # (a place `names_in_places` found, its texts, start, end)
+
+
+class Mentions(Sequence[Mention]):
+    """Places that name a concept, each made a `Mention` when read (a concept page lists fifty of thousands)."""
+
+    def __init__(self, named: list[_Named]) -> None:
+        self._named = named
+
+    def __len__(self) -> int:
+        return len(self._named)
+
+    @overload
+    def __getitem__(self, at: int) -> Mention: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[Mention]: ...
+    def __getitem__(self, at: int | slice) -> Mention | list[Mention]:
+        if isinstance(at, slice):
+            return [_mention(*x) for x in self._named[at]]
+        return _mention(*self._named[at])
+
+
+def _mention(place: tuple, text: Callable[[int], str], start: int, end: int) -> Mention:
+    n, layer, src_uri, anchor, title, _, unclean = place
+    shown = _clean(text(n)) if unclean else text(n)
+    return Mention(src_uri, anchor, title, layer, shown, start, end)

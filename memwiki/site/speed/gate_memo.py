@@ -10,6 +10,9 @@ A layer of many records (L2's memories) is also kept record by record: the hash 
 its gate verdict depends on besides the rules (the local folders, the names and sessions withheld), gives whether it
 was shown and what was shown of it, so a rebuild after one memory changed judges that memory alone.
 
+They are kept in a SQLite table (speed.kept_table), read a key at a time: a rebuild asks about the few texts and
+records that changed.
+
 Only hashes and what the site may show are kept, never a secret: a secret redacted by a kept verdict is therefore
 not among the secrets the site scan looks for copies of (`PrivacyFilter.redacted`), as for a layer kept whole.
 """
@@ -22,9 +25,11 @@ from collections import Counter
 from pathlib import Path
 
 from memwiki.site.speed import cache_file
+from memwiki.site.speed.kept_table import KeptTable
 
 LIMIT = 2_000_000  # texts kept; past it the memo starts again (a store edited for years)
 AS_WRITTEN = 0  # the value of a text shown as written
+_FORMER = ("gate-memo.marshal", "gate-memo.marshal.journal")  # the memo's files before it was a table
 
 
 def _key(text: str, what: bytes, salt: bytes = b"") -> bytes:
@@ -50,11 +55,17 @@ class GateMemo:
     """Verdicts of the gate kept in `path` under the version `key` (see the module's docstring)."""
 
     def __init__(self, path: Path, key: str) -> None:
-        self._kept = cache_file.JournaledDict(path, cache_file.version("gate-memo", key))
+        self._table = KeptTable(path, cache_file.version("gate-memo", key))
+        self._new: dict[bytes, object] = {}  # (what this build judged: saved by `save`)
+        for old in _FORMER:  # (where the verdicts were kept whole before)
+            (path.parent / old).unlink(missing_ok=True)
+
+    def _get(self, key: bytes) -> object:
+        return self._new[key] if key in self._new else self._table.get(key)
 
     def shown(self, text: str, salt: bytes) -> tuple[str, Counter[str]] | None:
         """What the gate showed of `text` and the redactions it made, when a build with these folders judged it."""
-        kept = self._kept.data.get(_key(text, b"shown", salt))
+        kept = self._get(_key(text, b"shown", salt))
         if kept == AS_WRITTEN:
             return text, Counter()
         if isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], str) and isinstance(kept[1], dict):
@@ -62,20 +73,20 @@ class GateMemo:
         return None
 
     def put_shown(self, text: str, salt: bytes, shown: str, made: Counter[str]) -> None:
-        self._put(_key(text, b"shown", salt), AS_WRITTEN if shown == text and not made else (shown, dict(made)))
+        self._new[_key(text, b"shown", salt)] = AS_WRITTEN if shown == text and not made else (shown, dict(made))
 
     def private(self, text: str) -> bool | None:
         """Whether `text` makes its record private, when a build judged it."""
-        kept = self._kept.data.get(_key(text, b"private"))
+        kept = self._get(_key(text, b"private"))
         return kept if isinstance(kept, bool) else None
 
     def put_private(self, text: str, verdict: bool) -> None:
-        self._put(_key(text, b"private"), verdict)
+        self._new[_key(text, b"private")] = verdict
 
     def record(self, key: bytes) -> tuple[bool | str, tuple | None, dict[str, int]] | None:
         """What a build made of the record with this key (`record_key`): its verdict (True: shown, else why it was
         withheld), the fields shown (None: as written) and the redactions made, by kind."""
-        kept = self._kept.data.get(key)
+        kept = self._get(key)
         if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[2], dict)):
             return None
         verdict, shown, made = kept
@@ -84,12 +95,9 @@ class GateMemo:
         return verdict, None if shown == AS_WRITTEN else shown, made
 
     def put_record(self, key: bytes, verdict: bool | str, shown: tuple | None, made: Counter[str]) -> None:
-        self._put(key, (verdict, AS_WRITTEN if shown is None else shown, dict(made)))
-
-    def _put(self, key: bytes, value: object) -> None:
-        if len(self._kept.data) >= LIMIT:
-            self._kept.replace_all({})
-        self._kept.set(key, value)
+        self._new[key] = (verdict, AS_WRITTEN if shown is None else shown, dict(made))
 
     def save(self) -> None:
-        self._kept.save()
+        self._table.save(self._new, limit=LIMIT)
+        self._new.clear()
+        self._table.close()

@@ -6,18 +6,13 @@ step of its own. Results are keyed by the text's hash and by what was derived (`
 the plugin's cache folder; a change to the code drops them all. Within a build each text is parsed at most once,
 whatever is derived.
 
-They are kept in a SQLite table, read one text at a time: a rebuild asks about the few texts it scans or renders
-again (what the scans found in the others is kept by block, speed.scan_memo), and loading every text's values
-whole was most of the cache's cost at 100k memories.
+They are kept in a SQLite table (speed.kept_table), read one text at a time: a rebuild asks about the few texts
+it scans or renders again (what the scans found in the others is kept by block, speed.scan_memo), and loading
+every text's values whole was most of the cache's cost at 100k memories.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import marshal
-import os
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,112 +21,11 @@ from markdown_it.token import Token
 
 from memwiki.site.model.wikilinks import scanner
 from memwiki.site.speed import cache_file
+from memwiki.site.speed.kept_table import KeptTable
 from memwiki.text.vectors import text_key
-
-log = logging.getLogger("mkdocs.plugins.memwiki")
 
 FORMAT = 3  # 3: every kind in SQLite
 _FORMER = ("texts.marshal", "texts.marshal.journal")  # where format 2 kept what every build asked of every text
-
-
-class TextStore:
-    """What was derived from each text: a SQLite table (text key -> marshal of {kind: value}) at `path`, under a
-    version (another version's rows are dropped on first use). Opened in the process that uses it (a connection
-    inherited through fork is left alone, never used or closed there). A damaged file is a cache lost, made again;
-    a file locked past the timeout is a miss, not a failed build."""
-
-    def __init__(self, path: Path, version: str) -> None:
-        self.path = path
-        self.version = version
-        self._db: sqlite3.Connection | None = None
-        self._pid = 0
-        self._inherited: list[sqlite3.Connection] = []  # (from the process this one was forked from)
-        self._empty = True  # no rows (a first build): nothing to look up
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._db is not None and self._pid != os.getpid():
-            self._inherited.append(self._db)
-            self._db = None
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            try:
-                self._prepare(db)
-            except sqlite3.OperationalError:
-                db.close()
-                raise
-            except sqlite3.DatabaseError as exc:  # (not a database, malformed)
-                db.close()
-                self._remake(exc)
-                db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-                self._prepare(db)
-            self._db, self._pid = db, os.getpid()
-        return self._db
-
-    def _prepare(self, db: sqlite3.Connection) -> None:
-        db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # (before the first table: pruned pages can be given back)
-        db.execute("CREATE TABLE IF NOT EXISTS texts (key BLOB PRIMARY KEY, value BLOB NOT NULL)")
-        db.execute("CREATE TABLE IF NOT EXISTS version (value TEXT NOT NULL)")
-        if db.execute("SELECT value FROM version").fetchall() != [(self.version,)]:
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                db.execute("DELETE FROM texts")
-                db.execute("DELETE FROM version")
-                db.execute("INSERT INTO version VALUES (?)", (self.version,))
-        self._empty = db.execute("SELECT NOT EXISTS (SELECT 1 FROM texts)").fetchone()[0] == 1
-
-    def _remake(self, exc: sqlite3.Error) -> None:
-        """A file SQLite cannot read as a database: removed with its journals (a journal left beside a new file
-        would be rolled back into it)."""
-        log.warning("memwiki: %s: %s; what was derived from the texts is made again", self.path, exc)
-        self.close()
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
-    def get(self, key: bytes) -> dict[str, Any]:
-        """The kinds kept for the text of `key` ({} when none, or unreadable)."""
-        try:
-            db = self._connect()
-            row = None if self._empty else db.execute("SELECT value FROM texts WHERE key = ?", (key,)).fetchone()
-        except sqlite3.Error as exc:
-            log.warning("memwiki: %s: %s; texts parsed and rendered again", self.path, exc)
-            self._empty = True  # (no more lookups this build)
-            return {}
-        try:
-            value = marshal.loads(row[0]) if row is not None else {}
-        except (EOFError, ValueError, TypeError):
-            return {}
-        return value if isinstance(value, dict) else {}
-
-    def save(
-        self, entries: dict[bytes, dict[str, Any]], keep_only: Callable[[], set[bytes]] | None = None, used: int = 0
-    ) -> None:
-        """Write these texts' kinds; `keep_only`: the keys this build used, of which there are `used`: when the
-        table holds more than twice as many, every other key is dropped. A full disk, or a file locked past the
-        timeout, raises OSError naming the file."""
-        try:
-            db = self._connect()
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                db.executemany(
-                    "INSERT OR REPLACE INTO texts VALUES (?, ?)", ((k, marshal.dumps(v)) for k, v in entries.items())
-                )
-                pruned = keep_only is not None and db.execute("SELECT count(*) FROM texts").fetchone()[0] > 2 * used
-                if pruned and (live := keep_only()):
-                    db.execute("CREATE TEMP TABLE IF NOT EXISTS live (key BLOB PRIMARY KEY)")
-                    db.execute("DELETE FROM live")
-                    db.executemany("INSERT INTO live VALUES (?)", ((k,) for k in live))
-                    db.execute("DELETE FROM texts WHERE key NOT IN (SELECT key FROM live)")
-            if pruned:
-                db.execute("PRAGMA incremental_vacuum")
-        except sqlite3.DatabaseError as exc:
-            raise OSError(f"{self.path}: the text cache could not be saved: {exc}") from exc
-
-    def close(self) -> None:
-        if self._db is not None and self._pid == os.getpid():
-            with contextlib.suppress(sqlite3.Error):
-                self._db.close()
-        self._db = None
 
 
 class TextCache:
@@ -140,7 +34,7 @@ class TextCache:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self.version = cache_file.version("texts", FORMAT)
-        self._store = TextStore(path, self.version) if path is not None else None
+        self._store = KeptTable(path, self.version) if path is not None else None
         for old in _FORMER if path is not None else ():  # the dict texts were kept in before, beside this file
             if old != path.name:
                 (path.parent / old).unlink(missing_ok=True)
@@ -195,7 +89,7 @@ class TextCache:
         """The derived values of the text of `key` (those kept from earlier builds at first)."""
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = self._store.get(key) if self._store is not None else {}
+            entry = self._entries[key] = _kinds(self._store.get(key)) if self._store is not None else {}
         return entry
 
     def save(self, prune: bool = True) -> None:
@@ -208,3 +102,7 @@ class TextCache:
         self._store.save({k: self._entries[k] for k in self._changed}, used, len(self._entries))
         self._changed.clear()
         self._store.close()
+
+
+def _kinds(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

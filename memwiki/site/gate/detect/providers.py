@@ -11,6 +11,7 @@ below), and loading them cost more than a rebuild's judging of one new text.
 from __future__ import annotations
 
 import logging
+import threading
 
 from memwiki.site.gate.detect.spans import NOT_A_LABEL, REDACTED_PREFIX, Rule, RuleSet, Span
 from memwiki.text.screen import Screened
@@ -106,6 +107,14 @@ class ProviderDetector:
         if self.library and _WORTH_SCANNING.occurs(text):
             spans += _betterleaks(text)
         return spans
+
+
+def warm_up() -> threading.Thread:
+    """betterleaks' first scan in a process loads its rules (about a tenth of a second, in Go, outside the GIL):
+    done in a thread as a build starts reading, its first text judged then waits less."""
+    thread = threading.Thread(target=_betterleaks, args=("memwiki warming up",), name="memwiki-betterleaks")
+    thread.start()
+    return thread
 
 
 def _betterleaks(text: str) -> list[Span]:
