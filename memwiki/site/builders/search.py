@@ -116,6 +116,7 @@ class _Parts:
 
 _Block = tuple[list, list, list, list, list, list]  # see _Layers._memory_block
 BLOCKS_FILE = "search-memory-blocks.marshal"  # in cache_dir: L2's rows by block of memories (`_MemoryBlocks`)
+BLOCKS_CHUNK = 20  # blocks a record of that file (a thousand memories' rows: the file is written whole at first)
 
 
 class _MemoryBlocks:
@@ -127,7 +128,7 @@ class _MemoryBlocks:
     def __init__(self, ctx: BuildContext) -> None:
         path = ctx.speed.cache_path(BLOCKS_FILE)
         version = cache_file.version("search-memory-blocks", FORMAT_VERSION, site(ctx).directory_urls)
-        self.memo = cache_file.JournaledDict(path, version) if path is not None else None
+        self.memo = cache_file.JournaledDict(path, version, chunk=BLOCKS_CHUNK) if path is not None else None
         self.check = ctx.speed.check_memos
         self._used: set[str] = set()
 

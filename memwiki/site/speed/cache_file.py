@@ -76,16 +76,16 @@ CHUNK = 5_000  # entries of a dict per marshal record in a file of `dump_dict`
 _TAIL = 8  # bytes at the end of such a file: the length of the record before them, which lists the others
 
 
-def dump_dict(path: Path, key: str, head: object, data: dict) -> bool:
-    """Save `head` and the dict `data` under version `key`, the dict in records of CHUNK entries (marshal makes a
-    record whole in memory, twice its size while it grows: a 100k store's text cache was a 100 MB record), then a
-    record of (key, head, each record's length). False (nothing written) when it is not plain data."""
+def dump_dict(path: Path, key: str, head: object, data: dict, chunk: int = CHUNK) -> bool:
+    """Save `head` and the dict `data` under version `key`, the dict in records of `chunk` entries (marshal makes
+    a record whole in memory, twice its size while it grows: a 100k store's text cache was a 100 MB record), then
+    a record of (key, head, each record's length). False (nothing written) when it is not plain data."""
     sizes: list[int] = []
 
     def records() -> Iterator[bytes]:
         items = iter(data.items())
-        while chunk := dict(itertools.islice(items, CHUNK)):
-            sizes.append(len(record := marshal.dumps(chunk)))
+        while chunk_of := dict(itertools.islice(items, chunk)):
+            sizes.append(len(record := marshal.dumps(chunk_of)))
             yield record
         last = marshal.dumps((key, head, sizes))
         yield last + len(last).to_bytes(_TAIL, "big")
@@ -128,12 +128,14 @@ class JournaledDict:
     Each whole write starts a new generation (a random id), and a journal applies only to its own: a journal
     left by a crash between the two writes, or from before the main file was lost, is ignored.
 
-    Values must be plain data and never None (None marks a dropped key)."""
+    Values must be plain data and never None (None marks a dropped key); `chunk`: entries per record of the file
+    (`dump_dict`: fewer for large values)."""
 
     FOLD = 0.25
 
-    def __init__(self, path: Path, key: str) -> None:
+    def __init__(self, path: Path, key: str, chunk: int = CHUNK) -> None:
         self.path = path
+        self.chunk = chunk
         self.journal_path = Path(f"{path}.journal")
         self.key = key
         self.data: dict = {}
@@ -174,7 +176,7 @@ class JournaledDict:
         journal = {**self._journal, **self._changed}
         if self._whole or len(journal) > self.FOLD * max(len(self.data), 1):
             self._generation = os.urandom(8).hex()  # never the one of a journal left from before
-            written = dump_dict(self.path, self.key, self._generation, self.data)
+            written = dump_dict(self.path, self.key, self._generation, self.data, self.chunk)
             self.journal_path.unlink(missing_ok=True)
             self._journal = {}
         else:

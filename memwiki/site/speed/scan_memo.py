@@ -25,6 +25,7 @@ from memwiki.site.speed import cache_file
 from memwiki.site.speed.memo import StaleMemo
 
 Places = list[tuple[str, TextSource]]  # (layer, where a text is shown and the text)
+CHUNK = 100  # blocks' findings a record of the file (cache_file.dump_dict: a 100k store's are 30 MB)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ class ScanMemo:
 
     def __init__(self, path: Path | None, check: bool = False) -> None:
         self.check = check
-        self._store = cache_file.JournaledDict(path, cache_file.version("scan-blocks")) if path is not None else None
+        version = cache_file.version("scan-blocks")
+        self._store = cache_file.JournaledDict(path, version, chunk=CHUNK) if path is not None else None
         self._old: dict[Any, Any] = self._store.data if self._store is not None else {}
         self._used: set[str] = set()
         self.scanned = 0  # blocks scanned in this build (the others were kept)
