@@ -510,6 +510,8 @@ def test_concept_pages_made_in_a_fork_are_those_made_here(tmp_path: Path, monkey
 
     with Store.init(tmp_path / "store") as store:
         store.graph.add_triple("NAS", "backs up", "laptop")
+        store.graph.add_triple("NAS", "stands in", "the attic")  # (a conflict: the NAS page carries its flag)
+        store.graph.add_triple("NAS", "stands in", "the office")
         store.semantic.add([Memory(id=f"m-{n}", text=f"Note {n}: the [[NAS]] copies the laptop.") for n in range(12)])
 
     def build(cache: Path | None) -> tuple[dict[str, str], int]:
@@ -521,7 +523,7 @@ def test_concept_pages_made_in_a_fork_are_those_made_here(tmp_path: Path, monkey
             speed = BuildSpeed(cache_dir=cache, may_fork=True, reusable=lambda *_: True, check_memos=False)
             ctx = BuildContext(source, speed=speed)
             s = site(ctx)
-            audit.flags(ctx)
+            s.mentions(), audit.entity_flags(ctx)  # (as the build forks them: before the rest of the audit)
             started = forked.start(ctx, "concepts", lambda c: concepts.build(c), save=s.index.texts.save)
             here = concepts.build
             monkeypatch.setattr(concepts, "build", lambda c: made.append(1) or here(c))  # (after the fork)

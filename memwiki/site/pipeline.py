@@ -93,15 +93,16 @@ def build_all(ctx: BuildContext) -> BuildResult:
         audit.build,
         privacy_report.build,
     ]
-    # sessions first (the near-duplicates, which the memories' cards show, may be found meanwhile); in a rebuild
-    # the concept pages are made in a forked process once the audit's findings are known, while the memories'
-    # pages are made here; then the search (it may be made meanwhile); the audit's pages last, as they list every
+    # in a rebuild the concept pages are made in a forked process once the mentions are found, while the other
+    # pages are made here: sessions first (the near-duplicates, which the memories' cards show, may be found
+    # meanwhile); then the search (it may be made meanwhile); the audit's pages last, as they list every
     # builder's notes; the pages and files in the order above
-    made = {build: _run(ctx, build) for build in (home.build, persona.build, sessions.build, graph.build)}
-    audit.flags(ctx)  # (the cards and the concept pages show them)
     apart = None
     if ctx.speed.memo_kept("concepts"):  # (a first build makes every page: too many to send back)
+        s.mentions(), audit.entity_flags(ctx)  # (what the concept pages list and flag: found here, once)
         apart = forked.start(ctx, "concepts", concepts.build, save=lambda: s.index.texts.save(prune=False))
+    made = {build: _run(ctx, build) for build in (home.build, persona.build, sessions.build, graph.build)}
+    audit.flags(ctx)  # (the cards show them)
     made[semantic.build] = _run(ctx, semantic.build)
     made[concepts.build] = _run(ctx, lambda ctx: forked.result(ctx, apart, concepts.build), "concepts")
     made[search.build] = _run(ctx, search.build)

@@ -271,7 +271,8 @@ class Audit:
 
     def __init__(self, ctx: BuildContext) -> None:
         self.site = s = site(ctx)
-        self.conflicts = conflicts(s.triples)  # groups of conflicting current facts
+        self._conflicts = ctx.part(_Conflicts)
+        self.conflicts = self._conflicts.groups  # groups of conflicting current facts
         s.mentions()  # (the orphans need them: found first, while the near-duplicates may be found apart, `start`)
         self.clusters, self.duplicate_method = near_duplicates(ctx, s.memories)
         self.findings = self._find()
@@ -334,23 +335,42 @@ class Audit:
                 named = [m for m in cluster.ids[:4] if m != memory_id][:3]
                 title = f"near-duplicate of {', '.join(named)}" + (f" and {more:,} more" if more > 0 else "")
                 out.memories.setdefault(memory_id, []).append(Flag("duplicates", "near-duplicate", title, uri, anchor))
-        groups = self.conflicts
+        out.entities = dict(self._conflicts.entities)
+        for memory_id, found in self._conflicts.memories.items():
+            listed = out.memories.setdefault(memory_id, [])
+            listed += [flag for flag in found if flag not in listed]
+        return out
+
+
+class _Conflicts:
+    """The groups of conflicting current facts, and the flags they put on entities and on the memories the facts
+    came from (ctx.part: the concept pages show them, made apart before the rest of the audit is found)."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        s = site(ctx)
+        self.groups = groups = conflicts(s.triples)
+        self.entities: dict[str, list[Flag]] = {}
+        self.memories: dict[str, list[Flag]] = {}
         for i, group in enumerate(groups):
             uri, anchor = _where("conflicts", i, len(groups), conflict_anchor(group))
             subject = s.entity_names.get(group[0].subject, group[0].subject)
             objects = " | ".join(s.entity_names.get(t.object, t.object) for t in group)
             flag = Flag("conflicts", "conflicting facts", f"{subject} {group[0].predicate} → {objects}", uri, anchor)
-            out.entities.setdefault(group[0].subject, []).append(flag)
+            self.entities.setdefault(group[0].subject, []).append(flag)
             for t in group:
                 found = origin(s, t)
-                if found is not None and found.kind == "memory" and flag not in out.memories.get(found.ref, []):
-                    out.memories.setdefault(found.ref, []).append(flag)
-        return out
+                if found is not None and found.kind == "memory" and flag not in self.memories.get(found.ref, []):
+                    self.memories.setdefault(found.ref, []).append(flag)
 
 
 def findings(ctx: BuildContext) -> list[Finding]:
     """Every problem the audit finds, in page order."""
     return ctx.part(Audit).findings
+
+
+def entity_flags(ctx: BuildContext) -> dict[str, list[Flag]]:
+    """The audit's flags of entities (conflicting facts), known before the near-duplicates and orphans are."""
+    return ctx.part(_Conflicts).entities
 
 
 def flags(ctx: BuildContext) -> Flags:

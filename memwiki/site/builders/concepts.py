@@ -14,7 +14,7 @@ from memwiki.site.builders import (
     safe_title,
     site,
 )
-from memwiki.site.builders.audit import Flags, flag_html, flags
+from memwiki.site.builders.audit import Flag, entity_flags, flag_html
 from memwiki.site.builders.graph import entity_section
 from memwiki.site.builders.provenance import origin_key
 from memwiki.site.gate.detect import WITHHELD_NAME
@@ -96,7 +96,7 @@ def concept_page(ctx: BuildContext, s: Site, concept: Concept) -> GeneratedPage:
     if concept.tags:
         labels.append(" ".join(f'<span class="mw-tag">#{esc(t)}</span>' for t in concept.tags))
     md += block(" · ".join(labels), cls="mw-labels", tag="p")
-    found = flags(ctx).entities.get(concept.entity.id, []) if concept.entity is not None else []
+    found = entity_flags(ctx).get(concept.entity.id, []) if concept.entity is not None else []
     if found:
         items = "".join(f"<li>{flag_html(s, [f], uri)} {esc(f.title)}</li>" for f in found)
         md += block(f"<ul>{items}</ul>", cls="mw-flags")
@@ -202,7 +202,7 @@ def _chunks(listed: list[Concept]) -> tuple[list[list[Concept]], list[str]]:
     return chunks, [f"concepts/list-{n}.md" for n in range(1, len(chunks) + 1)]
 
 
-def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]], audit: Flags) -> tuple:
+def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]], audit: dict[str, list[Flag]]) -> tuple:
     """What a concept page is made from, besides what every concept page depends on (see build). Its wiki page
     and entity are named, not spelled out: the memo's shared part holds the wiki and graph layers' versions;
     where its facts' sources are shown (memory cards, session turns) is spelled out."""
@@ -215,7 +215,7 @@ def _inputs(s: Site, c: Concept, facts: dict[str, list[Triple]], audit: Flags) -
         len(found),
         [(m.src_uri, m.anchor, m.title, m.layer, m.name, *m.context()) for m in found[:MENTIONS_SHOWN]],
     )
-    flagged = [astuple(f) for f in audit.entities.get(entity, [])] if entity is not None else []
+    flagged = [astuple(f) for f in audit.get(entity, [])] if entity is not None else []
     return (c.title, c.src_uri, c.kind, c.aliases, c.tags, wiki, entity, backlinks, origins, mentions, flagged)
 
 
@@ -235,7 +235,7 @@ def build(ctx: BuildContext) -> BuildResult:
     graph = s.layer_version("graph", (s.entities, s.triples))  # every concept page shows facts and neighbours
     memo = ctx.speed.memo("concepts", graph)
     facts = _facts_by_entity(s)
-    audit = flags(ctx)
+    audit = entity_flags(ctx)
     pages = [memo.page(c.src_uri, _inputs(s, c, facts, audit), lambda c=c: concept_page(ctx, s, c)) for c in listed]
     named = [c for c in listed if not WITHHELD_NAME.fullmatch(c.title)]  # (its page stays: facts link to it)
     index = _cached_index(ctx, s, named, ctx.speed.memo("concept-lists", graph))
