@@ -88,10 +88,10 @@ def test_mentions_are_made_when_asked_for_and_those_at_linked_places_left_out() 
     ]
     assert found[1:] == [found[1]] and found[-1].context() == ("more `x` ", "")
     assert [m.src_uri for m in mentions.of(rust, besides={("a.md", "m-1")})] == ["b.md"]
-    assert mentions.names(go) and not mentions.names(zig) and not mentions.of(zig)
+    assert mentions.named(go) and not mentions.named(zig) and not mentions.of(zig)
     assert [c.title for c in mentions.named_in("a.md", "m-1")] == ["go", "rust"]
     mentions.scan([("L4", TextSource("s.md", "msg-1", "three", "zig"))])
-    assert [c.title for c in mentions.named_in("s.md", "msg-1")] == ["zig"] and mentions.names(zig)
+    assert [c.title for c in mentions.named_in("s.md", "msg-1")] == ["zig"] and mentions.named(zig)
 
 
 def test_ten_thousand_memories_and_five_thousand_names_in_one_pass() -> None:

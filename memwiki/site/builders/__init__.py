@@ -316,7 +316,7 @@ class Site:
         """Wiki pages and entities that nothing links to and no text of the layers names (graph edges aside)."""
         mentions = self.mentions()
         kinds = ("wiki", "entity")
-        return [c for c in self.index.concepts if c.kind in kinds and not c.backlinks and not mentions.names(c)]
+        return [c for c in self.index.concepts if c.kind in kinds and not c.backlinks and not mentions.named(c)]
 
 
 def _read(ctx: BuildContext) -> Site:

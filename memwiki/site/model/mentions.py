@@ -274,7 +274,7 @@ class MentionIndex:
         named = self._places.get(id(concept), [])
         return Mentions([x for x in named if (x[0][2], x[0][3]) not in besides] if besides else named)
 
-    def names(self, concept: Concept) -> bool:
+    def named(self, concept: Concept) -> bool:
         """Whether any place names `concept`."""
         return id(concept) in self._places
 
