@@ -57,8 +57,7 @@ class KeptTable:
     def _prepare(self, db: sqlite3.Connection) -> None:
         db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # (before the first table: pruned pages can be given back)
         # a cache: a commit stays whole if the build dies, and is not flushed to the disk (a power cut may lose or
-        # damage the table, made again then); a rebuild's commit right after a first build waited for the disk to
-        # write the gigabytes that build left in memory
+        # damage the table, made again then)
         db.execute("PRAGMA synchronous = OFF")
         db.execute("CREATE TABLE IF NOT EXISTS texts (key BLOB PRIMARY KEY, value BLOB NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS version (value TEXT NOT NULL)")
