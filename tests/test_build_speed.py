@@ -496,6 +496,43 @@ def test_a_digest_page_is_made_again_when_a_memory_written_in_its_session_change
     assert not kept and "cloud" in markdown
 
 
+def test_a_first_build_marks_every_session_done_so_the_next_looks_for_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first build makes every session's key turns and marks them all kept (sessions.EVERY_SESSION, with the
+    sessions layer's version): the next build of the same sessions does not read every session's turns to look for
+    new ones; a new turn does."""
+    from memwiki.site.builders import sessions
+    from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
+    from memwiki.site.model.build_context import BuildContext
+    from memwiki.store.store import Store
+
+    with Store.init(tmp_path / "store") as store:
+        for n in range(3):
+            store.sessions.add_session(f"s-{n}", title=f"backups {n}", started=f"2026-11-0{n + 1}T10:00:00Z")
+            store.sessions.add_message(f"s-{n}", "user", f"Where do the backups of box {n} go?")
+            store.sessions.add_message(f"s-{n}", "assistant", "To the NAS, every Sunday.")
+    looked: list[int] = []
+    prefetch = sessions.Digester.prefetch
+    monkeypatch.setattr(sessions.Digester, "prefetch", lambda self, c: looked.append(len(c)) or prefetch(self, c))
+
+    def build() -> list[int]:
+        looked.clear()
+        with Store.open(tmp_path / "store") as store:
+            speed = BuildSpeed(cache_dir=tmp_path / "cache", reusable=lambda *_: True, check_memos=True)
+            ctx = BuildContext(PrivacyFilter(store.reader(), PrivacyRules(), key=b"k" * 32), speed=speed)
+            sessions.prepare(ctx)
+            sessions.build(ctx)
+            speed.save_memos()
+            speed.settle()
+        return list(looked)
+
+    assert build() == [3] and build() == []
+    with Store.open(tmp_path / "store") as store:
+        store.sessions.add_message("s-1", "user", "And the photos?")
+    assert build() == [3] and build() == []
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forking a build is done on Linux only")
 def test_concept_pages_made_in_a_fork_are_those_made_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In a rebuild the concept pages are made in a forked process (speed.forked): the pages it sends back, kept

@@ -94,6 +94,8 @@ class Digester:
         self.cache: dict[str, list[int]] = saved if isinstance(saved, dict) else {}
         self.dirty = False
         self._prefetched: Pending[dict[str, np.ndarray]] | None = None
+        self._todo: set[str] = set()  # the conversations `prefetch` found not kept
+        self.mark_when_made: tuple[str, str] | None = None  # EVERY_SESSION's value once `_todo` is kept (`save`)
 
     def _key(self, texts: list[str]) -> tuple[str, int]:
         k = min(len(texts), max(2, min(4, round(len(texts) / 3))))
@@ -121,6 +123,7 @@ class Digester:
             return vectors
 
         if todo:
+            self._todo = set(todo)
             self._prefetched = self.speed.beside("digests", embed_all)
         return bool(todo)
 
@@ -158,6 +161,9 @@ class Digester:
         return chosen
 
     def save(self) -> None:
+        mark = self.mark_when_made
+        if mark is not None and mark[0] == self.method and self._todo <= self.cache.keys():
+            self.cache[EVERY_SESSION], self.dirty = mark, True  # (a first build made them all)
         if self.dirty:
             self.speed.keep(DIGESTS, "", self.cache)
 
@@ -177,6 +183,8 @@ def prepare(ctx: BuildContext) -> None:
         return
     if not digester.prefetch([_spoken(s.messages.get(x.id, [])) for x in s.sessions]):
         digester.cache[EVERY_SESSION], digester.dirty = done, True
+    else:  # (marked once this build has made them: a first build's next build looks for none either)
+        digester.mark_when_made = done
 
 
 def _spoken(messages: list[Message]) -> list[Message]:
