@@ -340,7 +340,7 @@ def test_the_search_makes_again_only_the_rows_of_the_block_of_memories_that_chan
     assert made == [TEXT_BLOCK, 2 * TEXT_BLOCK] and changed == build(None)
     path = tmp_path / "cache" / search.BLOCKS_FILE
     kept = cache_file.JournaledDict(path, cache_file.version("search-memory-blocks", search.FORMAT_VERSION, False))
-    key, (at, rows) = next((k, v) for k, v in kept.data.items() if v[0][0] == 0)
+    key, (at, rows) = next((k, v) for k, v in kept.data.items() if v[0] == (0, 0))
     rows[1][0][2] = "a text the memory no longer holds"
     kept.set(key, (at, rows))
     kept.save()
@@ -370,7 +370,7 @@ def test_a_rebuild_scans_again_only_the_block_of_texts_that_changed(tmp_path: Pa
     from memwiki.site.builders import TEXT_BLOCK, site
     from memwiki.site.gate.filter import PrivacyFilter, PrivacyRules
     from memwiki.site.model.build_context import BuildContext
-    from memwiki.site.speed.scan_memo import ScanMemo, TextBlock
+    from memwiki.site.speed.scan_memo import BlockMemo
     from memwiki.source import Memory
     from memwiki.store.store import Store
 
@@ -389,7 +389,7 @@ def test_a_rebuild_scans_again_only_the_block_of_texts_that_changed(tmp_path: Pa
             concepts = {c.title: c for c in s.index.concepts}
             links = {t: sorted(c.backlinks) for t, c in concepts.items() if c.backlinks}
             names = {t: sorted(mentions.of(c)) for t, c in concepts.items() if mentions.of(c)}
-            return links, names, s.scans.scanned
+            return links, names, s.scans.made
 
     first = build(tmp_path / "cache")
     assert first[2] >= 2 * (count // TEXT_BLOCK)  # every block, for links and for names
@@ -399,12 +399,11 @@ def test_a_rebuild_scans_again_only_the_block_of_texts_that_changed(tmp_path: Pa
     links, names, scanned = build(tmp_path / "cache")
     assert (links, names) == build(None)[:2] and len(links["NAS"]) == count
     assert scanned <= 2 * 2  # one block of memories, and the hot memory's (empty here), for links and for names
-    memo = ScanMemo(tmp_path / "memo.marshal", check=True)
-    block = TextBlock("k", list, str)
-    memo.put(block, "links", [("a", "", "a", [])])
+    memo = BlockMemo(tmp_path / "memo.marshal", "v", check=True)
+    memo.put("k", "links", [("a", "", "a", [])])
     memo.save()
     with pytest.raises(StaleMemo):
-        ScanMemo(tmp_path / "memo.marshal", check=True).put(block, "links", [])
+        BlockMemo(tmp_path / "memo.marshal", "v", check=True).put("k", "links", [])
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forking a build is done on Linux only")
@@ -561,10 +560,10 @@ def test_concept_pages_made_in_a_fork_are_those_made_here(tmp_path: Path, monkey
             ctx = BuildContext(source, speed=speed)
             s = site(ctx)
             s.mentions(), audit.entity_flags(ctx)  # (as the build forks them: before the rest of the audit)
-            started = forked.start(ctx, "concepts", lambda c: concepts.build(c), save=s.index.texts.save)
+            forked.start(ctx, "concepts", lambda c: concepts.build(c), save=s.index.texts.save)
             here = concepts.build
             monkeypatch.setattr(concepts, "build", lambda c: made.append(1) or here(c))  # (after the fork)
-            pages, _ = forked.result(ctx, started, lambda c: concepts.build(c))
+            pages, _ = forked.result(ctx, "concepts", lambda c: concepts.build(c))
             monkeypatch.undo()
             speed.save_memos()
             speed.settle()

@@ -97,14 +97,13 @@ def build_all(ctx: BuildContext) -> BuildResult:
     # pages are made here: sessions first (the near-duplicates, which the memories' cards show, may be found
     # meanwhile); then the search (it may be made meanwhile); the audit's pages last, as they list every
     # builder's notes; the pages and files in the order above
-    apart = None
     if ctx.speed.memo_kept("concepts"):  # (a first build makes every page: too many to send back)
         s.mentions(), audit.entity_flags(ctx)  # (what the concept pages list and flag: found here, once)
-        apart = forked.start(ctx, "concepts", concepts.build, save=lambda: s.index.texts.save(prune=False))
+        forked.start(ctx, "concepts", concepts.build, save=lambda: s.index.texts.save(prune=False))
     made = {build: _run(ctx, build) for build in (home.build, persona.build, sessions.build, graph.build)}
     audit.flags(ctx)  # (the cards show them)
     made[semantic.build] = _run(ctx, semantic.build)
-    made[concepts.build] = _run(ctx, lambda ctx: forked.result(ctx, apart, concepts.build), "concepts")
+    made[concepts.build] = _run(ctx, lambda ctx: forked.result(ctx, "concepts", concepts.build), "concepts")
     made[search.build] = _run(ctx, search.build)
     made |= {build: _run(ctx, build) for build in (audit.build, privacy_report.build)}  # (they list every note)
     pages = [page for build in builders for page in made[build][0]]

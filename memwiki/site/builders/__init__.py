@@ -26,9 +26,10 @@ from memwiki.site.model.concept_index import Concept, ConceptIndex, TextSource, 
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.model.mentions import MentionIndex
 from memwiki.site.model.render import TextRenderer, block, esc, href, page_url
+from memwiki.site.speed import cache_file
 from memwiki.site.speed.builder_speed import BuildSpeed
 from memwiki.site.speed.memo import key_of, memory_token, values_of
-from memwiki.site.speed.scan_memo import ScanMemo, TextBlock
+from memwiki.site.speed.scan_memo import BlockMemo, TextBlock
 from memwiki.site.speed.text_cache import TextCache
 from memwiki.source import (
     Entity,
@@ -101,7 +102,7 @@ class Site:
     directory_urls: bool
     today: str
     fingerprints: dict[str, str]  # the source's fingerprint of each layer it can tell (MemorySource.layer_fingerprints)
-    scans: ScanMemo  # what the scans for links and names found, by block of texts (see text_blocks)
+    scans: BlockMemo  # what the scans for links and names found, by block of texts (see text_blocks)
     memory_home: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (page, anchor) of its card
     literals: frozenset[str] = frozenset()  # entities that are values (`1.3`): no page, no node (graph_types)
     entity_names: dict[str, str] = field(default_factory=dict)
@@ -286,10 +287,11 @@ class Site:
     def scan_links(self) -> None:
         """The scan for links over every text (see ConceptIndex.link), kept block by block."""
 
-        def links(places: list[tuple[str, TextSource]]) -> list:
-            return self.index.links_in_places([source for _, source in places])
+        def links(block: TextBlock) -> list:
+            return self.index.links_in_places([source for _, source in block.places()])
 
-        self.index.link(row for block in self.link_blocks() for row in self.scans.found(block, "links", links))
+        blocks = self.link_blocks()
+        self.index.link(row for b in blocks for row in self.scans.found(b.key, "links", functools.partial(links, b)))
 
     def mentions(self) -> MentionIndex:
         """Where each wiki page and entity is named in the layers' texts (made on first use, after the scan
@@ -297,14 +299,14 @@ class Site:
         if self._mentions is None:
             mentions = self._mentions = MentionIndex(self.index.concepts)
             blocks, names = self.text_blocks(), mentions.names_digest
-            found = [self.scans.kept(block, "names", names) for block in blocks]
+            found = [self.scans.kept(block.key, "names", names) for block in blocks]
             todo = [n for n, value in enumerate(found) if value is None]
             # the blocks not kept, in one search: RE2's pattern of every name over many texts at once, one text at
             # a time over a few (see MentionIndex)
             for n, value in zip(
                 todo, mentions.names_in_blocks([blocks[n] for n in todo], self.index.texts), strict=True
             ):
-                self.scans.put(blocks[n], "names", value, names)
+                self.scans.put(blocks[n].key, "names", value, names)
                 found[n] = value
             for block, value in zip(blocks, found, strict=True):
                 mentions.add(value, block.text)
@@ -349,7 +351,7 @@ def _read(ctx: BuildContext) -> Site:
         directory_urls=directory_urls,
         today=ctx.settings.day(),
         fingerprints=dict(source.layer_fingerprints()),
-        scans=ScanMemo(ctx.speed.cache_path(SCAN_CACHE), ctx.speed.check_memos),
+        scans=BlockMemo(ctx.speed.cache_path(SCAN_CACHE), cache_file.version("scan-blocks"), ctx.speed.check_memos),
         _embedded_from=_kept(source, "memory_digests"),
         _tokens=_kept(source, "memory_tokens"),
     )

@@ -23,8 +23,8 @@ from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedPage
 from memwiki.site.model.render import block, esc, md_esc
 from memwiki.site.model.wikilinks import as_words
-from memwiki.site.speed.builder_speed import Pending
-from memwiki.site.speed.layer_cache import CachedSource, SourceCutOff
+from memwiki.site.speed import forked
+from memwiki.site.speed.layer_cache import CachedSource
 from memwiki.source import Memory, Triple
 from memwiki.text.tokens import tokens
 
@@ -35,6 +35,7 @@ BLOCK = 1024  # rows of the similarity matrix computed at once ...
 PAIR_CELLS = 1 << 22  # ... and at most this many similarities (16 MB of float32), whatever the store's size
 CLUSTERS_VERSION = 5  # of what DUPLICATES keeps (5: clusters, and each memory's digest and norm)
 DUPLICATES = "duplicates.marshal"  # in cache_dir: the last build's pairs, with what each memory was embedded from
+FORKED = "duplicates"  # the near-duplicates handed to a forked process (speed.forked)
 # What one audit page lists: at most LISTED findings of a kind; the next ones go on that kind's follow-on pages
 # (audit/<kind>-2.md, ...), at most PAGES pages in all; the rest are counted, not listed. A cluster shows its
 # first MEMBERS_SHOWN memories. 745 copies of one memory were 132,360 pairs, a 20.9 MB audit page and a
@@ -140,8 +141,7 @@ def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Clu
     if len(memories) < 2:
         return [], "nothing to compare"
     ids = [m.id for m in memories]
-    started = ctx.part(_Started).pending if memories is site(ctx).memories else None
-    made, found = started.result() if started is not None else (False, None)
+    made, found = forked.taken(ctx, FORKED) if memories is site(ctx).memories else (False, None)
     if not made:
         found = _vector_clusters(ctx, memories)
     if found is not None:
@@ -157,30 +157,15 @@ def near_duplicates(ctx: BuildContext, memories: list[Memory]) -> tuple[list[Clu
 
 
 def start(ctx: BuildContext) -> None:
-    """Find the near-duplicates in a forked process while other builders run (`near_duplicates` then takes what
-    it found): in a rebuild (the last build's clusters are kept) from a source whose layers are kept
-    (speed.layer_cache). The vectors the process needs are asked of the source first; it is cut off from the
-    source, and one that needs more gives up (the clusters are then found here)."""
+    """Find the near-duplicates in a forked process while other builders run (speed.forked; `near_duplicates` then
+    takes what it found): in a rebuild (the last build's clusters are kept). The vectors the process needs are asked
+    of the source first; one that needs more gives up, and the clusters are found here."""
     source, kept = ctx.source, ctx.speed.cache_path(DUPLICATES)
     memories = site(ctx).memories
     if not (isinstance(source, CachedSource) and kept is not None and kept.is_file() and len(memories) > 1):
         return
     source.fetch_new_vectors()
-
-    def work() -> tuple[bool, list[tuple[list[int], float]] | None]:
-        try:
-            return True, _vector_clusters(ctx, memories)
-        except SourceCutOff:
-            return False, None
-
-    ctx.part(_Started).pending = ctx.speed.apart("duplicates", "", work, keep=False, in_child=source.cut_off)
-
-
-class _Started:
-    """The near-duplicates `start` handed to a forked process in this build, if any (ctx.part)."""
-
-    def __init__(self, ctx: BuildContext) -> None:
-        self.pending: Pending[tuple[bool, list[tuple[list[int], float]] | None]] | None = None
+    forked.apart(ctx, FORKED, lambda: _vector_clusters(ctx, memories))
 
 
 def _vector_clusters(ctx: BuildContext, memories: list[Memory]) -> list[tuple[list[int], float]] | None:

@@ -41,9 +41,9 @@ from memwiki.site.model.build_context import BuildContext
 from memwiki.site.model.generated import GeneratedAsset, GeneratedPage
 from memwiki.site.model.render import esc
 from memwiki.site.speed import cache_file, forked
-from memwiki.site.speed.builder_speed import Pending
 from memwiki.site.speed.layer_cache import CachedSource
-from memwiki.site.speed.memo import StaleMemo, key_of
+from memwiki.site.speed.memo import key_of
+from memwiki.site.speed.scan_memo import BlockMemo
 from memwiki.source import Memory
 from memwiki.store.layout import HOT_FILES
 from memwiki.text.embedders import USE_NAME
@@ -119,39 +119,14 @@ BLOCKS_FILE = "search-memory-blocks.marshal"  # in cache_dir: L2's rows by block
 BLOCKS_CHUNK = 20  # blocks a record of that file (a thousand memories' rows: the file is written whole at first)
 
 
-class _MemoryBlocks:
+class _MemoryBlocks(BlockMemo):
     """L2's rows made from each block of memories (`_Layers._memory_block`), kept across builds by the block's key
-    with where its rows start: a rebuild after one memory changed makes the rows of its block, not of a hundred
-    thousand memories. With `check` (tests: $MEMWIKI_CHECK_MEMOS) every block is made, and one that differs from
-    what its key kept fails the build."""
+    with where its rows start (ctx.part): a rebuild after one memory changed makes the rows of its block, not of a
+    hundred thousand memories."""
 
     def __init__(self, ctx: BuildContext) -> None:
-        path = ctx.speed.cache_path(BLOCKS_FILE)
         version = cache_file.version("search-memory-blocks", FORMAT_VERSION, site(ctx).directory_urls)
-        self.memo = cache_file.JournaledDict(path, version, chunk=BLOCKS_CHUNK) if path is not None else None
-        self.check = ctx.speed.check_memos
-        self._used: set[str] = set()
-
-    def kept(self, key: str, at: tuple[int, int]) -> _Block | None:
-        """The rows kept for the block of this key, when they start `at` (memory row, unit row) as now."""
-        self._used.add(key)
-        found = self.memo.data.get(key) if self.memo is not None and not self.check else None
-        return found[1] if isinstance(found, tuple) and len(found) == 2 and found[0] == at else None
-
-    def put(self, key: str, at: tuple[int, int], made: _Block) -> None:
-        if self.memo is None:
-            return
-        found = self.memo.data.get(key)
-        if self.check and isinstance(found, tuple) and len(found) == 2 and found[0] == at and found[1] != made:
-            raise StaleMemo(f"search rows of memory block {key}: its key matched, but its rows differ")
-        self.memo.set(key, (at, made))
-
-    def save(self) -> None:
-        """Keep the blocks of this build (those it did not use are dropped)."""
-        if self.memo is not None:
-            for key in [k for k in self.memo.data if k not in self._used]:
-                self.memo.drop(key)
-            self.memo.save()
+        super().__init__(ctx.speed.cache_path(BLOCKS_FILE), version, ctx.speed.check_memos, chunk=BLOCKS_CHUNK)
 
 
 def _list_version(s: Site, name: str) -> str:
@@ -234,15 +209,12 @@ class _Layers:
         (the scans' blocks, `Site.memory_block_keys`), kept by its key when the URLs are the site's own."""
         memories, units = s.oldest_first(), []
         blocks = ctx.part(_MemoryBlocks) if memory_url is None else None
-        keys = s.memory_block_keys() if blocks is not None else None
+        keys = s.memory_block_keys() if blocks is not None else []
         for b, start in enumerate(range(0, len(memories), TEXT_BLOCK)):
             at = (start, len(self.units))
-            made = blocks.kept(keys[b], at) if blocks is not None and keys is not None else None
-            if made is None:
-                chunk = memories[start : start + TEXT_BLOCK]
-                made = self._memory_block(s, memory_url or s.memory_url, chunk, *at)
-                if blocks is not None and keys is not None:
-                    blocks.put(keys[b], at, made)
+            chunk = memories[start : start + TEXT_BLOCK]
+            make = functools.partial(self._memory_block, s, memory_url or s.memory_url, chunk, *at)
+            made = blocks.found(keys[b], "rows", make, at) if blocks is not None else make()
             rows, unit_rows, short, short_keys, embedded, identities = made
             self.memories += rows
             self.units += unit_rows
@@ -662,7 +634,7 @@ def start(ctx: BuildContext) -> None:
     if exporting(ctx):  # (the model's export, another forked process, is this process's to wait for)
         return
     ctx.source.fetch_new_vectors()
-    ctx.part(_Started).pending = forked.start(ctx, "search", lambda ctx: _made(ctx, None))
+    forked.start(ctx, "search", lambda ctx: _made(ctx, None))
 
 
 def _made_by_this_code(ctx: BuildContext) -> bool:
@@ -684,21 +656,12 @@ def _memory_rows_version(embedder: str, dim: int) -> str:
     return cache_file.version("search-memory-rows", embedder, dim)
 
 
-class _Started:
-    """The search `start` handed to a forked process in this build, if any (ctx.part)."""
-
-    def __init__(self, ctx: BuildContext) -> None:
-        self.pending: Pending[forked.Plain] | None = None
-
-
 def build(ctx: BuildContext, memory_url: MemoryUrl | None = None) -> BuildResult:
     """The search page, its data and vectors, the search scripts and (for USE stores) the browser embedder: as a
     forked process made them (`start`), or made now."""
     if memory_url is not None:
         return _made(ctx, memory_url)
-    started = ctx.part(_Started)
-    pending, started.pending = started.pending, None
-    return forked.result(ctx, pending, lambda ctx: _made(ctx, None))
+    return forked.result(ctx, "search", lambda ctx: _made(ctx, None))
 
 
 def _made(ctx: BuildContext, memory_url: MemoryUrl | None) -> BuildResult:

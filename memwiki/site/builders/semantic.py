@@ -115,7 +115,7 @@ def _listing(
     out = []
 
     def flagged(memory: Memory) -> list[Flag]:
-        return flags.memories.get(memory.id, [])
+        return flags_of(memory.id) or []
 
     for n in range(1, pages + 1):
         uri = paged_uri(base, n)

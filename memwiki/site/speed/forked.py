@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from memwiki.errors import MemwikiError
 from memwiki.site.model.build_context import BuildContext
@@ -22,7 +22,8 @@ from memwiki.site.speed.builder_speed import Pending
 from memwiki.site.speed.layer_cache import CachedSource, SourceCutOff
 
 Result = tuple[list[GeneratedPage], list[GeneratedAsset]]
-Plain = tuple[Any, ...]  # a Result as plain data (`as_data`), or () for none
+Plain = tuple[Any, ...]  # a Result as plain data (`as_data`)
+T = TypeVar("T")
 
 
 def as_data(result: Result, holds_asset: Callable[[str], bool] | None, notes: list[str]) -> Plain:
@@ -53,27 +54,52 @@ def _held(dest_uri: str) -> bytes:
     raise MemwikiError(f"{dest_uri}: made by a forked process as the page cache held it, which then lost it")
 
 
-def start(
-    ctx: BuildContext, name: str, build: Callable[[BuildContext], Result], save: Callable[[], None] | None = None
-) -> Pending[Plain] | None:
-    """`build(ctx)` in a forked process cut off from the source (None: the build may not fork, or this source
-    cannot be cut off, its layers not being kept). Its result is () when it needed the source. The process saves
-    the page memos it made, and calls `save()` for what else it keeps (what it derived from texts)."""
+def apart(ctx: BuildContext, name: str, work: Callable[[], T], in_child: Callable[[], None] | None = None) -> None:
+    """Start `work()` in a forked process cut off from the source (`in_child()` run there first), its value to be
+    `taken` by `name`; nothing is started when the build may not fork, or when this source cannot be cut off, its
+    layers not being kept. Where the host cannot fork, `work()` is done when its value is taken."""
     source = ctx.source
     if not (isinstance(source, CachedSource) and ctx.speed.may_fork):
-        return None
-    memos, forked = ctx.speed.memo_count(), []
+        return
 
     def cut_off() -> None:
-        forked.append(True)
+        if in_child is not None:
+            in_child()
         source.cut_off()
+
+    def guarded() -> tuple[bool, T | None]:
+        try:
+            return True, work()
+        except SourceCutOff:  # (it needed more of the source than is kept)
+            return False, None
+
+    ctx.part(_Handed).pending[name] = ctx.speed.apart(name, "", guarded, keep=False, in_child=cut_off)
+
+
+def taken(ctx: BuildContext, name: str) -> tuple[bool, Any]:
+    """What `apart` started under `name` gave (taken once): (True, its value), or (False, None) when nothing was
+    started or the work needed the source (it is then done in the build's process)."""
+    pending = ctx.part(_Handed).pending.pop(name, None)
+    return pending.result() if pending is not None else (False, None)
+
+
+class _Handed:
+    """The work this build handed to forked processes, by name (ctx.part)."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.pending: dict[str, Pending[tuple[bool, Any]]] = {}
+
+
+def start(
+    ctx: BuildContext, name: str, build: Callable[[BuildContext], Result], save: Callable[[], None] | None = None
+) -> None:
+    """`build(ctx)` in a forked process (`apart`), its pages and assets then taken by `result`. The process saves
+    the page memos it made, and calls `save()` for what else it keeps (what it derived from texts)."""
+    memos, forked = ctx.speed.memo_count(), []
 
     def work() -> Plain:
         notes = len(ctx.notes)
-        try:
-            made = build(ctx)
-        except SourceCutOff:
-            return ()
+        made = build(ctx)
         if not forked:  # (the build could not fork: the builder ran here, where the build saves, its notes added)
             return as_data(made, ctx.speed.holds_asset, [])
         ctx.speed.save_memos(since=memos)
@@ -81,10 +107,11 @@ def start(
             save()
         return as_data(made, ctx.speed.holds_asset, ctx.notes[notes:])
 
-    return ctx.speed.apart(name, "", work, keep=False, in_child=cut_off)
+    apart(ctx, name, work, in_child=lambda: forked.append(True))
 
 
-def result(ctx: BuildContext, pending: Pending[Plain] | None, build: Callable[[BuildContext], Result]) -> Result:
-    """What a forked `build` made, or `build(ctx)` made here (nothing was forked, or what was gave up)."""
-    plain = pending.result() if pending is not None else ()
-    return from_data(ctx, plain) if plain else build(ctx)
+def result(ctx: BuildContext, name: str, build: Callable[[BuildContext], Result]) -> Result:
+    """What `start` made in a forked process under `name`, or `build(ctx)` made here (nothing was forked, or what
+    was needed the source)."""
+    made, plain = taken(ctx, name)
+    return from_data(ctx, plain) if made else build(ctx)

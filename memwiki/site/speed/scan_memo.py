@@ -1,4 +1,5 @@
-"""What the two scans of the layers' texts found, kept across builds block by block.
+"""What the two scans of the layers' texts found, kept across builds block by block (`BlockMemo`; the search keeps
+L2's rows by the same blocks of memories, memwiki.site.builders.search).
 
 The scan for links (memwiki.site.model.concept_index) and the scan for names (memwiki.site.model.mentions) read every
 text of the layers: 140k at 100k memories, a second and a half of a rebuild after one memory changed, though all but
@@ -25,7 +26,7 @@ from memwiki.site.speed import cache_file
 from memwiki.site.speed.memo import StaleMemo
 
 Places = list[tuple[str, TextSource]]  # (layer, where a text is shown and the text)
-CHUNK = 100  # blocks' findings a record of the file (cache_file.dump_dict: a 100k store's are 30 MB)
+CHUNK = 100  # blocks a record of the file (cache_file.dump_dict: a 100k store's findings are 30 MB)
 
 
 @dataclass(frozen=True)
@@ -38,58 +39,57 @@ class TextBlock:
     text: Callable[[int], str]
 
 
-class ScanMemo:
-    """Each block's findings by its key, in `path` (None: this build only), kept for the blocks this build used."""
+class BlockMemo:
+    """What a build made of each block (findings, rows: plain data), kept across builds in `path` (None: this build
+    only) by the block's key, the `kind` made and a `tag` it was made under (the names looked for, where a block's
+    rows start), for the blocks this build used. A block without a key is always made."""
 
-    def __init__(self, path: Path | None, check: bool = False) -> None:
+    def __init__(self, path: Path | None, version: str, check: bool = False, chunk: int = CHUNK) -> None:
         self.check = check
-        version = cache_file.version("scan-blocks")
-        self._store = cache_file.JournaledDict(path, version, chunk=CHUNK) if path is not None else None
+        self._store = cache_file.JournaledDict(path, version, chunk=chunk) if path is not None else None
         self._old: dict[Any, Any] = self._store.data if self._store is not None else {}
         self._used: set[str] = set()
-        self.scanned = 0  # blocks scanned in this build (the others were kept)
+        self.made = 0  # blocks made in this build (the others were kept)
 
-    def found(self, block: TextBlock, kind: str, scan: Callable[[Places], Any], names: str = "") -> Any:  # noqa: ANN401
-        """What `scan(block.places())` finds (plain data), kept under the block's key, `kind` and `names` (the
-        names looked for, when the findings depend on them)."""
-        value = self.kept(block, kind, names)
+    def found(self, key: str, kind: str, make: Callable[[], Any], tag: object = "") -> Any:  # noqa: ANN401
+        """What `make()` makes of the block of `key`, as kept (see `kept`), else made now and kept."""
+        value = self.kept(key, kind, tag)
         if value is None:
-            value = scan(block.places())
-            self.put(block, kind, value, names)
+            value = make()
+            self.put(key, kind, value, tag)
         return value
 
-    def kept(self, block: TextBlock, kind: str, names: str = "") -> Any:  # noqa: ANN401
-        """What a scan found in `block`, as a build kept it under the same key, `kind` and `names`; None: scan the
-        block, then `put` what was found (always None with `check`: every block is scanned, `put` compares)."""
-        if not block.key:
+    def kept(self, key: str, kind: str, tag: object = "") -> Any:  # noqa: ANN401
+        """What a build made of the block of `key` as `kind` under the same `tag`; None: make it, then `put` it
+        (always None with `check`: every block is made, `put` compares)."""
+        if not key:
             return None
-        self._used.add(block.key)
-        kept = self._old.get((block.key, kind))
-        if self.check or not (isinstance(kept, tuple) and len(kept) == 2 and kept[0] == names):
+        self._used.add(key)
+        kept = self._old.get((key, kind))
+        if self.check or not (isinstance(kept, tuple) and len(kept) == 2 and kept[0] == tag):
             return None
         return kept[1]
 
-    def put(self, block: TextBlock, kind: str, value: Any, names: str = "") -> None:  # noqa: ANN401
-        """Keep what a scan found in `block` (with `check`: fail when it differs from what its key kept)."""
-        self.scanned += 1
-        if not block.key:
+    def put(self, key: str, kind: str, value: Any, tag: object = "") -> None:  # noqa: ANN401
+        """Keep what was made of the block of `key` (with `check`: fail when it differs from what its key kept)."""
+        self.made += 1
+        if not key:
             return
-        self._used.add(block.key)
-        key = (block.key, kind)
-        kept = self._old.get(key)
-        if self.check and isinstance(kept, tuple) and len(kept) == 2 and kept[0] == names and kept[1] != value:
-            raise StaleMemo(f"text block {block.key} ({kind}): its key matched, but its texts scan differently")
+        self._used.add(key)
+        kept = self._old.get((key, kind))
+        if self.check and isinstance(kept, tuple) and len(kept) == 2 and kept[0] == tag and kept[1] != value:
+            raise StaleMemo(f"block {key} ({kind}): its key matched, but what is made of it differs")
         if self._store is not None:
-            self._store.set(key, (names, value))
+            self._store.set((key, kind), (tag, value))
 
     def save(self) -> None:
-        """Keep what this build found anew; forget the blocks it did not use. What was found is then let go when
-        most of it was found in this build (once both scans are done: a first 100k build held it to its end, tens
-        of megabytes at its high-water mark); a rebuild keeps what it loaded (freeing it took a tenth of a second)."""
+        """Keep what this build made anew; forget the blocks it did not use. What was made is then let go when most
+        of it was made in this build (a first 100k build held the scans' findings to its end, tens of megabytes at
+        its high-water mark); a rebuild keeps what it loaded (freeing it took a tenth of a second)."""
         if self._store is None:
             return
         for key in [k for k in self._store.data if not (isinstance(k, tuple) and k[0] in self._used)]:
             self._store.drop(key)
         self._store.save()
-        if self.scanned * 2 > len(self._used):
+        if self.made * 2 > len(self._used):
             self._store, self._old = None, {}
